@@ -1,0 +1,56 @@
+/* symbolizer.h - names user frames (/proc/PID/maps + ELF symbols, separate debug files) and kernel frames (kallsyms). */
+#ifndef FLAMED_SYMBOLIZER_H
+#define FLAMED_SYMBOLIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct symbolizer;
+
+struct symbolizer_opts {
+	const char *debug_dir;     /* root of separate debug files; NULL: "/usr/lib/debug" */
+	const char *kallsyms_path; /* NULL: "/proc/kallsyms" */
+	unsigned max_binaries;     /* parsed ELF files kept (LRU); 0: 512 */
+	unsigned max_processes;    /* process mapping tables kept; 0: 4096 */
+};
+
+enum frame_kind {
+	FRAME_UNKNOWN = 0, /* "[unknown]" or "module+0xOFF" */
+	FRAME_USER,        /* named from an ELF symbol */
+	FRAME_KERNEL,      /* named from kallsyms */
+};
+
+struct symbolizer_stats {
+	uint64_t user_hits, user_misses;     /* user frames named / not named */
+	uint64_t kernel_hits, kernel_misses; /* kernel frames named / not named */
+	uint64_t binaries_cached, binaries_evicted, debug_files_found;
+	uint64_t processes_cached;
+};
+
+/* Creates a symbolizer; loads kallsyms (a kernel that hides addresses leaves kernel frames unnamed).
+ * Returns 0 or -errno; *out is set only on success. */
+int symbolizer_new(const struct symbolizer_opts *opts, struct symbolizer **out);
+
+/* Frees everything; NULL is safe. */
+void symbolizer_free(struct symbolizer *s);
+
+/* Marks the start of a flush: each process's mappings are re-read at its next lookup (kept when the
+ * process is gone), and processes not looked up for several flushes are dropped. */
+void symbolizer_begin_flush(struct symbolizer *s);
+
+/* Names user address addr of process pid into buf (always NUL-terminated, truncated to len).
+ * is_return_addr: addr is a return address (every frame but the sampled one), looked up at addr-1.
+ * The name has no ';' and no control characters: "func", "libfoo.so+0x1a2b" (mapping known, no
+ * symbol; the offset is the ELF virtual address) or "[unknown]". Returns an enum frame_kind. */
+int symbolizer_user(struct symbolizer *s, uint32_t pid, uint64_t addr, bool is_return_addr,
+		    char *buf, size_t len);
+
+/* Names kernel address addr into buf ("func", without the "_[k]" suffix, or "[unknown]").
+ * Returns FRAME_KERNEL or FRAME_UNKNOWN. */
+int symbolizer_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t len);
+
+/* Copies the counters. */
+void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *out);
+
+#endif

@@ -1,0 +1,29 @@
+#!/bin/sh
+# deps.sh - installs the Debian packages flamed needs to build and test, when missing.
+# As root it runs apt-get; otherwise it prints the command to run and fails.
+# Usage: scripts/deps.sh [build|test]
+set -eu
+
+build_pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libsqlite3-dev"
+test_pkgs="binutils procps"
+
+pkgs=$build_pkgs
+[ "${1:-build}" = test ] && pkgs="$build_pkgs $test_pkgs"
+
+missing=""
+for p in $pkgs; do
+	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[ "$status" = installed ] || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "flamed: missing Debian packages:$missing" >&2
+	echo "install them with: sudo apt-get install -y$missing" >&2
+	exit 1
+fi
+echo "flamed: installing missing Debian packages:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing
