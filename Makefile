@@ -11,6 +11,7 @@ VERSION  := 0.1.0
 
 CC       ?= cc
 CLANG    ?= clang
+LLVM_STRIP ?= llvm-strip
 BPFTOOL  ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
 VMLINUX_H ?=
 ARCH     := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' -e 's/ppc64le/powerpc/' -e 's/s390x/s390/')
@@ -27,6 +28,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 INTEGRATION := $(sort $(wildcard tests/integration/test_*.sh))
 
 .PHONY: all run test install uninstall clean
+.SECONDARY:
 all: $(BUILD)/flamed $(BUILD)/flamectl
 
 $(BUILD)/.deps: scripts/deps.sh
@@ -47,7 +49,8 @@ else
 endif
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c include/profile.h $(BUILD)/vmlinux.h
-	$(CLANG) -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -c $< -o $@
+	$(CLANG) -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -c $< -o $@.tmp
+	$(LLVM_STRIP) -g $@.tmp -o $@ && rm -f $@.tmp   # keep BTF, drop DWARF
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $* > $@.tmp && mv $@.tmp $@
