@@ -1,0 +1,269 @@
+/* sampler.c - loads profile.bpf.c, attaches it per CPU and drains its double-buffered maps. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/perf_event.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "sampler.h"
+#include "profile.skel.h"
+
+struct sampler {
+	struct profile *skel;
+	struct bpf_link **links;
+	int *event_fds;
+	int ncpus_possible;
+	unsigned cpus_attached;
+	unsigned max_keys;
+	struct sample_key *keys; /* drain buffers, max_keys each */
+	__u64 *values;
+	__u64 *kips, *uips;      /* PROFILE_MAX_DEPTH each */
+	__u64 *percpu;           /* ncpus_possible values */
+	uint64_t drains;
+};
+
+static int open_cpu_clock(unsigned cpu, unsigned freq)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.size = sizeof(attr),
+		.freq = 1,
+		.sample_freq = freq,
+	};
+	long fd = syscall(__NR_perf_event_open, &attr, -1, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* Attaches the program to a cpu-clock event on each CPU; offline CPUs (ENODEV) are skipped. */
+static int attach_all(struct sampler *s, unsigned freq)
+{
+	for (int cpu = 0; cpu < s->ncpus_possible; cpu++) {
+		int fd = open_cpu_clock(cpu, freq);
+
+		if (fd == -ENODEV)
+			continue;
+		if (fd < 0)
+			return fd;
+		s->event_fds[cpu] = fd;
+		s->links[cpu] = bpf_program__attach_perf_event(s->skel->progs.profile_tick, fd);
+		if (!s->links[cpu])
+			return -errno;
+		s->cpus_attached++;
+	}
+	return s->cpus_attached ? 0 : -ENODEV;
+}
+
+static int alloc_buffers(struct sampler *s)
+{
+	s->links = calloc(s->ncpus_possible, sizeof(*s->links));
+	s->event_fds = malloc(s->ncpus_possible * sizeof(*s->event_fds));
+	s->keys = calloc(s->max_keys, sizeof(*s->keys));
+	s->values = calloc(s->max_keys, sizeof(*s->values));
+	s->kips = calloc(PROFILE_MAX_DEPTH, sizeof(__u64));
+	s->uips = calloc(PROFILE_MAX_DEPTH, sizeof(__u64));
+	s->percpu = calloc(s->ncpus_possible, sizeof(__u64));
+	if (!s->links || !s->event_fds || !s->keys || !s->values || !s->kips || !s->uips || !s->percpu)
+		return -ENOMEM;
+	for (int i = 0; i < s->ncpus_possible; i++)
+		s->event_fds[i] = -1;
+	return 0;
+}
+
+int sampler_new(const struct sampler_opts *opts, struct sampler **out)
+{
+	struct sampler *s;
+	int err;
+
+	if (!opts->frequency || !opts->max_stacks || !opts->max_keys)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->max_keys = opts->max_keys;
+	s->ncpus_possible = libbpf_num_possible_cpus();
+	if (s->ncpus_possible <= 0) {
+		err = s->ncpus_possible ? s->ncpus_possible : -ENODEV;
+		goto fail;
+	}
+	err = alloc_buffers(s);
+	if (err)
+		goto fail;
+
+	/* 1. Open: parse the embedded object, nothing in the kernel yet. */
+	s->skel = profile__open();
+	if (!s->skel) {
+		err = -errno;
+		goto fail;
+	}
+	/* 2. Configure: read-only knobs and map sizes must be set before load. */
+	s->skel->rodata->include_idle = opts->include_idle;
+	if ((err = bpf_map__set_max_entries(s->skel->maps.counts0, opts->max_keys)) ||
+	    (err = bpf_map__set_max_entries(s->skel->maps.counts1, opts->max_keys)) ||
+	    (err = bpf_map__set_max_entries(s->skel->maps.stacks0, opts->max_stacks)) ||
+	    (err = bpf_map__set_max_entries(s->skel->maps.stacks1, opts->max_stacks)))
+		goto fail;
+	/* 3. Load: create the maps, pass the verifier. */
+	err = profile__load(s->skel);
+	if (err)
+		goto fail;
+	/* 4. Attach: one cpu-clock event per online CPU. */
+	err = attach_all(s, opts->frequency);
+	if (err)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	sampler_free(s);
+	return err < 0 ? err : -EINVAL;
+}
+
+/* Offset that turns CLOCK_BOOTTIME seconds into unix seconds, rounded to the nearest second. */
+static int64_t boot_to_unix_offset(void)
+{
+	struct timespec rt, bt;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_BOOTTIME, &bt);
+	int64_t ns = (rt.tv_sec - bt.tv_sec) * 1000000000LL + (rt.tv_nsec - bt.tv_nsec);
+	return (ns + 500000000LL) / 1000000000LL;
+}
+
+/* Makes gen the one being filled and returns once no program can still be writing the other. */
+static int switch_generation(struct sampler *s, __u32 gen)
+{
+	__u32 zero = 0;
+	int inner = bpf_map__fd(s->skel->maps.barrier_inner);
+
+	__atomic_store_n(&s->skel->bss->active_gen, gen, __ATOMIC_SEQ_CST);
+	/* A map-of-maps update returns after synchronize_rcu(): every program that read the old
+	 * active_gen (they run under rcu_read_lock) has finished. */
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.barrier), &zero, &inner, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/* Reads a stack by id into ips (leaf first); returns its depth, 0 for a missing stack. */
+static unsigned read_stack(int fd, __s32 id, __u64 *ips)
+{
+	unsigned n = 0;
+
+	if (id < 0 || bpf_map_lookup_elem(fd, &id, ips))
+		return 0;
+	while (n < PROFILE_MAX_DEPTH && ips[n])
+		n++;
+	return n;
+}
+
+/* Moves every key of a counts map into s->keys/s->values; returns how many or -errno. */
+static int take_counts(struct sampler *s, int fd)
+{
+	__u32 total = 0, count;
+	__u64 batch_out = 0, batch_in = 0;
+	bool first = true;
+	int err;
+
+	while (total < s->max_keys) {
+		count = s->max_keys - total;
+		err = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &batch_in, &batch_out,
+						      s->keys + total, s->values + total, &count, NULL);
+		total += count;
+		if (err && errno == ENOENT)
+			break; /* map empty */
+		if (err)
+			return -errno;
+		batch_in = batch_out;
+		first = false;
+	}
+	return total;
+}
+
+/* Deletes every stack of a stack map. */
+static void clear_stacks(int fd)
+{
+	__u32 id, next;
+	__u32 *prev = NULL;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		bpf_map_delete_elem(fd, &next);
+		id = next;
+		prev = &id;
+	}
+}
+
+int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx)
+{
+	__u32 old = __atomic_load_n(&s->skel->bss->active_gen, __ATOMIC_SEQ_CST);
+	int counts_fd = bpf_map__fd(old ? s->skel->maps.counts1 : s->skel->maps.counts0);
+	int stacks_fd = bpf_map__fd(old ? s->skel->maps.stacks1 : s->skel->maps.stacks0);
+	int64_t offset = boot_to_unix_offset();
+	int n, err, ret = 0;
+
+	err = switch_generation(s, !old);
+	if (err)
+		return err;
+	n = take_counts(s, counts_fd);
+	if (n < 0) {
+		ret = n;
+		n = 0;
+	}
+	for (int i = 0; i < n; i++) {
+		struct sampler_sample smp = {
+			.key = &s->keys[i],
+			.unix_sec = (int64_t)s->keys[i].boot_sec + offset,
+			.kips = s->kips,
+			.uips = s->uips,
+			.count = s->values[i],
+		};
+
+		smp.nk = read_stack(stacks_fd, s->keys[i].kstack_id, s->kips);
+		smp.nu = read_stack(stacks_fd, s->keys[i].ustack_id, s->uips);
+		err = cb(&smp, ctx);
+		if (err && !ret)
+			ret = err;
+	}
+	clear_stacks(stacks_fd);
+	s->drains++;
+	return ret;
+}
+
+int sampler_get_stats(struct sampler *s, struct sampler_stats *out)
+{
+	int fd = bpf_map__fd(s->skel->maps.stats);
+
+	memset(out, 0, sizeof(*out));
+	for (__u32 i = 0; i < STAT_MAX; i++) {
+		if (bpf_map_lookup_elem(fd, &i, s->percpu))
+			return -errno;
+		for (int c = 0; c < s->ncpus_possible; c++)
+			out->stat[i] += s->percpu[c];
+	}
+	out->cpus = s->cpus_attached;
+	out->drains = s->drains;
+	return 0;
+}
+
+void sampler_free(struct sampler *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; s->links && i < s->ncpus_possible; i++)
+		bpf_link__destroy(s->links[i]);
+	for (int i = 0; s->event_fds && i < s->ncpus_possible; i++)
+		if (s->event_fds[i] >= 0)
+			close(s->event_fds[i]);
+	profile__destroy(s->skel);
+	free(s->links);
+	free(s->event_fds);
+	free(s->keys);
+	free(s->values);
+	free(s->kips);
+	free(s->uips);
+	free(s->percpu);
+	free(s);
+}

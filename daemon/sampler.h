@@ -1,0 +1,53 @@
+/* sampler.h - the BPF side of flamed: attaches profile.bpf.c to a cpu-clock event on every online CPU
+ * and drains what it counted, one generation of maps at a time, with no sample lost or counted twice. */
+#ifndef FLAMED_SAMPLER_H
+#define FLAMED_SAMPLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "profile.h"
+
+struct sampler;
+
+struct sampler_opts {
+	unsigned frequency;  /* samples per second per CPU */
+	bool include_idle;   /* count the idle task (pid 0) */
+	unsigned max_stacks; /* stack map entries per generation (kernel and user stacks share it) */
+	unsigned max_keys;   /* distinct keys counted per generation */
+};
+
+/* One drained key with its stacks, valid only during the callback. */
+struct sampler_sample {
+	const struct sample_key *key;
+	int64_t unix_sec;     /* key->boot_sec on the wall clock */
+	const __u64 *kips;    /* kernel frames, leaf first */
+	unsigned nk;
+	const __u64 *uips;    /* user frames, leaf first */
+	unsigned nu;
+	uint64_t count;
+};
+
+struct sampler_stats {
+	uint64_t stat[STAT_MAX]; /* cumulative, summed over CPUs (enum profile_stat) */
+	unsigned cpus;           /* CPUs with an attached event */
+	uint64_t drains;
+};
+
+typedef int (*sampler_cb)(const struct sampler_sample *s, void *ctx);
+
+/* Opens, sizes, loads and attaches the BPF program on every online CPU (offline ones skipped).
+ * Returns 0 or -errno: -EPERM without CAP_BPF/CAP_PERFMON, -ENODEV when no CPU could be attached. */
+int sampler_new(const struct sampler_opts *opts, struct sampler **out);
+
+/* Switches generations, waits until no program writes the old one, then calls cb for every key it
+ * counted and empties it. Returns 0, the first non-zero cb return, or -errno from a map operation. */
+int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx);
+
+/* Reads the cumulative counters. Returns 0 or -errno. */
+int sampler_get_stats(struct sampler *s, struct sampler_stats *out);
+
+/* Detaches and frees; NULL is safe. */
+void sampler_free(struct sampler *s);
+
+#endif
