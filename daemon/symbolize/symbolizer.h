@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A symbolizer is not thread-safe: one thread (the flush loop) uses it. Files: procmaps.c (/proc/PID/maps),
+ * proccache.c (per-process tables), elf_file.c + elf_symbols.c (ELF reading), debuginfo.c (separate debug
+ * files), bincache.c (parsed binaries), kallsyms.c (kernel symbols). */
 struct symbolizer;
 
 struct symbolizer_opts {
@@ -29,6 +32,8 @@ struct symbolizer_stats {
 };
 
 /* Creates a symbolizer; loads kallsyms (a kernel that hides addresses leaves kernel frames unnamed).
+ * opts may be NULL (all defaults). An explicit kallsyms_path that cannot be read fails (-ENOENT, ...);
+ * the default /proc/kallsyms missing only leaves kernel frames unnamed.
  * Returns 0 or -errno; *out is set only on success. */
 int symbolizer_new(const struct symbolizer_opts *opts, struct symbolizer **out);
 
@@ -36,13 +41,18 @@ int symbolizer_new(const struct symbolizer_opts *opts, struct symbolizer **out);
 void symbolizer_free(struct symbolizer *s);
 
 /* Marks the start of a flush: each process's mappings are re-read at its next lookup (kept when the
- * process is gone), and processes not looked up for several flushes are dropped. */
+ * process is gone), and processes not looked up for several flushes (6) are dropped. Binaries that
+ * failed to load are tried again, and after kernel misses kallsyms is re-read (at most every 30
+ * flushes, ~70 ms) so modules and BPF programs loaded later get named. */
 void symbolizer_begin_flush(struct symbolizer *s);
 
 /* Names user address addr of process pid into buf (always NUL-terminated, truncated to len).
  * is_return_addr: addr is a return address (every frame but the sampled one), looked up at addr-1.
  * The name has no ';' and no control characters: "func", "libfoo.so+0x1a2b" (mapping known, no
- * symbol; the offset is the ELF virtual address) or "[unknown]". Returns an enum frame_kind. */
+ * symbol; the offset is the ELF virtual address) or "[unknown]". Returns an enum frame_kind.
+ * Names are raw symbol names (C++ stays mangled), without a version suffix ("@@GLIBC_2.17").
+ * "[vdso]+0xOFF" names vDSO frames (FRAME_UNKNOWN); anonymous executable memory (JIT) is "[unknown]".
+ * The first lookup of a binary opens and parses it (and may CRC a separate debug file): slow once. */
 int symbolizer_user(struct symbolizer *s, uint32_t pid, uint64_t addr, bool is_return_addr,
 		    char *buf, size_t len);
 

@@ -1,0 +1,56 @@
+/* bincache.h - parsed ELF binaries (segments + symbols), keyed by (device, inode), LRU-evicted. */
+#ifndef FLAMED_SYMBOLIZE_BINCACHE_H
+#define FLAMED_SYMBOLIZE_BINCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct bincache;
+struct binary;
+
+struct bincache_opts {
+	const char *debug_dir; /* NULL: "/usr/lib/debug" */
+	unsigned max;          /* binaries kept (> 0) */
+};
+
+/* Where a binary is mapped: how to open it and its cache key. */
+struct bin_source {
+	uint32_t pid;
+	uint64_t start, end;   /* the mapping, for /proc/PID/map_files/START-END */
+	uint64_t dev, inode;   /* the key, from the maps line */
+	const char *path;      /* as the process sees it, without " (deleted)" */
+	bool deleted;          /* the path no longer names the mapped file */
+};
+
+struct bincache_stats {
+	uint64_t cached, evicted, debug_files_found;
+};
+
+/* Creates an empty cache. Returns 0, -EINVAL (max 0) or -ENOMEM; *out set only on success. */
+int bincache_new(const struct bincache_opts *opts, struct bincache **out);
+
+/* Frees everything; NULL is safe. */
+void bincache_free(struct bincache *c);
+
+/* Starts a flush: binaries that failed to load may be tried again, and each cached binary is checked
+ * (one stat) at its first use in the flush: a changed size or modification time reloads it. */
+void bincache_begin_flush(struct bincache *c);
+
+/* The binary mapped as src, loaded on first use: opened through /proc/PID/map_files/START-END, else
+ * /proc/PID/root/PATH, else PATH (both only when not deleted, and the inode must match); symbols from
+ * its .symtab, else from a separate debug file's .symtab, else from its .dynsym. A binary that cannot
+ * be loaded is remembered until the next flush. Returns NULL when it is not loaded (or out of memory).
+ * The pointer is valid until the next bincache_get or bincache_free. */
+const struct binary *bincache_get(struct bincache *c, const struct bin_source *src);
+
+/* Turns a file offset of b into its ELF virtual address. Returns 0 or -ENOENT (in no PT_LOAD). */
+int binary_vaddr(const struct binary *b, uint64_t file_off, uint64_t *vaddr);
+
+/* The function covering ELF virtual address vaddr of b, or NULL. Valid as long as b. */
+const char *binary_symbol(const struct binary *b, uint64_t vaddr);
+
+/* Copies the counters. */
+void bincache_get_stats(const struct bincache *c, struct bincache_stats *out);
+
+#endif

@@ -1,0 +1,38 @@
+/* procmaps.h - reads the executable mappings of a process from /proc/PID/maps. */
+#ifndef FLAMED_SYMBOLIZE_PROCMAPS_H
+#define FLAMED_SYMBOLIZE_PROCMAPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROCMAPS_MAX 65536      /* executable mappings kept per process; more are ignored */
+#define PROCMAPS_MAX_LINE 8192  /* longer lines are skipped (a path is at most PATH_MAX) */
+
+/* One mapping: [start, end) maps the file at offset, or nothing (path NULL: anonymous). */
+struct procmap {
+	uint64_t start, end, offset;
+	uint32_t dev_major, dev_minor;
+	uint64_t inode;
+	bool exec;     /* perms has 'x' */
+	bool deleted;  /* the path ended in " (deleted)", which is removed from path */
+	char *path;    /* NULL, "/file", or "[vdso]"-style; no trailing newline */
+};
+
+/* Parses one line "start-end perms offset major:minor inode [path]" of /proc/PID/maps in place:
+ * line is modified (newline and " (deleted)" cut off) and out->path points into it.
+ * Returns 0 or -EINVAL (malformed: bad numbers, start >= end, missing fields). */
+int procmaps_parse_line(char *line, struct procmap *out);
+
+/* Reads the executable mappings of a maps-format file, sorted by start, paths copied; malformed and
+ * over-long lines are skipped. Returns 0 or -errno (-ENOENT: no such file, e.g. the process is gone);
+ * on success *out (NULL when *n is 0) must be freed with procmaps_free. */
+int procmaps_read_file(const char *path, struct procmap **out, size_t *n);
+
+/* procmaps_read_file on /proc/PID/maps. */
+int procmaps_read(uint32_t pid, struct procmap **out, size_t *n);
+
+/* Frees an array returned by procmaps_read*; NULL is safe. */
+void procmaps_free(struct procmap *maps, size_t n);
+
+#endif

@@ -1,0 +1,227 @@
+/* symbolizer.c - names user and kernel frames: the facade over the process, binary and kallsyms caches. */
+#include "symbolizer.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bincache.h"
+#include "kallsyms.h"
+#include "proccache.h"
+
+#define DEFAULT_KALLSYMS "/proc/kallsyms"
+#define DEFAULT_MAX_BINARIES 512
+#define DEFAULT_MAX_PROCESSES 4096
+#define UNKNOWN_FRAME "[unknown]"
+#define KALLSYMS_RELOAD_FLUSHES 30 /* kallsyms is re-read at most this often, and only after a miss */
+
+struct symbolizer {
+	struct kallsyms *ksyms; /* NULL: no kernel symbols */
+	char *kallsyms_path;
+	unsigned flushes_since_kload;
+	uint64_t kmisses_since_kload; /* kernel frames unnamed since kallsyms was read (modules, BPF loaded later) */
+	struct proccache *procs;
+	struct bincache *bins;
+	uint64_t user_hits, user_misses, kernel_hits, kernel_misses;
+};
+
+/* Loads kallsyms: an explicit path must load; the default one may be missing (kernel frames unnamed). */
+static int load_kernel_symbols(const struct symbolizer_opts *opts, struct symbolizer *s)
+{
+	int err;
+
+	s->kallsyms_path = strdup(opts->kallsyms_path ? opts->kallsyms_path : DEFAULT_KALLSYMS);
+	if (!s->kallsyms_path)
+		return -ENOMEM;
+	err = kallsyms_load(s->kallsyms_path, &s->ksyms);
+	if (err && err != -ENOMEM && !opts->kallsyms_path)
+		return 0;
+	return err;
+}
+
+/* Re-reads kallsyms after misses, at most every KALLSYMS_RELOAD_FLUSHES flushes; keeps the old table
+ * when that fails. */
+static void maybe_reload_kernel_symbols(struct symbolizer *s)
+{
+	struct kallsyms *k;
+
+	if (s->flushes_since_kload < KALLSYMS_RELOAD_FLUSHES)
+		s->flushes_since_kload++;
+	if (s->flushes_since_kload < KALLSYMS_RELOAD_FLUSHES || s->kmisses_since_kload == 0)
+		return;
+	s->flushes_since_kload = 0;
+	s->kmisses_since_kload = 0;
+	if (kallsyms_load(s->kallsyms_path, &k) < 0)
+		return;
+	kallsyms_free(s->ksyms);
+	s->ksyms = k;
+}
+
+int symbolizer_new(const struct symbolizer_opts *opts, struct symbolizer **out)
+{
+	const struct symbolizer_opts none = { 0 };
+	struct bincache_opts bo;
+	struct symbolizer *s;
+	int err;
+
+	if (!opts)
+		opts = &none;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	bo.debug_dir = opts->debug_dir;
+	bo.max = opts->max_binaries ? opts->max_binaries : DEFAULT_MAX_BINARIES;
+	err = bincache_new(&bo, &s->bins);
+	if (err)
+		goto fail;
+	err = proccache_new(opts->max_processes ? opts->max_processes : DEFAULT_MAX_PROCESSES, &s->procs);
+	if (err)
+		goto fail;
+	err = load_kernel_symbols(opts, s);
+	if (err)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	symbolizer_free(s);
+	return err;
+}
+
+void symbolizer_free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	kallsyms_free(s->ksyms);
+	free(s->kallsyms_path);
+	proccache_free(s->procs);
+	bincache_free(s->bins);
+	free(s);
+}
+
+void symbolizer_begin_flush(struct symbolizer *s)
+{
+	proccache_begin_flush(s->procs);
+	bincache_begin_flush(s->bins);
+	maybe_reload_kernel_symbols(s);
+}
+
+/* A byte safe in a folded line: ';' becomes ':', control characters become '?'. */
+static char clean(unsigned char c)
+{
+	if (c == ';')
+		return ':';
+	if (c < 0x20 || c == 0x7f)
+		return '?';
+	return (char)c;
+}
+
+/* Cleans buf in place. */
+static void sanitize(char *buf)
+{
+	for (; *buf; buf++)
+		*buf = clean((unsigned char)*buf);
+}
+
+/* Copies name into buf (truncated, cleaned) and returns kind. */
+static int put_name(char *buf, size_t len, const char *name, int kind)
+{
+	size_t i;
+
+	if (len == 0)
+		return kind;
+	for (i = 0; i + 1 < len && name[i]; i++)
+		buf[i] = clean((unsigned char)name[i]);
+	buf[i] = '\0';
+	return kind;
+}
+
+/* Writes "module+0xOFF" into buf; returns FRAME_UNKNOWN. */
+static int put_offset(char *buf, size_t len, const char *module, uint64_t off)
+{
+	if (len == 0)
+		return FRAME_UNKNOWN;
+	snprintf(buf, len, "%s+0x%" PRIx64, module, off);
+	sanitize(buf);
+	return FRAME_UNKNOWN;
+}
+
+/* Names addr inside mapping m of pid: its symbol, else "basename+0xVADDR". */
+static int name_in_mapping(struct symbolizer *s, uint32_t pid, const struct procmap *m, uint64_t addr,
+			   char *buf, size_t len)
+{
+	uint64_t vaddr = addr - m->start + m->offset; /* the file offset until the segments say otherwise */
+	const struct binary *b;
+	struct bin_source src;
+	const char *name;
+
+	if (!m->path || m->path[0] != '/' || m->inode == 0) {
+		if (m->path && (strcmp(m->path, "[vdso]") == 0 || strcmp(m->path, "[vsyscall]") == 0))
+			return put_offset(buf, len, m->path, addr - m->start);
+		return put_name(buf, len, UNKNOWN_FRAME, FRAME_UNKNOWN); /* anonymous: JIT code, ... */
+	}
+	src.pid = pid;
+	src.start = m->start;
+	src.end = m->end;
+	src.dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
+	src.inode = m->inode;
+	src.path = m->path;
+	src.deleted = m->deleted;
+	b = bincache_get(s->bins, &src);
+	if (b && binary_vaddr(b, vaddr, &vaddr) == 0) {
+		name = binary_symbol(b, vaddr);
+		if (name)
+			return put_name(buf, len, name, FRAME_USER);
+	}
+	return put_offset(buf, len, strrchr(m->path, '/') + 1, vaddr);
+}
+
+int symbolizer_user(struct symbolizer *s, uint32_t pid, uint64_t addr, bool is_return_addr, char *buf,
+		    size_t len)
+{
+	const struct procmap *m;
+	int kind;
+
+	if (is_return_addr && addr > 0)
+		addr--;
+	m = proccache_find(s->procs, pid, addr);
+	if (m)
+		kind = name_in_mapping(s, pid, m, addr, buf, len);
+	else
+		kind = put_name(buf, len, UNKNOWN_FRAME, FRAME_UNKNOWN);
+	if (kind == FRAME_USER)
+		s->user_hits++;
+	else
+		s->user_misses++;
+	return kind;
+}
+
+int symbolizer_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t len)
+{
+	const char *name = s->ksyms ? kallsyms_lookup(s->ksyms, addr) : NULL;
+
+	if (!name) {
+		s->kernel_misses++;
+		s->kmisses_since_kload++;
+		return put_name(buf, len, UNKNOWN_FRAME, FRAME_UNKNOWN);
+	}
+	s->kernel_hits++;
+	return put_name(buf, len, name, FRAME_KERNEL);
+}
+
+void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *out)
+{
+	struct bincache_stats bs;
+
+	bincache_get_stats(s->bins, &bs);
+	memset(out, 0, sizeof(*out));
+	out->user_hits = s->user_hits;
+	out->user_misses = s->user_misses;
+	out->kernel_hits = s->kernel_hits;
+	out->kernel_misses = s->kernel_misses;
+	out->binaries_cached = bs.cached;
+	out->binaries_evicted = bs.evicted;
+	out->debug_files_found = bs.debug_files_found;
+	out->processes_cached = proccache_count(s->procs);
+}
