@@ -1,0 +1,26 @@
+#!/bin/bash
+# test_install.sh - `make install` honours PREFIX and DESTDIR, and the unit starts the installed daemon.
+. "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+
+make -s -C "$ROOT" install BUILD="$BUILD" PREFIX=/opt/flamed-test DESTDIR="$TMP/root" > "$TMP/install.log" 2>&1
+check "make install succeeds" [ $? -eq 0 ]
+check "flamed installed under DESTDIR/PREFIX/bin" [ -x "$TMP/root/opt/flamed-test/bin/flamed" ]
+check "flamectl installed under DESTDIR/PREFIX/bin" [ -x "$TMP/root/opt/flamed-test/bin/flamectl" ]
+unit="$TMP/root/opt/flamed-test/lib/systemd/system/flamed.service"
+check "the unit is installed" [ -f "$unit" ]
+check "the unit runs the daemon from PREFIX" grep -q '^ExecStart=/opt/flamed-test/bin/flamed ' "$unit"
+check "the unit keeps state in /var/lib/flamed" grep -q '^StateDirectory=flamed$' "$unit"
+
+# --help names every long option the parser accepts (the help stays true).
+help=$("$TMP/root/opt/flamed-test/bin/flamed" --help)
+check "flamed --help exits 0" [ $? -eq 0 ]
+for o in $(grep -o '{ "[a-z-]*", ' "$ROOT/daemon/main.c" | cut -d'"' -f2); do
+	check "flamed --help describes --$o" grep -q -- "--$o" <<< "$help"
+done
+"$TMP/root/opt/flamed-test/bin/flamed" --frequency 0 2> "$TMP/err"
+check "flamed rejects --frequency 0 with exit 2" [ $? -eq 2 ]
+check "and says what it wants" grep -q 'whole number from 1 to 10000' "$TMP/err"
+"$TMP/root/opt/flamed-test/bin/flamed" --bogus 2> /dev/null
+check "flamed rejects an unknown option with exit 2" [ $? -eq 2 ]
+exit $FAILED
