@@ -1,0 +1,60 @@
+#!/bin/bash
+# test_profile.sh - the whole data path for real: flamed samples a workload with a known chain and a
+# 3:2 split through BPF, stores it in SQLite, and flamectl reads back that chain and that split.
+. "$(dirname "$0")/lib.sh"
+FREQ=99
+
+if [ "$(id -u)" -ne 0 ]; then
+	skip "profile: loading BPF programs needs root (or CAP_BPF and CAP_PERFMON)"
+	exit 0
+fi
+clang -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls \
+	"$(dirname "$0")/../workloads/branches.c" -o "$TMP/branches" || { fail "build workload"; exit 1; }
+
+start_flamed --db "$TMP/flamed.db" --frequency $FREQ --flush-interval 1
+rc=$?
+if [ $rc -eq 77 ]; then skip "profile: the kernel refused to load BPF programs (EPERM)"; exit 0; fi
+check "flamed starts and attaches" [ $rc -eq 0 ]
+[ $rc -eq 0 ] || exit 1
+
+"$TMP/branches" 6 > "$TMP/branches.out" & wpid=$!
+"$TMP/branches" --syscalls 2 > "$TMP/syscalls.out" & spid=$!
+wait $wpid $spid
+sleep 1.5
+stop_flamed
+check "flamed exits 0 on SIGTERM" [ $? -eq 0 ]
+check "flamed logged no lost stacks" not grep -q 'lost stacks' "$TMP/flamed.log"
+
+"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid $wpid --since 10m > "$TMP/w.folded"
+check "flamectl query exits 0" [ $? -eq 0 ]
+
+total=$(sum_samples "$TMP/w.folded")
+cpu=$(awk '/cpu_seconds/ { print $2 }' "$TMP/branches.out")
+expected=$(awk -v c="$cpu" -v f=$FREQ 'BEGIN { printf "%d", c * f }')
+echo "workload: $total samples for $cpu CPU seconds at $FREQ Hz (expected about $expected)"
+check "every sample is stored once: $total samples within 10% of $expected" \
+	awk -v t="$total" -v e="$expected" 'BEGIN { exit !(t >= 0.9 * e && t <= 1.1 * e) }'
+check "the root frame is the process name" awk '{ if ($0 !~ /^branches;/) bad = 1 } END { exit bad }' "$TMP/w.folded"
+
+a=$(sum_samples "$TMP/w.folded" ';main;run;alpha;leaf_spin(;|$)')
+b=$(sum_samples "$TMP/w.folded" ';main;run;beta;leaf_spin(;|$)')
+echo "alpha;leaf_spin $a, beta;leaf_spin $b"
+check "the full chain main;run;alpha|beta;leaf_spin carries >= 90% of samples ($((a + b)) of $total)" \
+	[ $((10 * (a + b))) -ge $((9 * total)) ]
+check "alpha's share is 60% within 10 points ($a vs $b)" \
+	awk -v a="$a" -v b="$b" 'BEGIN { s = 100 * a / (a + b); exit !(a + b > 0 && s >= 50 && s <= 70) }'
+
+"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid $wpid --tid $wpid --since 10m > "$TMP/t.folded"
+check "--tid of the only thread gives the same profile" cmp -s "$TMP/w.folded" "$TMP/t.folded"
+
+"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid $spid --since 10m > "$TMP/s.folded"
+k=$(sum_samples "$TMP/s.folded" ';main;.*_\[k\]')
+st=$(sum_samples "$TMP/s.folded")
+echo "syscalls workload: $k of $st samples with kernel frames under main"
+check "kernel frames are named and marked _[k] under the user stack" \
+	grep -qE ';main;.*;(ksys_write|vfs_write|__x64_sys_write)_\[k\]' "$TMP/s.folded"
+check "most samples of a write(2) loop are in the kernel ($k of $st)" [ $((2 * k)) -ge "$st" ]
+
+"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid 0 --since 10m > "$TMP/idle.folded"
+check "idle (pid 0) is left out by default" [ ! -s "$TMP/idle.folded" ]
+exit $FAILED
