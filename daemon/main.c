@@ -37,7 +37,7 @@ static struct options {
 	.frequency = 19,
 	.flush_interval = 10,
 	.debug_dir = "/usr/lib/debug",
-	.max_stacks = 8192,
+	.max_stacks = 0, /* auto */
 	.max_keys = 16384,
 };
 
@@ -63,8 +63,10 @@ static void usage(FILE *f)
 		"  --flush-interval S     seconds between drains to the database, 1-3600 (default 10)\n"
 		"  --include-idle         also count the idle task (pid 0)\n"
 		"  --debug-dir DIR        root of separate debug files (default /usr/lib/debug)\n"
-		"  --max-stacks N         stack map entries per flush, 256-1048576 (default 8192);\n"
-		"                         more distinct stacks per flush are counted as lost\n"
+		"  --max-stacks N         stack map entries per flush, 256-1048576 (default: two\n"
+		"                         per CPU per tick of a flush, at least 8192, about 1 KiB\n"
+		"                         of kernel memory each); stacks that find their hash\n"
+		"                         bucket taken are counted as lost\n"
 		"  --max-keys N           distinct (thread, second, stack) keys per flush,\n"
 		"                         256-4194304 (default 16384); more are counted as lost\n"
 		"  -v, --verbose          log a line per flush, and libbpf's debug output\n"
@@ -267,6 +269,16 @@ static void log_losses(const struct sampler_stats *now, struct sampler_stats *pr
 	*prev = *now;
 }
 
+/* Two stack map entries per CPU per tick of one flush: the stack map is a hash table with one stack
+ * per bucket, so a bucket taken by another stack loses the new one; room keeps that rare. */
+static unsigned default_max_stacks(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_CONF);
+	uint64_t n = 2ULL * (cpus > 0 ? cpus : 1) * opt.frequency * opt.flush_interval;
+
+	return n < 8192 ? 8192 : n > (1 << 20) ? 1 << 20 : (unsigned)n;
+}
+
 static double now_sec(void)
 {
 	struct timespec ts;
@@ -394,6 +406,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "flamed: cannot start the symbolizer: %s\n", strerror(-err));
 		goto out;
 	}
+	if (!opt.max_stacks)
+		opt.max_stacks = default_max_stacks();
 	struct sampler_opts sopts = {
 		.frequency = opt.frequency,
 		.include_idle = opt.include_idle,

@@ -5,7 +5,7 @@
 set -eu
 
 build_pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libsqlite3-dev"
-test_pkgs="binutils procps"
+test_pkgs="binutils procps libc6-dbg"
 
 pkgs=$build_pkgs
 [ "${1:-build}" = test ] && pkgs="$build_pkgs $test_pkgs"

