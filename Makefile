@@ -2,6 +2,7 @@
 # make            build build/flamed and build/flamectl (installs missing Debian packages)
 # make run        build, then run the daemon in the foreground on ./flamed.db (root)
 # make test       unit, integration (root, real BPF) tests; ends with "N passed, N failed"
+# make test SANITIZE=1   the same, built with AddressSanitizer and UBSan in build-san/
 # make install    install into $(DESTDIR)$(PREFIX), the unit into $(DESTDIR)$(UNITDIR)
 
 PREFIX   ?= /usr/local
@@ -16,8 +17,14 @@ BPFTOOL  ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
 VMLINUX_H ?=
 ARCH     := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' -e 's/ppc64le/powerpc/' -e 's/s390x/s390/')
 
+# CFLAGS and LDFLAGS are the user's (optimisation, extra flags); the project's own come on top.
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -DFLAMED_VERSION='"$(VERSION)"' \
+ifeq ($(SANITIZE),1)
+BUILD    := build-san
+CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS  += -fsanitize=address,undefined
+endif
+FLAMED_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -DFLAMED_VERSION='"$(VERSION)"' \
             -Iinclude -Idaemon -I$(BUILD)
 LDLIBS   += -lbpf -lelf -lz -lsqlite3
 
@@ -58,7 +65,7 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 # User space.
 $(BUILD)/%.o: %.c | $(BUILD)/.deps
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(FLAMED_CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/daemon/sampler.o: $(BUILD)/profile.skel.h
 
