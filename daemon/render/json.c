@@ -1,0 +1,87 @@
+/* json.c - JSON strings and the {name, value, children} tree that flame-graph libraries draw. */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "render/json.h"
+
+/* Length of the valid UTF-8 sequence at s, or 0 when it is not one. */
+static int utf8_len(const unsigned char *s)
+{
+	int n;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	for (int i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0)))
+		return 0; /* overlong, or a UTF-16 surrogate */
+	if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90)))
+		return 0; /* overlong, or beyond U+10FFFF */
+	return n;
+}
+
+void json_write_string(FILE *out, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	fputc('"', out);
+	while (*s) {
+		int n = utf8_len(s);
+
+		if (n == 0) {
+			fputs("\\ufffd", out);
+			s++;
+		} else if (*s == '"' || *s == '\\') {
+			fputc('\\', out);
+			fputc(*s++, out);
+		} else if (*s < 0x20 || *s == 0x7f) {
+			fprintf(out, "\\u%04x", *s++);
+		} else {
+			fwrite(s, 1, n, out);
+			s += n;
+		}
+	}
+	fputc('"', out);
+}
+
+/* The root's new total over its base total: what a base count is multiplied by to compare. */
+static double base_scale(const struct tree_node *root)
+{
+	return root->value[TREE_BASE] ? (double)root->value[TREE_NEW] / root->value[TREE_BASE] : 0.0;
+}
+
+static void write_node(FILE *out, const struct tree_node *n, bool diff, double scale)
+{
+	fputs("{\"name\":", out);
+	json_write_string(out, n->name);
+	fprintf(out, ",\"value\":%llu", (unsigned long long)n->value[TREE_NEW]);
+	if (diff)
+		fprintf(out, ",\"delta\":%lld",
+			(long long)llround((double)n->value[TREE_NEW] - scale * n->value[TREE_BASE]));
+	fputs(",\"children\":[", out);
+	for (uint32_t i = 0; i < n->nchildren; i++) {
+		if (i)
+			fputc(',', out);
+		write_node(out, n->children[i], diff, scale);
+	}
+	fputs("]}", out);
+}
+
+int render_json_tree(FILE *out, const struct tree *t, bool diff)
+{
+	const struct tree_node *root = tree_root(t);
+
+	write_node(out, root, diff, base_scale(root));
+	fputc('\n', out);
+	return ferror(out) ? -EIO : 0;
+}

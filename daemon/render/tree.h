@@ -1,0 +1,67 @@
+/* tree.h - a flame graph's frame tree, aggregated from folded stacks; two sides for differential graphs. */
+#ifndef FLAMED_RENDER_TREE_H
+#define FLAMED_RENDER_TREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct tree;
+
+enum tree_side {
+	TREE_NEW = 0,  /* the profile, or the new window of a diff */
+	TREE_BASE = 1, /* the base window of a diff */
+};
+
+struct tree_node {
+	const char *name;             /* frame name, owned by the tree */
+	uint64_t value[2];            /* samples in this frame and below, per side */
+	uint64_t self[2];             /* samples with this frame as leaf, per side */
+	struct tree_node **children;  /* sorted by name once tree_finish() ran */
+	uint32_t nchildren;
+	uint32_t depth;               /* 0 for the root */
+};
+
+struct tree_opts {
+	bool reverse;         /* icicle: each stack added leaf first (callers under the hot leaves) */
+	bool no_comm;         /* leave out the process name as the first frame */
+	size_t max_nodes;     /* 0: 1,000,000; frames beyond are cut and counted */
+};
+
+/* Creates an empty tree whose root is named "all". Returns 0 or -ENOMEM. */
+int tree_new(const struct tree_opts *opts, struct tree **out);
+
+/* Adds count samples of the stack folded ("a;b;c", root first) of process comm to side.
+ * Returns 0, -EINVAL (count 0, empty stack), or -ENOMEM. */
+int tree_add(struct tree *t, const char *comm, const char *folded, uint64_t count, enum tree_side side);
+
+/* Sorts every node's children by name (the order flame graphs draw them in). Call once, after the
+ * last tree_add(). */
+void tree_finish(struct tree *t);
+
+/* The root ("all"); its value is the total of each side. */
+const struct tree_node *tree_root(const struct tree *t);
+
+/* Samples whose stacks were cut short because the tree reached max_nodes (they count at the
+ * deepest frame kept). */
+uint64_t tree_truncated(const struct tree *t);
+
+/* Number of nodes, root included. */
+size_t tree_nodes(const struct tree *t);
+
+/* Frees the tree; NULL is safe. */
+void tree_free(struct tree *t);
+
+/* The kind of a frame, from the FlameGraph suffixes and unknown markers. */
+enum frame_class {
+	FRAME_CLASS_USER = 0,
+	FRAME_CLASS_KERNEL,   /* ends in "_[k]" */
+	FRAME_CLASS_JIT,      /* ends in "_[j]" */
+	FRAME_CLASS_INLINED,  /* ends in "_[i]" */
+	FRAME_CLASS_UNKNOWN,  /* "[unknown]", "[unknown]_[k]" or "module+0xOFF" */
+};
+
+/* Classifies a frame name. */
+enum frame_class frame_classify(const char *name);
+
+#endif
