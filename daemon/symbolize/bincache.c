@@ -21,6 +21,7 @@
 struct binary {
 	struct elf_segment segs[ELF_MAX_SEGMENTS];
 	size_t nsegs;
+	char build_id[BINARY_BUILD_ID_MAX]; /* lowercase hex, "" when it has none */
 	struct elf_symtab *syms; /* NULL: no function symbol anywhere */
 };
 
@@ -203,6 +204,17 @@ static int load_symbols(struct bincache *c, const struct bin_source *src, const 
 	return err == -ENOMEM ? err : 0;
 }
 
+/* Keeps f's build-id as lowercase hex in b (empty when it has none). */
+static void set_build_id(struct binary *b, const struct elf_file *f)
+{
+	uint8_t id[(BINARY_BUILD_ID_MAX - 1) / 2];
+	int n = elf_file_build_id(f, id, sizeof(id));
+
+	b->build_id[0] = '\0';
+	for (int i = 0; i < n && i < (int)sizeof(id); i++)
+		snprintf(b->build_id + 2 * i, 3, "%02x", id[i]);
+}
+
 /* Opens and reads the binary mapped as src into e. Returns 0 or -errno. */
 static int load_binary(struct bincache *c, const struct bin_source *src, struct bin_entry *e)
 {
@@ -226,6 +238,7 @@ static int load_binary(struct bincache *c, const struct bin_source *src, struct 
 		goto out;
 	}
 	b->nsegs = (size_t)n;
+	set_build_id(b, f);
 	err = load_symbols(c, src, root, f, b);
 out:
 	elf_file_free(f);
@@ -314,6 +327,11 @@ int binary_vaddr(const struct binary *b, uint64_t file_off, uint64_t *vaddr)
 const char *binary_symbol(const struct binary *b, uint64_t vaddr)
 {
 	return b->syms ? elf_symtab_lookup(b->syms, vaddr) : NULL;
+}
+
+const char *binary_build_id(const struct binary *b)
+{
+	return b->build_id;
 }
 
 void bincache_get_stats(const struct bincache *c, struct bincache_stats *out)

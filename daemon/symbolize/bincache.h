@@ -9,6 +9,8 @@
 struct bincache;
 struct binary;
 
+#define BINARY_BUILD_ID_MAX 129 /* hex digits of the longest build-id kept, and a NUL */
+
 struct bincache_opts {
 	const char *debug_dir; /* NULL: "/usr/lib/debug" */
 	unsigned max;          /* binaries kept (> 0) */
@@ -49,6 +51,9 @@ int binary_vaddr(const struct binary *b, uint64_t file_off, uint64_t *vaddr);
 
 /* The function covering ELF virtual address vaddr of b, or NULL. Valid as long as b. */
 const char *binary_symbol(const struct binary *b, uint64_t vaddr);
+
+/* The build-id of b in lowercase hex, "" when it has none. Valid as long as b. */
+const char *binary_build_id(const struct binary *b);
 
 /* Copies the counters. */
 void bincache_get_stats(const struct bincache *c, struct bincache_stats *out);

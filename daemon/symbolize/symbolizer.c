@@ -149,13 +149,15 @@ static int put_offset(char *buf, size_t len, const char *module, uint64_t off)
 
 /* Names addr inside mapping m of pid: its symbol, else "basename+0xVADDR". */
 static int name_in_mapping(struct symbolizer *s, uint32_t pid, const struct procmap *m, uint64_t addr,
-			   char *buf, size_t len)
+			   char *buf, size_t len, struct frame_origin *origin)
 {
 	uint64_t vaddr = addr - m->start + m->offset; /* the file offset until the segments say otherwise */
 	const struct binary *b;
 	struct bin_source src;
 	const char *name;
 
+	if (origin && m->path)
+		snprintf(origin->module, sizeof(origin->module), "%s", m->path);
 	if (!m->path || m->path[0] != '/' || m->inode == 0) {
 		if (m->path && (strcmp(m->path, "[vdso]") == 0 || strcmp(m->path, "[vsyscall]") == 0))
 			return put_offset(buf, len, m->path, addr - m->start);
@@ -169,6 +171,8 @@ static int name_in_mapping(struct symbolizer *s, uint32_t pid, const struct proc
 	src.path = m->path;
 	src.deleted = m->deleted;
 	b = bincache_get(s->bins, &src);
+	if (b && origin)
+		snprintf(origin->build_id, sizeof(origin->build_id), "%s", binary_build_id(b));
 	if (b && binary_vaddr(b, vaddr, &vaddr) == 0) {
 		name = binary_symbol(b, vaddr);
 		if (name)
@@ -180,14 +184,22 @@ static int name_in_mapping(struct symbolizer *s, uint32_t pid, const struct proc
 int symbolizer_user(struct symbolizer *s, uint32_t pid, uint64_t addr, bool is_return_addr, char *buf,
 		    size_t len)
 {
+	return symbolizer_user_frame(s, pid, addr, is_return_addr, buf, len, NULL);
+}
+
+int symbolizer_user_frame(struct symbolizer *s, uint32_t pid, uint64_t addr, bool is_return_addr,
+			  char *buf, size_t len, struct frame_origin *origin)
+{
 	const struct procmap *m;
 	int kind;
 
+	if (origin)
+		origin->module[0] = origin->build_id[0] = '\0';
 	if (is_return_addr && addr > 0)
 		addr--;
 	m = proccache_find(s->procs, pid, addr);
 	if (m)
-		kind = name_in_mapping(s, pid, m, addr, buf, len);
+		kind = name_in_mapping(s, pid, m, addr, buf, len, origin);
 	else
 		kind = put_name(buf, len, UNKNOWN_FRAME, FRAME_UNKNOWN);
 	if (kind == FRAME_USER)

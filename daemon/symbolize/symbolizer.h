@@ -56,6 +56,16 @@ void symbolizer_begin_flush(struct symbolizer *s);
 int symbolizer_user(struct symbolizer *s, uint32_t pid, uint64_t addr, bool is_return_addr,
 		    char *buf, size_t len);
 
+/* Where a frame's code lives, for pprof mappings. */
+struct frame_origin {
+	char module[1024];  /* the binary's path as the process sees it, "[kernel]", "[vdso]", or "" */
+	char build_id[129]; /* lowercase hex, or "" */
+};
+
+/* symbolizer_user(), also filling origin (when not NULL) with the binary the address is in. */
+int symbolizer_user_frame(struct symbolizer *s, uint32_t pid, uint64_t addr, bool is_return_addr,
+			  char *buf, size_t len, struct frame_origin *origin);
+
 /* Names kernel address addr into buf ("func", without the "_[k]" suffix, or "[unknown]").
  * Returns FRAME_KERNEL or FRAME_UNKNOWN. */
 int symbolizer_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t len);

@@ -676,6 +676,26 @@ static int place_build_id(const char *dir)
 
 /* ---- the symbolizer on live processes ---- */
 
+/* The origin of a function's address is the binary's path and its build-id, as readelf reads it. */
+static void check_origin(struct symbolizer *s, const struct child *c, const char *path, const char *func)
+{
+	struct frame_origin o;
+	char name[128], cmd[PATH_MAX + 64], want[160] = "";
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "readelf -n '%s' | sed -n 's/.*Build ID: //p'", path);
+	p = popen(cmd, "r");
+	if (p) {
+		if (!fgets(want, sizeof(want), p))
+			want[0] = '\0';
+		want[strcspn(want, "\n")] = '\0';
+		pclose(p);
+	}
+	symbolizer_user_frame(s, (uint32_t)c->pid, addr_of(c, func), false, name, sizeof(name), &o);
+	CHECK(!strcmp(o.module, path), "origin: %s is in %s (got '%s')", func, path, o.module);
+	CHECK(want[0] && !strcmp(o.build_id, want), "origin: build-id of %s is %s (got '%s')", path, want, o.build_id);
+}
+
 static void test_unstripped(const char *dir)
 {
 	struct symbolizer_opts o = { .debug_dir = dir };
@@ -723,6 +743,9 @@ static void test_unstripped(const char *dir)
 	CHECK(st.user_hits == 24 && st.processes_cached == 2 && st.binaries_cached >= 3 && st.debug_files_found == 0,
 	      "live: stats (hits %" PRIu64 ", processes %" PRIu64 ", binaries %" PRIu64 ")", st.user_hits,
 	      st.processes_cached, st.binaries_cached);
+
+	check_origin(s, &c, exe, "main");
+	check_origin(s, &c, lib, "strip_alpha");
 
 	/* the stripped library is written over in place (same inode) by its unstripped build: the cache
 	 * notices at the next flush and reads .symtab */
