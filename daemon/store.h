@@ -11,6 +11,13 @@ enum store_mode {
 	STORE_READ_ONLY,  /* fails with -ENOENT when the file is missing (flamectl) */
 };
 
+/* One frame of a stack, with the binary it came from (what pprof's mappings need). */
+struct store_frame {
+	const char *name;     /* the frame exactly as in the folded stack */
+	const char *module;   /* path of the binary, "[kernel]", or "" when unknown */
+	const char *build_id; /* lowercase hex, or "" */
+};
+
 /* One aggregated sample to write. */
 struct store_sample {
 	int64_t ts;         /* unix seconds */
@@ -19,6 +26,8 @@ struct store_sample {
 	const char *thread; /* thread name */
 	const char *folded; /* frames root first, ';' between them, no newline */
 	uint64_t count;     /* > 0 */
+	const struct store_frame *frames; /* NULL, or one per frame of folded, root first */
+	unsigned nframes;                 /* how many frames; ignored when frames is NULL */
 };
 
 /* Which samples a query covers. */
@@ -26,6 +35,29 @@ struct store_filter {
 	int64_t pid;       /* -1: any */
 	int64_t tid;       /* -1: any */
 	int64_t from, to;  /* unix seconds, half-open [from, to) */
+	const char *comm;  /* NULL: any process name; else only samples of processes so named */
+};
+
+/* A process seen in a window (one row per pid, named by its latest name). */
+struct store_process {
+	uint32_t pid;
+	const char *comm;
+	uint64_t samples;
+	int64_t first_seen, last_seen; /* unix seconds of its first and last sample in the window */
+};
+
+/* A thread of one process seen in a window (named by its latest name). */
+struct store_thread {
+	uint32_t tid;
+	const char *name;
+	uint64_t samples;
+};
+
+/* Samples in one time step [ts, ts + step), of one thread when asked per thread (else tid 0). */
+struct store_point {
+	int64_t ts;
+	uint32_t tid;
+	uint64_t count;
 };
 
 struct store_stats {
@@ -38,17 +70,29 @@ struct store_stats {
  * returned by it. */
 typedef int (*store_stack_cb)(const char *comm, const char *folded, uint64_t count, void *ctx);
 
+/* Like store_stack_cb, per (pid, process name, stack), with the stack's frames root first
+ * (nframes 0 when the stack was stored without them). */
+typedef int (*store_frames_cb)(uint32_t pid, const char *comm, const char *folded,
+			       const struct store_frame *frames, unsigned nframes, uint64_t count,
+			       void *ctx);
+typedef int (*store_process_cb)(const struct store_process *p, void *ctx);
+typedef int (*store_thread_cb)(const struct store_thread *t, void *ctx);
+typedef int (*store_point_cb)(const struct store_point *p, void *ctx);
+
 /* Opens (and in READ_WRITE mode creates) the database at path, in WAL mode.
  * Returns 0 or -errno (-ENOENT: no database there in READ_ONLY mode). */
 /* On failure *out is NULL, so store_errmsg has nothing to say; the codes tell the caller what to
  * report: -ENOENT no file (READ_ONLY; nothing is created), -EISDIR a directory, -EACCES/-EPERM no
  * permission, -EIO corrupt or not an SQLite file, -EINVAL an SQLite file that is not flamed's
- * (READ_WRITE leaves it alone), -ENOTSUP written by a newer flamed (schema_version > 1), -ENOLCK the
+ * (READ_WRITE leaves it alone), -ENOTSUP written by a newer flamed (schema_version > 2), -ENOLCK the
  * file system cannot do WAL, -EBUSY locked past the 5 s busy timeout, -ENOSPC, -ENOMEM.
  * READ_ONLY never creates a file. When no writer has the database open (no PATH-wal file) it reads
  * the file as immutable: that works for a user who cannot write the directory, but the store does
  * not see writes made after it opened, so keep such a store for one command, not for hours. While
- * flamed runs, a READ_ONLY store sees each commit. One store is for one thread at a time. */
+ * flamed runs, a READ_ONLY store sees each commit. One store is for one thread at a time.
+ * READ_WRITE upgrades a schema version 1 database in place, in one transaction that keeps its data
+ * (it builds new indexes, so on a large database the first open takes a while); READ_ONLY reads a
+ * version 1 database as it is, every stack without frames. */
 int store_open(const char *path, enum store_mode mode, struct store **out);
 
 /* Closes; a transaction still open is rolled back. NULL is safe. */
@@ -68,7 +112,12 @@ int store_begin(struct store *st);
  * transaction. Samples equal in (ts, pid, tid, comm, thread, folded) are merged (counts summed);
  * -EOVERFLOW when the sum would pass INT64_MAX. After -EINVAL or -EOVERFLOW the transaction goes on
  * without that sample; after any other error (-ENOSPC, -EIO, -ENOMEM, ...) it has been rolled back
- * and store_commit returns -EINVAL: start the next flush with store_begin. */
+ * and store_commit returns -EINVAL: start the next flush with store_begin.
+ * Frames, when given, are -EINVAL unless there is one per frame of folded with exactly its text (a
+ * NULL name included), each module path is at most 4096 bytes and each build-id at most 128
+ * characters of [0-9a-f]; a NULL module or build-id is "". A stack keeps the frames of the first
+ * sample that brought them: a stack stored without frames gets them from a later sample with
+ * frames; frames of later samples are not compared with them. */
 int store_add(struct store *st, const struct store_sample *s);
 
 /* Commits the flush's transaction: all of it or nothing. */
@@ -84,6 +133,37 @@ void store_rollback(struct store *st);
  * neither -1 nor in 0..UINT32_MAX. The strings passed to cb live until cb returns; cb must not call
  * back into this store. Returns 0, cb's non-zero return, or -errno. */
 int store_query_stacks(struct store *st, const struct store_filter *f, store_stack_cb cb, void *ctx);
+
+/* Like store_query_stacks, aggregated by (pid, process name, stack) and with each stack's frames
+ * and their binaries; for pprof. Most samples first. */
+/* Ties are ordered by pid, process name, then stack. frames is NULL and nframes 0 for a stack stored
+ * without frames. Every string (comm, folded, and those of frames) lives until cb returns. f NULL:
+ * every sample; the filter is checked as by store_query_stacks. -EIO when a stack's frames are
+ * damaged. */
+int store_query_stacks_frames(struct store *st, const struct store_filter *f, store_frames_cb cb, void *ctx);
+
+/* Processes with samples matching f (pid and tid ignored), most samples first. */
+/* Then by pid. Each is named by the process name of its newest sample matching f (of several rows
+ * in that second, the one written last). f NULL: every sample. p and its strings live until cb
+ * returns. */
+int store_query_processes(struct store *st, const struct store_filter *f, store_process_cb cb, void *ctx);
+
+/* Threads of process f->pid (required, else -EINVAL) with samples in the window, most first. */
+/* Then by tid. f->tid is ignored, f->comm applies. Each is named by the thread name of its newest
+ * sample (as for processes). t and its strings live until cb returns. */
+int store_query_threads(struct store *st, const struct store_filter *f, store_thread_cb cb, void *ctx);
+
+/* Samples matching f per step seconds (>= 1), steps aligned to f->from, in time order; only steps
+ * with samples are reported. per_thread: one point per (step, thread). */
+/* A step starts at f->from + ((ts - f->from) / step) * step, computed without overflow (f NULL:
+ * every sample, from INT64_MIN). Points of one step are ordered by tid; tid is 0 unless
+ * per_thread. -EINVAL for step < 1 or a pid or tid as store_query_stacks rejects. */
+int store_query_timeline(struct store *st, const struct store_filter *f, int64_t step, int per_thread,
+			 store_point_cb cb, void *ctx);
+
+/* The unix seconds of the oldest and newest stored sample; -ENOENT when there is none. */
+/* Two index seeks, however many samples. */
+int store_time_range(struct store *st, int64_t *oldest, int64_t *newest);
 
 /* Fills out with counts and the database size. */
 int store_get_stats(struct store *st, struct store_stats *out);

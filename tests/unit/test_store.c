@@ -1,9 +1,10 @@
-/* test_store.c - the SQLite store (write, merge, query, WAL, validation, rollback, bad files) and the folded renderer.
+/* test_store.c - the SQLite store (writes, frames, queries, migration, validation, bad files) and the folded renderer.
  * Usage: test_store                   run the checks
  *        test_store --make-fixture DB  write the known small database tests/integration/test_flamectl.sh reads */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,21 +22,26 @@
 /* The fixture's fixed time: 2023-11-14T22:13:20Z. */
 #define T0 INT64_C(1700000000)
 
+/* A sample without frames. */
+#define SAMPLE(ts_, pid_, tid_, comm_, thread_, folded_, count_)                                  \
+	{ .ts = (ts_), .pid = (pid_), .tid = (tid_), .comm = (comm_), .thread = (thread_),      \
+	  .folded = (folded_), .count = (count_) }
+
 /* The fixture: pid 100 ("server", once "sh" before it exec'd) in three threads, pid 200 whose name
  * holds ';' and a space and runs pid 100's hottest stack, pid 300 a minute ago (for --since). */
 static int make_fixture(const char *path)
 {
 	const int64_t recent = (int64_t)time(NULL) - 60;
 	const struct store_sample samples[] = {
-		{ T0 + 0, 100, 100, "server", "server", "main;handle;parse", 5 },
-		{ T0 + 0, 100, 101, "server", "worker", "main;handle;parse", 3 },
-		{ T0 + 10, 100, 101, "server", "worker", "main;idle", 2 },
-		{ T0 + 20, 100, 100, "server", "server", "main;handle;write", 1 },
-		{ T0 + 20, 100, 100, "server", "server", "main;handle;write", 3 }, /* merges: 4 */
-		{ T0 + 30, 100, 100, "sh", "sh", "main;handle;parse", 1 },
-		{ T0 + 60, 100, 102, "server", "gc", "main;gc", 1 },
-		{ T0 + 0, 200, 200, "a;b c", "a;b c", "main;handle;parse", 7 },
-		{ recent, 300, 300, "recent", "recent", "main;recent", 9 },
+		SAMPLE(T0 + 0, 100, 100, "server", "server", "main;handle;parse", 5),
+		SAMPLE(T0 + 0, 100, 101, "server", "worker", "main;handle;parse", 3),
+		SAMPLE(T0 + 10, 100, 101, "server", "worker", "main;idle", 2),
+		SAMPLE(T0 + 20, 100, 100, "server", "server", "main;handle;write", 1),
+		SAMPLE(T0 + 20, 100, 100, "server", "server", "main;handle;write", 3), /* merges: 4 */
+		SAMPLE(T0 + 30, 100, 100, "sh", "sh", "main;handle;parse", 1),
+		SAMPLE(T0 + 60, 100, 102, "server", "gc", "main;gc", 1),
+		SAMPLE(T0 + 0, 200, 200, "a;b c", "a;b c", "main;handle;parse", 7),
+		SAMPLE(recent, 300, 300, "recent", "recent", "main;recent", 9),
 	};
 	struct store *st = NULL;
 	int err;
@@ -54,23 +60,74 @@ static int make_fixture(const char *path)
 	return err;
 }
 
-/* Collects query results as "comm|folded|count\n" lines. */
+/* Collects query results as lines ("comm|folded|count\n" for stacks). */
 struct collect {
-	char buf[4096];
+	char buf[8192];
 	size_t len;
 	int calls;
 	int stop_after; /* > 0: return 7 after this many calls */
+	int64_t base;   /* subtracted from the times printed */
 };
 
-static int collect_cb(const char *comm, const char *folded, uint64_t count, void *ctx)
+/* Appends a formatted line; returns what a callback returns (7 after stop_after calls, else 0). */
+__attribute__((format(printf, 2, 3)))
+static int collect_printf(struct collect *c, const char *fmt, ...)
 {
-	struct collect *c = ctx;
-	int n = snprintf(c->buf + c->len, sizeof(c->buf) - c->len, "%s|%s|%" PRIu64 "\n", comm, folded, count);
+	va_list ap;
+	int n;
 
+	va_start(ap, fmt);
+	n = vsnprintf(c->buf + c->len, sizeof(c->buf) - c->len, fmt, ap);
+	va_end(ap);
 	if (n > 0 && (size_t)n < sizeof(c->buf) - c->len)
 		c->len += (size_t)n;
 	c->calls++;
 	return c->stop_after && c->calls >= c->stop_after ? 7 : 0;
+}
+
+static int collect_cb(const char *comm, const char *folded, uint64_t count, void *ctx)
+{
+	return collect_printf(ctx, "%s|%s|%" PRIu64 "\n", comm, folded, count);
+}
+
+/* "pid|comm|folded|count|name@module@build_id,..." ("(none)": no frames). */
+static int frames_cb(uint32_t pid, const char *comm, const char *folded, const struct store_frame *frames,
+		     unsigned nframes, uint64_t count, void *ctx)
+{
+	char list[2048] = "(none)";
+	size_t len = 0;
+
+	for (unsigned i = 0; frames && i < nframes && len < sizeof(list); i++) {
+		int n = snprintf(list + len, sizeof(list) - len, "%s%s@%s@%s", i ? "," : "", frames[i].name,
+				 frames[i].module, frames[i].build_id);
+
+		len += n > 0 ? (size_t)n : 0;
+	}
+	if (frames && !nframes)
+		snprintf(list, sizeof(list), "(frames, but 0 of them)");
+	return collect_printf(ctx, "%u|%s|%s|%" PRIu64 "|%s\n", pid, comm, folded, count, list);
+}
+
+/* "pid|comm|samples|first|last", times less base. */
+static int process_cb(const struct store_process *p, void *ctx)
+{
+	const struct collect *c = ctx;
+
+	return collect_printf(ctx, "%u|%s|%" PRIu64 "|%" PRId64 "|%" PRId64 "\n", p->pid, p->comm, p->samples,
+			      p->first_seen - c->base, p->last_seen - c->base);
+}
+
+static int thread_cb(const struct store_thread *t, void *ctx)
+{
+	return collect_printf(ctx, "%u|%s|%" PRIu64 "\n", t->tid, t->name, t->samples);
+}
+
+/* "ts|tid|count", ts less base. */
+static int point_cb(const struct store_point *p, void *ctx)
+{
+	const struct collect *c = ctx;
+
+	return collect_printf(ctx, "%" PRId64 "|%u|%" PRIu64 "\n", p->ts - c->base, p->tid, p->count);
 }
 
 /* Runs a query and returns its lines (in a static-free caller buffer). */
@@ -190,7 +247,7 @@ static void test_fixture_queries(const char *dir)
 		      sql_value(path, "SELECT count FROM samples WHERE pid = 100 AND ts = 1700000020") == 4,
 	      "duplicate (ts, pid, tid, comm, thread, stack) merged into one row, counts summed");
 	CHECK(sql_value(path, "SELECT count(*) FROM names") == 6, "names stored once each");
-	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 1, "meta holds schema_version 1");
+	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 2, "meta holds schema_version 2");
 
 	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
 	    sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &stmt, NULL) == SQLITE_OK &&
@@ -204,7 +261,7 @@ static void test_fixture_queries(const char *dir)
 	err = store_open(path, STORE_READ_WRITE, &st);
 	CHECK(err == 0, "reopen read-write an existing database");
 	if (!err) {
-		const struct store_sample s = { T0 + 5, 100, 100, "server", "server", "main;handle;parse", 2 };
+		const struct store_sample s = SAMPLE(T0 + 5, 100, 100, "server", "server", "main;handle;parse", 2);
 
 		err = store_begin(st);
 		err = err ?: store_add(st, &s);
@@ -222,26 +279,26 @@ static void test_invalid(const char *dir)
 	char path[512], name256[257], *big;
 	struct store *st = NULL;
 	struct store_stats stats = { 1, 1, 0 };
-	const struct store_sample good = { T0, 1, 1, "p", "t", "a;b", 1 };
+	const struct store_sample good = SAMPLE(T0, 1, 1, "p", "t", "a;b", 1);
 	struct {
 		const char *why;
 		struct store_sample s;
 	} bad[] = {
-		{ "NULL stack", { T0, 1, 1, "p", "t", NULL, 1 } },
-		{ "empty stack", { T0, 1, 1, "p", "t", "", 1 } },
-		{ "newline in stack", { T0, 1, 1, "p", "t", "a;b\nc", 1 } },
-		{ "carriage return in stack", { T0, 1, 1, "p", "t", "a\r;b", 1 } },
-		{ "empty frame inside", { T0, 1, 1, "p", "t", "a;;b", 1 } },
-		{ "leading ';'", { T0, 1, 1, "p", "t", ";a;b", 1 } },
-		{ "trailing ';'", { T0, 1, 1, "p", "t", "a;b;", 1 } },
-		{ "only ';'", { T0, 1, 1, "p", "t", ";", 1 } },
-		{ "count 0", { T0, 1, 1, "p", "t", "a;b", 0 } },
-		{ "count above INT64_MAX", { T0, 1, 1, "p", "t", "a;b", (uint64_t)INT64_MAX + 1 } },
-		{ "NULL process name", { T0, 1, 1, NULL, "t", "a;b", 1 } },
-		{ "NULL thread name", { T0, 1, 1, "p", NULL, "a;b", 1 } },
-		{ "process name of 256 bytes", { T0, 1, 1, name256, "t", "a;b", 1 } },
-		{ "thread name of 256 bytes", { T0, 1, 1, "p", name256, "a;b", 1 } },
-		{ "stack of 64 KiB + 1", { T0, 1, 1, "p", "t", NULL, 1 } }, /* folded set below */
+		{ "NULL stack", SAMPLE(T0, 1, 1, "p", "t", NULL, 1) },
+		{ "empty stack", SAMPLE(T0, 1, 1, "p", "t", "", 1) },
+		{ "newline in stack", SAMPLE(T0, 1, 1, "p", "t", "a;b\nc", 1) },
+		{ "carriage return in stack", SAMPLE(T0, 1, 1, "p", "t", "a\r;b", 1) },
+		{ "empty frame inside", SAMPLE(T0, 1, 1, "p", "t", "a;;b", 1) },
+		{ "leading ';'", SAMPLE(T0, 1, 1, "p", "t", ";a;b", 1) },
+		{ "trailing ';'", SAMPLE(T0, 1, 1, "p", "t", "a;b;", 1) },
+		{ "only ';'", SAMPLE(T0, 1, 1, "p", "t", ";", 1) },
+		{ "count 0", SAMPLE(T0, 1, 1, "p", "t", "a;b", 0) },
+		{ "count above INT64_MAX", SAMPLE(T0, 1, 1, "p", "t", "a;b", (uint64_t)INT64_MAX + 1) },
+		{ "NULL process name", SAMPLE(T0, 1, 1, NULL, "t", "a;b", 1) },
+		{ "NULL thread name", SAMPLE(T0, 1, 1, "p", NULL, "a;b", 1) },
+		{ "process name of 256 bytes", SAMPLE(T0, 1, 1, name256, "t", "a;b", 1) },
+		{ "thread name of 256 bytes", SAMPLE(T0, 1, 1, "p", name256, "a;b", 1) },
+		{ "stack of 64 KiB + 1", SAMPLE(T0, 1, 1, "p", "t", NULL, 1) }, /* folded set below */
 	};
 	const size_t nbad = sizeof(bad) / sizeof(bad[0]);
 	int err;
@@ -281,8 +338,8 @@ static void test_invalid(const char *dir)
 
 	/* A merge whose sum would not fit SQLite's integers rejects that sample only. */
 	{
-		const struct store_sample max = { T0, 2, 2, "p", "t", "a;b", (uint64_t)INT64_MAX };
-		const struct store_sample one = { T0, 2, 2, "p", "t", "a;b", 1 };
+		const struct store_sample max = SAMPLE(T0, 2, 2, "p", "t", "a;b", (uint64_t)INT64_MAX);
+		const struct store_sample one = SAMPLE(T0, 2, 2, "p", "t", "a;b", 1);
 		struct collect c;
 
 		err = store_begin(st);
@@ -299,7 +356,7 @@ static void test_invalid(const char *dir)
 	name256[255] = '\0';
 	big[64 * 1024] = '\0';
 	{
-		const struct store_sample edge = { T0, 1, 1, name256, name256, big, 1 };
+		const struct store_sample edge = SAMPLE(T0, 1, 1, name256, name256, big, 1);
 
 		err = store_begin(st);
 		err = err ?: store_add(st, &edge);
@@ -316,9 +373,9 @@ static void test_rollback(const char *dir)
 	struct store *st = NULL;
 	struct store_stats stats = { 1, 1, 0 };
 	struct collect c;
-	const struct store_sample r1 = { T0, 7, 7, "rolled", "rolled", "r;s", 1 };
-	const struct store_sample t2 = { T0, 7, 7, "kept", "kept", "t;u", 2 };
-	const struct store_sample r3 = { T0, 7, 7, "rolled", "rolled", "r;s", 3 };
+	const struct store_sample r1 = SAMPLE(T0, 7, 7, "rolled", "rolled", "r;s", 1);
+	const struct store_sample t2 = SAMPLE(T0, 7, 7, "kept", "kept", "t;u", 2);
+	const struct store_sample r3 = SAMPLE(T0, 7, 7, "rolled", "rolled", "r;s", 3);
 	int err;
 
 	snprintf(path, sizeof(path), "%s/rollback.db", dir);
@@ -370,7 +427,7 @@ static void test_collision(const char *dir)
 	char path[512], sql[256];
 	struct store *st = NULL;
 	struct collect c;
-	const struct store_sample s = { T0, 9, 9, "p", "p", "x;y", 4 };
+	const struct store_sample s = SAMPLE(T0, 9, 9, "p", "p", "x;y", 4);
 	int err;
 
 	snprintf(path, sizeof(path), "%s/collision.db", dir);
@@ -405,12 +462,12 @@ static void test_big_flush(const char *dir)
 	err = store_open(path, STORE_READ_WRITE, &st);
 	err = err ?: store_begin(st);
 	for (int i = 0; !err && i < n; i++) {
-		const struct store_sample s = { T0 + i, 5, 5, "big", "big", "main;loop", 1 };
+		const struct store_sample s = SAMPLE(T0 + i, 5, 5, "big", "big", "main;loop", 1);
 
 		err = store_add(st, &s);
 	}
 	if (!err) {
-		const struct store_sample again = { T0, 5, 5, "big", "big", "main;loop", 2 };
+		const struct store_sample again = SAMPLE(T0, 5, 5, "big", "big", "main;loop", 2);
 
 		err = store_add(st, &again);
 	}
@@ -430,8 +487,8 @@ static void test_concurrent_reader(const char *dir)
 	char path[512];
 	struct store *w = NULL, *r = NULL;
 	struct collect c;
-	const struct store_sample s1 = { T0, 4, 4, "w", "w", "one", 1 };
-	const struct store_sample s2 = { T0, 4, 4, "w", "w", "two", 2 };
+	const struct store_sample s1 = SAMPLE(T0, 4, 4, "w", "w", "one", 1);
+	const struct store_sample s2 = SAMPLE(T0, 4, 4, "w", "w", "two", 2);
 	int err;
 
 	snprintf(path, sizeof(path), "%s/concurrent.db", dir);
@@ -507,7 +564,8 @@ static void test_bad_files(const char *dir)
 	snprintf(path, sizeof(path), "%s/newer.db", dir);
 	err = store_open(path, STORE_READ_WRITE, &st);
 	store_close(st);
-	CHECK(err == 0 && sql_run(path, "UPDATE meta SET value = 2 WHERE key = 'schema_version'"), "make a schema version 2 database");
+	CHECK(err == 0 && sql_run(path, "UPDATE meta SET value = 3 WHERE key = 'schema_version'"),
+	      "make a schema version 3 database");
 	CHECK(store_open(path, STORE_READ_ONLY, &st) == -ENOTSUP, "read-only: a newer schema is refused");
 	CHECK(store_open(path, STORE_READ_WRITE, &st) == -ENOTSUP, "read-write: a newer schema is refused");
 
@@ -524,6 +582,609 @@ static void test_bad_files(const char *dir)
 	CHECK(store_errmsg(NULL) != NULL, "store_close(NULL) is safe; store_errmsg(NULL) is a string");
 	CHECK(store_open(NULL, STORE_READ_ONLY, &st) == -EINVAL && store_open(path, STORE_READ_ONLY, NULL) == -EINVAL,
 	      "NULL arguments to store_open are -EINVAL");
+}
+
+/* got == want; when not, prints what came (as "# " lines) for the FAIL that follows. */
+static bool same(const char *got, const char *want)
+{
+	if (strcmp(got, want) == 0)
+		return true;
+	printf("# want:\n%s# got:\n%s", want, got);
+	return false;
+}
+
+/* Runs one flush of n samples; 0 or the first error. */
+static int flush(struct store *st, const struct store_sample *s, size_t n)
+{
+	int err = store_begin(st);
+
+	for (size_t i = 0; !err && i < n; i++)
+		err = store_add(st, &s[i]);
+	if (!err)
+		return store_commit(st);
+	store_rollback(st);
+	return err;
+}
+
+static int query_frames(struct store *st, int64_t pid, const char *comm, struct collect *c)
+{
+	struct store_filter f = { .pid = pid, .tid = -1, .from = INT64_MIN, .to = INT64_MAX, .comm = comm };
+
+	memset(c, 0, sizeof(*c));
+	return store_query_stacks_frames(st, &f, frames_cb, c);
+}
+
+/* A sample with frames. */
+#define FSAMPLE(ts_, pid_, comm_, folded_, count_, frames_)                                            \
+	{ .ts = (ts_), .pid = (pid_), .tid = (pid_), .comm = (comm_), .thread = (comm_), .folded = (folded_), \
+	  .count = (count_), .frames = (frames_), .nframes = sizeof(frames_) / sizeof((frames_)[0]) }
+
+static const struct store_frame srv_frames[] = {
+	{ "main", "/usr/bin/server", "0a1b2c" },
+	{ "handle", "/usr/lib/libh.so", NULL },
+	{ "read_[k]", "[kernel]", "" },
+};
+static const struct store_frame idle_frames[] = { { "main", "/usr/bin/server", "0a1b2c" }, { "idle", NULL, NULL } };
+static const struct store_frame other_frames[] = { { "main", "/usr/bin/other", "ff" } };
+
+/* Frames round-trip: names, modules and build-ids, root first, per (pid, process name, stack). */
+static void test_frames_roundtrip(const char *dir)
+{
+	char path[512];
+	struct store *st = NULL;
+	struct collect c;
+	const struct store_sample samples[] = {
+		FSAMPLE(T0, 10, "srv", "main;handle;read_[k]", 3, srv_frames),
+		FSAMPLE(T0 + 1, 11, "srv2", "main;handle;read_[k]", 2, srv_frames),
+		FSAMPLE(T0, 10, "srv", "main;idle", 1, idle_frames),
+		SAMPLE(T0, 12, 12, "plain", "plain", "no;frames", 1),
+	};
+	const struct store_sample other = FSAMPLE(T0, 13, "other", "main", 1, other_frames);
+	int err;
+
+	snprintf(path, sizeof(path), "%s/frames.db", dir);
+	err = store_open(path, STORE_READ_WRITE, &st);
+	err = err ?: flush(st, samples, sizeof(samples) / sizeof(samples[0]));
+	err = err ?: flush(st, &other, 1);
+	CHECK(err == 0, "write samples with frames (%s)", err ? store_errmsg(st) : "ok");
+	err = err ?: query_frames(st, -1, NULL, &c);
+	CHECK(err == 0 && same(c.buf,
+			       "10|srv|main;handle;read_[k]|3|main@/usr/bin/server@0a1b2c,handle@/usr/lib/libh.so@,read_[k]@[kernel]@\n"
+			       "11|srv2|main;handle;read_[k]|2|main@/usr/bin/server@0a1b2c,handle@/usr/lib/libh.so@,read_[k]@[kernel]@\n"
+			       "10|srv|main;idle|1|main@/usr/bin/server@0a1b2c,idle@@\n"
+			       "12|plain|no;frames|1|(none)\n"
+			       "13|other|main|1|main@/usr/bin/other@ff\n"),
+	      "frames round-trip root first with modules and build-ids, per pid, most first");
+	err = query_frames(st, 10, NULL, &c);
+	CHECK(err == 0 && c.calls == 2 && strncmp(c.buf, "10|srv|main;handle;read_[k]|3|", 30) == 0, "frames query by pid");
+	err = query_frames(st, -1, "srv2", &c);
+	CHECK(err == 0 && c.calls == 1 && strncmp(c.buf, "11|srv2|", 8) == 0, "frames query by process name");
+	memset(&c, 0, sizeof(c));
+	c.stop_after = 1;
+	err = store_query_stacks_frames(st, NULL, frames_cb, &c);
+	CHECK(err == 7 && c.calls == 1, "a frames callback's non-zero return stops the query");
+	store_close(st);
+	CHECK(sql_value(path, "SELECT count(*) FROM modules") == 5, "modules stored once each, \"\" one of them");
+	CHECK(sql_value(path, "SELECT count(*) FROM modules WHERE path = '' AND build_id = ''") == 1,
+	      "NULL module and build-id stored as \"\"");
+	CHECK(sql_value(path, "SELECT count(*) FROM frames") == 5, "frames stored once per (name, module)");
+	CHECK(sql_value(path, "SELECT count(*) FROM stacks WHERE frame_ids IS NULL") == 1,
+	      "a stack without frames has NULL frame_ids");
+}
+
+/* A frame list that does not match its stack is rejected, and nothing of it is stored. */
+static void test_frames_invalid(const char *dir)
+{
+	char path[512], longpath[4098], longbid[130];
+	struct store *st = NULL;
+	struct store_stats before = { 0 }, after = { 1, 1, 0 };
+	const struct store_frame four[] = { { "main", "", "" }, { "handle", "", "" }, { "read_[k]", "", "" },
+					    { "x", "", "" } };
+	const struct store_frame misnamed[] = { { "main", "", "" }, { "handel", "", "" }, { "read_[k]", "", "" } };
+	const struct store_frame prefix[] = { { "main", "", "" }, { "hand", "", "" }, { "read_[k]", "", "" } };
+	const struct store_frame noname[] = { { "main", "", "" }, { NULL, "", "" }, { "read_[k]", "", "" } };
+	const struct store_frame upper[] = { { "main", "/b", "0A1B" }, { "handle", "", "" }, { "read_[k]", "", "" } };
+	const struct store_frame nonhex[] = { { "main", "/b", "xyz" }, { "handle", "", "" }, { "read_[k]", "", "" } };
+	struct store_frame toolong_bid[] = { { "main", "/b", longbid }, { "handle", "", "" }, { "read_[k]", "", "" } };
+	struct store_frame toolong_path[] = { { "main", longpath, "" }, { "handle", "", "" }, { "read_[k]", "", "" } };
+	struct {
+		const char *why;
+		struct store_sample s;
+	} bad[] = {
+		{ "fewer frames than the stack has", FSAMPLE(T0, 1, "p", "main;handle;read_[k]", 1, srv_frames) },
+		{ "more frames than the stack has", FSAMPLE(T0, 1, "p", "main;handle;read_[k]", 1, four) },
+		{ "a frame name differs", FSAMPLE(T0, 1, "p", "main;handle;read_[k]", 1, misnamed) },
+		{ "a frame name is a prefix", FSAMPLE(T0, 1, "p", "main;handle;read_[k]", 1, prefix) },
+		{ "a frame name is NULL", FSAMPLE(T0, 1, "p", "main;handle;read_[k]", 1, noname) },
+		{ "an uppercase build-id", FSAMPLE(T0, 1, "p", "main;handle;read_[k]", 1, upper) },
+		{ "a build-id not hex", FSAMPLE(T0, 1, "p", "main;handle;read_[k]", 1, nonhex) },
+		{ "a build-id of 129 digits", FSAMPLE(T0, 1, "p", "main;handle;read_[k]", 1, toolong_bid) },
+		{ "a module path of 4097 bytes", FSAMPLE(T0, 1, "p", "main;handle;read_[k]", 1, toolong_path) },
+	};
+	int err;
+
+	bad[0].s.nframes = 2;
+	memset(longpath, 'm', sizeof(longpath) - 1);
+	longpath[sizeof(longpath) - 1] = '\0';
+	memset(longbid, 'a', sizeof(longbid) - 1);
+	longbid[sizeof(longbid) - 1] = '\0';
+
+	snprintf(path, sizeof(path), "%s/frames_invalid.db", dir);
+	err = store_open(path, STORE_READ_WRITE, &st);
+	CHECK(err == 0, "create a database for frame validation");
+	if (err)
+		return;
+	err = store_get_stats(st, &before);
+	err = err ?: store_begin(st);
+	for (size_t i = 0; !err && i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = store_add(st, &bad[i].s);
+
+		CHECK(rc == -EINVAL && strstr(store_errmsg(st), "invalid sample"), "frames rejected: %s (%s)", bad[i].why,
+		      store_errmsg(st));
+	}
+	err = err ?: store_commit(st);
+	err = err ?: store_get_stats(st, &after);
+	CHECK(err == 0 && after.stacks == before.stacks && after.sample_rows == before.sample_rows,
+	      "nothing of the rejected samples stored");
+	CHECK(sql_value(path, "SELECT (SELECT count(*) FROM modules) + (SELECT count(*) FROM frames)"
+			      " + (SELECT count(*) FROM names)") == 0,
+	      "no module, frame or name of the rejected samples stored");
+
+	/* The limits themselves are accepted. */
+	longpath[4096] = '\0';
+	longbid[128] = '\0';
+	toolong_bid[0].module = longpath;
+	err = flush(st, &bad[7].s, 1);
+	CHECK(err == 0, "a 4096-byte module path and a 128-digit build-id are accepted (%s)", err ? store_errmsg(st) : "ok");
+	{
+		struct store_sample s = SAMPLE(T0, 1, 1, "p", "p", "a;b", 1);
+
+		s.nframes = 5; /* ignored without frames */
+		CHECK(flush(st, &s, 1) == 0, "nframes without frames is ignored");
+	}
+	store_close(st);
+}
+
+/* A stack stored without frames gets them from a later sample with frames; the first frames stay. */
+static void test_frames_later(const char *dir)
+{
+	char path[512];
+	struct store *st = NULL;
+	struct collect c;
+	const struct store_frame wx[] = { { "w", "/bin/w", "01" }, { "x", "/bin/w", "01" } };
+	const struct store_frame wx2[] = { { "w", "/bin/w2", "02" }, { "x", "/bin/w2", "02" } };
+	const struct store_frame yz[] = { { "y", "/bin/y", "" }, { "z", "[kernel]", "" } };
+	const struct store_sample plain = SAMPLE(T0, 20, 20, "p", "p", "w;x", 1);
+	const struct store_sample framed = FSAMPLE(T0 + 1, 20, "p", "w;x", 2, wx);
+	const struct store_sample framed2 = FSAMPLE(T0 + 2, 20, "p", "w;x", 4, wx2);
+	const struct store_sample same_tx[] = { SAMPLE(T0, 21, 21, "q", "q", "y;z", 1), FSAMPLE(T0, 21, "q", "y;z", 1, yz) };
+	int err;
+
+	snprintf(path, sizeof(path), "%s/frames_later.db", dir);
+	err = store_open(path, STORE_READ_WRITE, &st);
+	err = err ?: flush(st, &plain, 1);
+	err = err ?: query_frames(st, 20, NULL, &c);
+	CHECK(err == 0 && same(c.buf, "20|p|w;x|1|(none)\n"), "a stack stored without frames: none reported");
+	err = err ?: flush(st, &framed, 1);
+	err = err ?: query_frames(st, 20, NULL, &c);
+	CHECK(err == 0 && same(c.buf, "20|p|w;x|3|w@/bin/w@01,x@/bin/w@01\n"),
+	      "the same stack later with frames: its frames filled in");
+	err = err ?: flush(st, &plain, 1);
+	err = err ?: flush(st, &same_tx[0], 2);
+	CHECK(err == 0, "flushes without and with frames");
+	store_close(st);
+
+	/* Reopened, so the cache is cold: the stored frames are found and kept. */
+	err = store_open(path, STORE_READ_WRITE, &st);
+	err = err ?: flush(st, &framed2, 1);
+	err = err ?: query_frames(st, -1, NULL, &c);
+	CHECK(err == 0 && same(c.buf, "20|p|w;x|8|w@/bin/w@01,x@/bin/w@01\n21|q|y;z|2|y@/bin/y@,z@[kernel]@\n"),
+	      "frames kept by later samples without or with other frames; filled in within one flush");
+	store_close(st);
+	CHECK(sql_value(path, "SELECT count(*) FROM stacks") == 2, "one row per stack throughout");
+}
+
+/* Module and frame ids of a rolled-back flush are not reused from the cache. */
+static void test_frames_rollback(const char *dir)
+{
+	char path[512];
+	struct store *st = NULL;
+	struct collect c;
+	const struct store_frame rs[] = { { "r", "/rolled", "aa" }, { "s", "/rolled", "aa" } };
+	const struct store_frame kl[] = { { "k", "/kept", "bb" }, { "l", "/kept", "bb" } };
+	const struct store_sample rolled = FSAMPLE(T0, 30, "p", "r;s", 1, rs);
+	const struct store_sample two[] = { FSAMPLE(T0, 30, "p", "k;l", 2, kl), FSAMPLE(T0, 30, "p", "r;s", 1, rs) };
+	int err;
+
+	snprintf(path, sizeof(path), "%s/frames_rollback.db", dir);
+	err = store_open(path, STORE_READ_WRITE, &st);
+	err = err ?: store_begin(st);
+	err = err ?: store_add(st, &rolled);
+	store_rollback(st);
+	err = err ?: flush(st, two, 2);
+	err = err ?: query_frames(st, -1, NULL, &c);
+	CHECK(err == 0 && same(c.buf, "30|p|k;l|2|k@/kept@bb,l@/kept@bb\n30|p|r;s|1|r@/rolled@aa,s@/rolled@aa\n"),
+	      "after a rollback, modules and frames get fresh ids");
+	store_close(st);
+}
+
+/* Checks each stack's frames against its text and module; counts stacks and errors. */
+struct many {
+	int stacks, bad;
+};
+
+static int many_cb(uint32_t pid, const char *comm, const char *folded, const struct store_frame *frames,
+		   unsigned nframes, uint64_t count, void *ctx)
+{
+	struct many *m = ctx;
+	char module[32], joined[8192];
+	size_t len = 0;
+
+	(void)comm;
+	(void)count;
+	snprintf(module, sizeof(module), "/m/%u", pid);
+	for (unsigned i = 0; i < nframes && len < sizeof(joined); i++) {
+		int n = snprintf(joined + len, sizeof(joined) - len, "%s%s", i ? ";" : "", frames[i].name);
+
+		len += n > 0 ? (size_t)n : 0;
+		m->bad += strcmp(frames[i].module, module) != 0 || strcmp(frames[i].build_id, "beef") != 0;
+	}
+	m->bad += nframes != 500 || strcmp(joined, folded) != 0;
+	m->stacks++;
+	return 0;
+}
+
+/* 20000 distinct frames: multi-byte frame ids, and a query that empties its frame cache between stacks. */
+static void test_frames_many(const char *dir)
+{
+	enum { STACKS = 40, DEPTH = 500 };
+	char path[512], names[DEPTH][24], folded[DEPTH * 24], module[32];
+	struct store_frame frames[DEPTH];
+	struct store *st = NULL;
+	struct many m = { 0 };
+	int err;
+
+	snprintf(path, sizeof(path), "%s/frames_many.db", dir);
+	err = store_open(path, STORE_READ_WRITE, &st);
+	err = err ?: store_begin(st);
+	for (int s = 0; !err && s < STACKS; s++) {
+		struct store_sample smp = SAMPLE(T0, (uint32_t)s, (uint32_t)s, "many", "many", folded, 1);
+		size_t len = 0;
+
+		snprintf(module, sizeof(module), "/m/%d", s);
+		for (int i = 0; i < DEPTH; i++) {
+			snprintf(names[i], sizeof(names[i]), "f%d_%d", s, i);
+			len += (size_t)snprintf(folded + len, sizeof(folded) - len, "%s%s", i ? ";" : "", names[i]);
+			frames[i] = (struct store_frame){ names[i], module, "beef" };
+		}
+		smp.frames = frames;
+		smp.nframes = DEPTH;
+		err = store_add(st, &smp);
+	}
+	err = err ?: store_commit(st);
+	CHECK(err == 0, "write %d stacks of %d distinct frames", STACKS, DEPTH);
+	err = err ?: store_query_stacks_frames(st, NULL, many_cb, &m);
+	CHECK(err == 0 && m.stacks == STACKS && m.bad == 0, "every frame read back right (%d stacks, %d wrong)",
+	      m.stacks, m.bad);
+	store_close(st);
+}
+
+static void test_comm_filter(struct store *st)
+{
+	struct store_filter f = { .pid = -1, .tid = -1, .from = INT64_MIN, .to = INT64_MAX, .comm = "sh" };
+	struct collect c;
+	int err;
+
+	memset(&c, 0, sizeof(c));
+	err = store_query_stacks(st, &f, collect_cb, &c);
+	CHECK(err == 0 && same(c.buf, "sh|main;handle;parse|1\n"), "comm filter: only that process name's samples");
+	f.comm = "a;b c";
+	memset(&c, 0, sizeof(c));
+	err = store_query_stacks(st, &f, collect_cb, &c);
+	CHECK(err == 0 && same(c.buf, "a;b c|main;handle;parse|7\n"), "comm filter: a name with ';' and a space");
+	f.comm = "server";
+	f.pid = 100;
+	f.tid = 101;
+	memset(&c, 0, sizeof(c));
+	err = store_query_stacks(st, &f, collect_cb, &c);
+	CHECK(err == 0 && same(c.buf, "server|main;handle;parse|3\nserver|main;idle|2\n"), "comm filter with pid and tid");
+	f.comm = "nobody";
+	f.pid = f.tid = -1;
+	memset(&c, 0, sizeof(c));
+	err = store_query_stacks(st, &f, collect_cb, &c);
+	CHECK(err == 0 && c.calls == 0, "comm filter: an unknown name matches nothing");
+	f.comm = "";
+	memset(&c, 0, sizeof(c));
+	err = store_query_stacks(st, &f, collect_cb, &c);
+	CHECK(err == 0 && c.calls == 0, "comm filter: \"\" is a name, not 'any'");
+	f.comm = "sh";
+	memset(&c, 0, sizeof(c));
+	err = store_query_stacks_frames(st, &f, frames_cb, &c);
+	CHECK(err == 0 && same(c.buf, "100|sh|main;handle;parse|1|(none)\n"), "comm filter on the frames query");
+}
+
+static void test_processes(struct store *st)
+{
+	struct store_filter f = { .pid = 200, .tid = 7, .from = T0, .to = T0 + 61 };
+	struct collect c = { .base = T0 };
+	int err;
+
+	err = store_query_processes(st, &f, process_cb, &c);
+	CHECK(err == 0 && same(c.buf, "100|server|16|0|60\n200|a;b c|7|0|0\n"),
+	      "processes: one row per pid, summed, first/last seen, named by the newest sample; pid/tid ignored");
+	f.to = T0 + 31;
+	memset(&c, 0, sizeof(c));
+	c.base = T0;
+	err = store_query_processes(st, &f, process_cb, &c);
+	CHECK(err == 0 && same(c.buf, "100|sh|15|0|30\n200|a;b c|7|0|0\n"),
+	      "processes: the name is the newest in the window (sh at +30)");
+	f.comm = "server";
+	memset(&c, 0, sizeof(c));
+	c.base = T0;
+	err = store_query_processes(st, &f, process_cb, &c);
+	CHECK(err == 0 && same(c.buf, "100|server|14|0|20\n"), "processes: comm filter");
+	memset(&c, 0, sizeof(c));
+	c.stop_after = 1;
+	err = store_query_processes(st, NULL, process_cb, &c);
+	CHECK(err == 7 && c.calls == 1, "processes: NULL filter is every sample; the callback's return stops it");
+}
+
+static void test_threads(struct store *st)
+{
+	struct store_filter f = { .pid = 100, .tid = 999, .from = INT64_MIN, .to = INT64_MAX };
+	struct collect c;
+	int err;
+
+	memset(&c, 0, sizeof(c));
+	err = store_query_threads(st, &f, thread_cb, &c);
+	CHECK(err == 0 && same(c.buf, "100|sh|10\n101|worker|5\n102|gc|1\n"),
+	      "threads: one row per tid, named by the newest sample, most first");
+	f.to = T0 + 30;
+	memset(&c, 0, sizeof(c));
+	err = store_query_threads(st, &f, thread_cb, &c);
+	CHECK(err == 0 && same(c.buf, "100|server|9\n101|worker|5\n"), "threads: window respected");
+	f.comm = "sh";
+	f.to = INT64_MAX;
+	memset(&c, 0, sizeof(c));
+	err = store_query_threads(st, &f, thread_cb, &c);
+	CHECK(err == 0 && same(c.buf, "100|sh|1\n"), "threads: comm filter");
+	f.pid = -1;
+	CHECK(store_query_threads(st, &f, thread_cb, &c) == -EINVAL, "threads: a pid is required");
+	f.pid = (int64_t)UINT32_MAX + 1;
+	CHECK(store_query_threads(st, &f, thread_cb, &c) == -EINVAL, "threads: a pid above 32 bits is rejected");
+	CHECK(store_query_threads(st, NULL, thread_cb, &c) == -EINVAL, "threads: NULL filter is rejected");
+}
+
+/* Processes and threads ordered most samples first, then by id; renamed ones by their newest name. */
+static void test_names_order(const char *dir)
+{
+	char path[512];
+	struct store *st = NULL;
+	struct collect c;
+	const struct store_sample s[] = {
+		SAMPLE(T0, 20, 21, "b", "b", "x", 3),      SAMPLE(T0, 10, 12, "a", "a12", "x", 3),
+		SAMPLE(T0 + 5, 10, 11, "a2", "new", "x", 1), SAMPLE(T0, 10, 11, "a", "old", "x", 2),
+		SAMPLE(T0 + 1, 30, 30, "c", "c", "x", 6),
+	};
+	struct store_filter f = { .pid = 10, .tid = -1, .from = T0, .to = T0 + 10 };
+	int err;
+
+	snprintf(path, sizeof(path), "%s/names.db", dir);
+	err = store_open(path, STORE_READ_WRITE, &st);
+	err = err ?: flush(st, s, sizeof(s) / sizeof(s[0]));
+	memset(&c, 0, sizeof(c));
+	c.base = T0;
+	err = err ?: store_query_processes(st, &f, process_cb, &c);
+	CHECK(err == 0 && same(c.buf, "10|a2|6|0|5\n30|c|6|1|1\n20|b|3|0|0\n"),
+	      "processes: ties by pid, renamed by newest");
+	memset(&c, 0, sizeof(c));
+	err = err ?: store_query_threads(st, &f, thread_cb, &c);
+	CHECK(err == 0 && same(c.buf, "11|new|3\n12|a12|3\n"), "threads: ties by tid, renamed by newest");
+	store_close(st);
+}
+
+static int timeline(struct store *st, int64_t pid, int64_t tid, int64_t from, int64_t to, int64_t step,
+		    int per_thread, struct collect *c)
+{
+	struct store_filter f = { .pid = pid, .tid = tid, .from = from, .to = to };
+
+	memset(c, 0, sizeof(*c));
+	c->base = T0;
+	return store_query_timeline(st, &f, step, per_thread, point_cb, c);
+}
+
+static void test_timeline(struct store *st)
+{
+	struct collect c;
+	int err;
+
+	err = timeline(st, 100, -1, T0, T0 + 61, 1, 0, &c);
+	CHECK(err == 0 && same(c.buf, "0|0|8\n10|0|2\n20|0|4\n30|0|1\n60|0|1\n"),
+	      "timeline step 1: only seconds with samples");
+	err = timeline(st, 100, -1, T0 - 5, T0 + 61, 10, 0, &c);
+	CHECK(err == 0 && same(c.buf, "-5|0|8\n5|0|2\n15|0|4\n25|0|1\n55|0|1\n"), "timeline step 10 aligned to from");
+	err = timeline(st, 100, -1, T0, T0 + 61, 30, 0, &c);
+	CHECK(err == 0 && same(c.buf, "0|0|14\n30|0|1\n60|0|1\n"), "timeline step 30 sums its seconds");
+	err = timeline(st, 100, -1, T0, T0 + 61, 30, 1, &c);
+	CHECK(err == 0 && same(c.buf, "0|100|9\n0|101|5\n30|100|1\n60|102|1\n"), "timeline per thread, time then tid");
+	err = timeline(st, -1, -1, T0, T0 + 61, 10, 0, &c);
+	CHECK(err == 0 && same(c.buf, "0|0|15\n10|0|2\n20|0|4\n30|0|1\n60|0|1\n"), "timeline of the whole host");
+	err = timeline(st, -1, 101, T0, T0 + 61, 10, 1, &c);
+	CHECK(err == 0 && same(c.buf, "0|101|3\n10|101|2\n"), "timeline of one tid");
+	{
+		struct store_filter f = { .pid = 100, .tid = -1, .from = T0, .to = T0 + 61, .comm = "sh" };
+
+		memset(&c, 0, sizeof(c));
+		c.base = T0;
+		err = store_query_timeline(st, &f, 10, 0, point_cb, &c);
+		CHECK(err == 0 && same(c.buf, "30|0|1\n"), "timeline with a comm filter");
+	}
+	err = timeline(st, 100, -1, T0, T0 + 61, 0, 0, &c);
+	CHECK(err == -EINVAL, "timeline step 0 is rejected");
+	err = timeline(st, 100, -1, T0, T0 + 61, -10, 0, &c);
+	CHECK(err == -EINVAL, "timeline negative step is rejected");
+	err = timeline(st, -2, -1, T0, T0 + 61, 1, 0, &c);
+	CHECK(err == -EINVAL, "timeline pid below -1 is rejected");
+
+	/* From INT64_MIN: ts - from does not fit 64 signed bits, the steps still come out right. */
+	memset(&c, 0, sizeof(c));
+	err = store_query_timeline(st, NULL, INT64_MAX, 0, point_cb, &c);
+	CHECK(err == 0 && same(c.buf, "-1|0|32\n"), "timeline from INT64_MIN with step INT64_MAX: one step at -1");
+	memset(&c, 0, sizeof(c));
+	c.base = T0;
+	c.stop_after = 1;
+	err = store_query_timeline(st, NULL, 1, 0, point_cb, &c);
+	CHECK(err == 7 && same(c.buf, "0|0|15\n"), "timeline from INT64_MIN step 1; the callback's return stops it");
+}
+
+/* Every query over an empty window calls nothing and succeeds. */
+static void test_empty_window(struct store *st)
+{
+	struct store_filter f = { .pid = 100, .tid = -1, .from = T0 + 20, .to = T0 + 20 };
+	struct collect c;
+	int err;
+
+	memset(&c, 0, sizeof(c));
+	err = store_query_stacks_frames(st, &f, frames_cb, &c);
+	err = err ?: store_query_processes(st, &f, process_cb, &c);
+	err = err ?: store_query_threads(st, &f, thread_cb, &c);
+	err = err ?: store_query_timeline(st, &f, 1, 1, point_cb, &c);
+	f.from = T0 + 21; /* from after to */
+	err = err ?: store_query_timeline(st, &f, 1, 0, point_cb, &c);
+	err = err ?: store_query_processes(st, &f, process_cb, &c);
+	CHECK(err == 0 && c.calls == 0, "empty window: no rows, no error (%d rows)", c.calls);
+}
+
+static void test_new_queries(const char *dir)
+{
+	char path[512];
+	struct store *st = NULL;
+	int64_t oldest = 0, newest = 0;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/queries.db", dir);
+	err = make_fixture(path);
+	err = err ?: store_open(path, STORE_READ_ONLY, &st);
+	CHECK(err == 0, "open the fixture for the new queries");
+	if (err)
+		return;
+	test_comm_filter(st);
+	test_processes(st);
+	test_threads(st);
+	test_timeline(st);
+	test_empty_window(st);
+	err = store_time_range(st, &oldest, &newest);
+	CHECK(err == 0 && oldest == T0 && newest > T0 + 60 && newest <= (int64_t)time(NULL),
+	      "time range: oldest and newest sample (%" PRId64 ", %" PRId64 ")", oldest, newest);
+	CHECK(store_time_range(st, NULL, &newest) == -EINVAL, "time range: NULL output is rejected");
+	store_close(st);
+
+	snprintf(path, sizeof(path), "%s/empty_range.db", dir);
+	err = store_open(path, STORE_READ_WRITE, &st);
+	CHECK(err == 0 && store_time_range(st, &oldest, &newest) == -ENOENT, "time range of an empty database: -ENOENT");
+	store_close(st);
+}
+
+/* The query plan of sql on the database at path, its lines joined; "" on error. */
+static void query_plan(const char *path, const char *sql, char *out, size_t size)
+{
+	char explain[512];
+	sqlite3 *db = NULL;
+	sqlite3_stmt *stmt = NULL;
+	size_t len = 0;
+
+	out[0] = '\0';
+	snprintf(explain, sizeof(explain), "EXPLAIN QUERY PLAN %s", sql);
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, explain, -1, &stmt, NULL) == SQLITE_OK) {
+		while (sqlite3_step(stmt) == SQLITE_ROW && len < size) {
+			int n = snprintf(out + len, size - len, "%s; ", (const char *)sqlite3_column_text(stmt, 3));
+
+			len += n > 0 ? (size_t)n : 0;
+		}
+	}
+	sqlite3_finalize(stmt);
+	sqlite3_close(db);
+}
+
+/* The schema's indexes serve the query shapes of the store: a window of the whole host, one pid. */
+static void test_indexes(const char *path)
+{
+	char plan[1024];
+
+	query_plan(path, "SELECT comm_id, stack_id, sum(count) FROM samples WHERE ts >= 1 AND ts < 2 AND tid = 3"
+			 " GROUP BY comm_id, stack_id", plan, sizeof(plan));
+	CHECK(strstr(plan, "SEARCH samples USING COVERING INDEX samples_ts_cover (ts>? AND ts<?)") != NULL,
+	      "a whole-host window reads only samples_ts_cover (%s)", plan);
+	query_plan(path, "SELECT tid, thread_id, comm_id, stack_id, sum(count) FROM samples WHERE pid = 1 AND ts >= 1"
+			 " AND ts < 2 GROUP BY tid", plan, sizeof(plan));
+	CHECK(strstr(plan, "SEARCH samples USING COVERING INDEX samples_pid_cover (pid=? AND ts>? AND ts<?)") != NULL,
+	      "a per-pid window reads only samples_pid_cover (%s)", plan);
+	query_plan(path, "SELECT max(ts) FROM samples", plan, sizeof(plan));
+	CHECK(strstr(plan, "SEARCH samples USING COVERING INDEX samples_ts_cover") != NULL,
+	      "max(ts) is one index seek (%s)", plan);
+}
+
+/* The schema of flamed's first release, exactly. */
+static const char schema_v1_sql[] =
+	"CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+	"CREATE TABLE names(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);"
+	"CREATE TABLE stacks(id INTEGER PRIMARY KEY, hash INTEGER NOT NULL, folded TEXT NOT NULL);"
+	"CREATE INDEX stacks_hash ON stacks(hash);"
+	"CREATE TABLE samples(ts INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,"
+	" comm_id INTEGER NOT NULL, thread_id INTEGER NOT NULL, stack_id INTEGER NOT NULL, count INTEGER NOT NULL);"
+	"CREATE INDEX samples_pid_ts ON samples(pid, ts);"
+	"CREATE INDEX samples_ts ON samples(ts);"
+	"INSERT INTO meta(key, value) VALUES ('schema_version', 1);"
+	"INSERT INTO names(id, name) VALUES (1, 'old'), (2, 'oldthread');";
+
+/* Reads a version 1 database as it is (read-only), then upgrades it in place (read-write). */
+static void test_migration(const char *dir)
+{
+	char path[512], sql[256];
+	struct store *st = NULL;
+	struct collect c;
+	const struct store_frame frames[] = { { "main", "/bin/old", "" }, { "old", "/bin/old", "" } };
+	const struct store_sample s = FSAMPLE(T0 + 1, 42, "old", "main;old", 1, frames);
+	int err;
+
+	snprintf(path, sizeof(path), "%s/v1.db", dir);
+	snprintf(sql, sizeof(sql), "INSERT INTO stacks(id, hash, folded) VALUES (1, %" PRId64 ", 'main;old');"
+		 "INSERT INTO samples VALUES (%" PRId64 ", 42, 43, 1, 2, 1, 6);", (int64_t)fnv1a("main;old"), T0);
+	CHECK(sql_run(path, schema_v1_sql) && sql_run(path, sql), "create a version 1 database with a sample");
+
+	err = store_open(path, STORE_READ_ONLY, &st);
+	CHECK(err == 0, "read-only open of a version 1 database (%s)", err ? strerror(-err) : "ok");
+	err = err ?: query(st, -1, -1, INT64_MIN, INT64_MAX, &c);
+	CHECK(err == 0 && same(c.buf, "old|main;old|6\n"), "version 1 read as it is: stacks");
+	err = err ?: query_frames(st, -1, NULL, &c);
+	CHECK(err == 0 && same(c.buf, "42|old|main;old|6|(none)\n"), "version 1 read as it is: stacks without frames");
+	memset(&c, 0, sizeof(c));
+	err = err ?: store_query_threads(st, &(struct store_filter){ .pid = 42, .from = T0, .to = T0 + 1 }, thread_cb, &c);
+	CHECK(err == 0 && same(c.buf, "43|oldthread|6\n"), "version 1 read as it is: threads");
+	store_close(st);
+	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 1,
+	      "a read-only open leaves version 1");
+
+	err = store_open(path, STORE_READ_WRITE, &st);
+	CHECK(err == 0, "read-write open upgrades a version 1 database (%s)", err ? store_errmsg(st) : "ok");
+	if (err)
+		return;
+	err = query(st, -1, -1, INT64_MIN, INT64_MAX, &c);
+	CHECK(err == 0 && same(c.buf, "old|main;old|6\n"), "the upgraded database keeps its samples");
+	err = flush(st, &s, 1);
+	err = err ?: query_frames(st, -1, NULL, &c);
+	CHECK(err == 0 && same(c.buf, "42|old|main;old|7|main@/bin/old@,old@/bin/old@\n"),
+	      "an old stack gets frames after the upgrade");
+	store_close(st);
+	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 2,
+	      "meta holds schema_version 2 after the upgrade");
+	CHECK(sql_value(path, "SELECT count(*) FROM stacks") == 1, "no second row for the old stack");
+	CHECK(sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name IN ('samples_ts', 'samples_pid_ts')") == 0 &&
+		      sql_value(path, "SELECT count(*) FROM sqlite_master"
+				      " WHERE name IN ('samples_ts_cover', 'samples_pid_cover')") == 2,
+	      "the upgrade replaces the version 1 indexes");
+	test_indexes(path);
 }
 
 /* Renders one line into a string; returns the render result. */
@@ -575,7 +1236,9 @@ static void cleanup(const char *dir)
 {
 	static const char *const names[] = { "fixture.db", "invalid.db", "rollback.db", "collision.db", "big.db",
 					     "concurrent.db", "missing.db", "garbage.db", "corrupt.db", "other.db",
-					     "newer.db", "empty.db" };
+					     "newer.db", "empty.db", "frames.db", "frames_invalid.db", "frames_later.db",
+					     "frames_rollback.db", "frames_many.db", "names.db", "queries.db",
+					     "empty_range.db", "v1.db" };
 	static const char *const suffixes[] = { "", "-wal", "-shm", "-journal" };
 	char path[600];
 
@@ -615,6 +1278,14 @@ int main(int argc, char **argv)
 	test_big_flush(dir);
 	test_concurrent_reader(dir);
 	test_bad_files(dir);
+	test_frames_roundtrip(dir);
+	test_frames_invalid(dir);
+	test_frames_later(dir);
+	test_frames_rollback(dir);
+	test_frames_many(dir);
+	test_new_queries(dir);
+	test_names_order(dir);
+	test_migration(dir);
 	test_render();
 	cleanup(dir);
 	return CHECK_EXIT();
