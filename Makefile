@@ -26,10 +26,11 @@ LDFLAGS  += -fsanitize=address,undefined
 endif
 FLAMED_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -DFLAMED_VERSION='"$(VERSION)"' \
             -Iinclude -Idaemon -I$(BUILD)
-LDLIBS   += -lbpf -lelf -lz -lsqlite3
+LDLIBS   += -lbpf -lelf -lz -lsqlite3 -lmicrohttpd -lprotobuf-c -lpthread -lm
 
 LIB_SRCS := $(filter-out daemon/main.c daemon/sampler.c,$(wildcard daemon/*.c daemon/*/*.c))
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+PROTO_SRCS := $(wildcard daemon/*/*.proto)
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(PROTO_SRCS:%.proto=$(BUILD)/%.pb-c.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 INTEGRATION := $(sort $(wildcard tests/integration/test_*.sh))
@@ -69,13 +70,21 @@ $(BUILD)/%.o: %.c | $(BUILD)/.deps
 
 $(BUILD)/daemon/sampler.o: $(BUILD)/profile.skel.h
 
+# protobuf-c: daemon/render/x.proto -> $(BUILD)/daemon/render/x.pb-c.{c,h} (#include "daemon/render/x.pb-c.h").
+$(BUILD)/%.pb-c.c $(BUILD)/%.pb-c.h: %.proto | $(BUILD)/.deps
+	@mkdir -p $(@D)
+	protoc-c --c_out=$(BUILD) $<
+$(BUILD)/%.pb-c.o: $(BUILD)/%.pb-c.c
+	$(CC) $(CFLAGS) -std=gnu11 -I$(BUILD) -c $< -o $@
+$(foreach p,$(PROTO_SRCS),$(eval $(BUILD)/$(p:.proto=.o): $(BUILD)/$(p:.proto=.pb-c.h)))
+
 $(BUILD)/libflamed.a: $(LIB_OBJS)
 	$(AR) rcs $@ $^
 
 $(BUILD)/flamed: $(BUILD)/daemon/main.o $(BUILD)/daemon/sampler.o $(BUILD)/libflamed.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/flamectl: $(BUILD)/cli/flamectl.o $(BUILD)/libflamed.a
+$(BUILD)/flamectl: $(patsubst %.c,$(BUILD)/%.o,$(wildcard cli/*.c)) $(BUILD)/libflamed.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libflamed.a

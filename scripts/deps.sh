@@ -4,8 +4,9 @@
 # Usage: scripts/deps.sh [build|test]
 set -eu
 
-build_pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libsqlite3-dev"
-test_pkgs="binutils procps libc6-dbg"
+build_pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libsqlite3-dev
+	libmicrohttpd-dev libprotobuf-c-dev protobuf-c-compiler"
+test_pkgs="binutils procps libc6-dbg curl libxml2-utils golang-go jq"
 
 pkgs=$build_pkgs
 [ "${1:-build}" = test ] && pkgs="$build_pkgs $test_pkgs"
