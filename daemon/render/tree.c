@@ -136,9 +136,10 @@ static struct node *child(struct tree *t, struct node *parent, const char *name,
 	return n;
 }
 
-/* Splits comm and folded into frames in the order the tree takes them; returns the count. */
+/* Splits comm and folded into frames in the order the tree takes them; returns the count, and sets
+ * *cut when the stack had more than max frames (the root-most are kept). */
 static size_t split(const struct tree *t, const char *comm, const char *folded, const char **s, size_t *len,
-		    size_t max)
+		    size_t max, bool *cut)
 {
 	size_t n = 0;
 
@@ -157,6 +158,7 @@ static size_t split(const struct tree *t, const char *comm, const char *folded, 
 		}
 		p += l + (e ? 1 : 0);
 	}
+	*cut = n == max && strchr(s[n - 1], ';') != NULL;
 	if (t->opts.reverse) {
 		for (size_t i = 0; i < n / 2; i++) {
 			const char *ts = s[i];
@@ -176,13 +178,16 @@ int tree_add(struct tree *t, const char *comm, const char *folded, uint64_t coun
 	const char *s[TREE_MAX_FRAMES];
 	size_t len[TREE_MAX_FRAMES], n;
 	struct node *node = t->root;
+	bool cut = false;
 	int err = 0;
 
 	if (!count || !folded || !folded[0] || (side != TREE_NEW && side != TREE_BASE))
 		return -EINVAL;
-	n = split(t, comm, folded, s, len, TREE_MAX_FRAMES);
+	n = split(t, comm, folded, s, len, TREE_MAX_FRAMES, &cut);
 	if (!n)
 		return -EINVAL;
+	if (cut)
+		t->truncated += count;
 	node->pub.value[side] += count;
 	for (size_t i = 0; i < n; i++) {
 		struct node *c = child(t, node, s[i], len[i], &err);

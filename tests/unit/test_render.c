@@ -71,6 +71,17 @@ static void test_tree(void)
 	      tree_nodes(t), (unsigned long long)tree_truncated(t));
 	CHECK(tree_root(t)->value[TREE_NEW] == 5, "tree: cut samples still count in the total");
 	tree_free(t);
+
+	char deep[1200 * 2 + 1];
+	for (int i = 0; i < 1200; i++)
+		memcpy(deep + 2 * i, "f;", 2);
+	deep[1200 * 2 - 1] = '\0';
+	CHECK(tree_new(NULL, &t) == 0, "tree: deep new");
+	tree_add(t, "p", deep, 7, TREE_NEW);
+	tree_add(t, "p", "f", 1, TREE_NEW);
+	CHECK(tree_truncated(t) == 7, "tree: a stack deeper than 1024 frames is cut and counted (%llu)",
+	      (unsigned long long)tree_truncated(t));
+	tree_free(t);
 	tree_free(NULL);
 }
 
