@@ -1,0 +1,442 @@
+/* query.c - runs the user-facing queries against the store and renders them in the format asked. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "query.h"
+#include "render/folded.h"
+#include "render/json.h"
+#include "render/pprof.h"
+#include "render/svg.h"
+#include "render/top.h"
+#include "render/tree.h"
+
+#define DEFAULT_FREQUENCY 19
+
+static const struct {
+	const char *name;
+	const char *content_type;
+} formats[] = {
+	[QUERY_FOLDED] = { "folded", "text/plain; charset=utf-8" },
+	[QUERY_JSON] = { "json", "application/json" },
+	[QUERY_SVG] = { "svg", "image/svg+xml" },
+	[QUERY_PPROF] = { "pprof", "application/octet-stream" },
+	[QUERY_TOP] = { "top", "text/plain; charset=utf-8" },
+};
+
+int query_parse_format(const char *s, enum query_format *out)
+{
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+		if (s && !strcmp(s, formats[i].name)) {
+			*out = (enum query_format)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *query_content_type(enum query_format f)
+{
+	return (unsigned)f < sizeof(formats) / sizeof(formats[0]) ? formats[f].content_type : "text/plain";
+}
+
+/* Callbacks of store_query_stacks. */
+
+static int stack_to_folded(const char *comm, const char *folded, uint64_t count, void *ctx)
+{
+	return render_folded_line(ctx, comm, folded, count);
+}
+
+struct to_tree {
+	struct tree *tree;
+	enum tree_side side;
+};
+
+static int stack_to_tree(const char *comm, const char *folded, uint64_t count, void *ctx)
+{
+	struct to_tree *t = ctx;
+
+	return tree_add(t->tree, comm, folded, count, t->side);
+}
+
+static int stack_to_top(const char *comm, const char *folded, uint64_t count, void *ctx)
+{
+	(void)comm;
+	return top_add(ctx, folded, count);
+}
+
+/* Builds the tree of f (and of base on TREE_BASE when base is not NULL). */
+static int build_tree(struct store *st, const struct store_filter *f, const struct store_filter *base,
+		      bool reverse, struct tree **out)
+{
+	struct tree_opts o = { .reverse = reverse };
+	struct to_tree ctx = { .side = TREE_NEW };
+	int err = tree_new(&o, &ctx.tree);
+
+	if (err)
+		return err;
+	err = store_query_stacks(st, f, stack_to_tree, &ctx);
+	if (!err && base) {
+		ctx.side = TREE_BASE;
+		err = store_query_stacks(st, base, stack_to_tree, &ctx);
+	}
+	if (err) {
+		tree_free(ctx.tree);
+		return err;
+	}
+	tree_finish(ctx.tree);
+	*out = ctx.tree;
+	return 0;
+}
+
+static int build_top(struct store *st, const struct store_filter *f, struct top **out)
+{
+	int err = top_new(0, out);
+
+	if (err)
+		return err;
+	err = store_query_stacks(st, f, stack_to_top, *out);
+	if (err) {
+		top_free(*out);
+		*out = NULL;
+	}
+	return err;
+}
+
+static int write_graph(FILE *out, const struct tree *t, enum query_format fmt, const struct query_graph *g,
+		       bool diff)
+{
+	struct svg_opts so = { .diff = diff, .minwidth = -1 };
+
+	if (fmt == QUERY_JSON)
+		return render_json_tree(out, t, diff);
+	if (g) {
+		so.title = g->title;
+		so.width = g->width;
+		so.minwidth = g->minwidth;
+		so.reverse = g->reverse;
+	}
+	return render_svg(out, t, &so);
+}
+
+/* pprof: the stacks with their frames, copied out of the store's callbacks. */
+struct pprof_collect {
+	struct pprof_stack *stacks;
+	size_t n, cap;
+};
+
+/* Copies one stack into a single allocation: frames (leaf first), then their strings. */
+static int copy_stack(struct pprof_stack *dst, uint32_t pid, const char *comm, const char *folded,
+		      const struct store_frame *frames, unsigned nframes, uint64_t count)
+{
+	struct store_frame split[1024];
+	char *folded_copy = NULL;
+	size_t bytes = strlen(comm) + 1;
+	char *p;
+
+	if (!nframes) { /* stored without frames: names only */
+		folded_copy = strdup(folded);
+		if (!folded_copy)
+			return -ENOMEM;
+		for (char *save = NULL, *tok = strtok_r(folded_copy, ";", &save); tok && nframes < 1024;
+		     tok = strtok_r(NULL, ";", &save))
+			split[nframes++] = (struct store_frame){ .name = tok, .module = "", .build_id = "" };
+		frames = split;
+	}
+	for (unsigned i = 0; i < nframes; i++)
+		bytes += strlen(frames[i].name) + strlen(frames[i].module ? frames[i].module : "") +
+			 strlen(frames[i].build_id ? frames[i].build_id : "") + 3;
+	struct pprof_frame *pf = malloc(nframes * sizeof(*pf) + bytes);
+	if (!pf) {
+		free(folded_copy);
+		return -ENOMEM;
+	}
+	p = (char *)(pf + nframes);
+	for (unsigned i = 0; i < nframes; i++) {
+		const struct store_frame *fr = &frames[nframes - 1 - i]; /* root first -> leaf first */
+
+		pf[i].name = p;
+		p = stpcpy(p, fr->name) + 1;
+		pf[i].module = p;
+		p = stpcpy(p, fr->module ? fr->module : "") + 1;
+		pf[i].build_id = p;
+		p = stpcpy(p, fr->build_id ? fr->build_id : "") + 1;
+	}
+	*dst = (struct pprof_stack){ .frames = pf, .nframes = nframes, .count = count, .comm = p, .pid = pid };
+	strcpy(p, comm);
+	free(folded_copy);
+	return 0;
+}
+
+static int stack_to_pprof(uint32_t pid, const char *comm, const char *folded, const struct store_frame *frames,
+			  unsigned nframes, uint64_t count, void *ctx)
+{
+	struct pprof_collect *c = ctx;
+
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 256;
+		struct pprof_stack *s = realloc(c->stacks, cap * sizeof(*s));
+
+		if (!s)
+			return -ENOMEM;
+		c->stacks = s;
+		c->cap = cap;
+	}
+	int err = copy_stack(&c->stacks[c->n], pid, comm, folded, frames, nframes, count);
+	if (!err)
+		c->n++;
+	return err;
+}
+
+static int write_pprof(struct store *st, const struct store_filter *f, const struct query_graph *g, FILE *out)
+{
+	struct pprof_collect c = { 0 };
+	unsigned freq = g && g->frequency ? g->frequency : DEFAULT_FREQUENCY;
+	struct pprof_info info = {
+		.time_unix_ns = f->from * 1000000000LL,
+		.duration_ns = (f->to - f->from) * 1000000000LL,
+		.period_ns = 1000000000LL / freq,
+	};
+	int err = store_query_stacks_frames(st, f, stack_to_pprof, &c);
+
+	if (!err)
+		err = render_pprof(out, c.stacks, c.n, &info);
+	for (size_t i = 0; i < c.n; i++)
+		free((void *)c.stacks[i].frames);
+	free(c.stacks);
+	return err;
+}
+
+int query_profile(struct store *st, const struct store_filter *f, enum query_format fmt,
+		  const struct query_graph *g, unsigned limit, FILE *out)
+{
+	struct tree *t = NULL;
+	int err;
+
+	switch (fmt) {
+	case QUERY_FOLDED:
+		return store_query_stacks(st, f, stack_to_folded, out);
+	case QUERY_JSON:
+	case QUERY_SVG:
+		err = build_tree(st, f, NULL, g && g->reverse, &t);
+		if (!err)
+			err = write_graph(out, t, fmt, g, false);
+		tree_free(t);
+		return err;
+	case QUERY_TOP:
+		return query_top_text(st, f, limit, false, out);
+	case QUERY_PPROF:
+		return write_pprof(st, f, g, out);
+	}
+	return -EINVAL;
+}
+
+int query_top_text(struct store *st, const struct store_filter *f, unsigned limit, bool tty, FILE *out)
+{
+	struct top *top = NULL;
+	int err = build_top(st, f, &top);
+
+	if (!err)
+		err = render_top_text(out, top, limit, tty);
+	top_free(top);
+	return err;
+}
+
+int query_top_json(struct store *st, const struct store_filter *f, unsigned limit, FILE *out)
+{
+	struct top *top = NULL;
+	int err = build_top(st, f, &top);
+
+	if (!err)
+		err = render_top_json(out, top, limit);
+	top_free(top);
+	return err;
+}
+
+/* Writes "path BASE NEW" for every node that is the leaf of samples on either side, base scaled
+ * to the new total; path is built in buf, root ("all") left out. */
+static void write_diff_folded(FILE *out, const struct tree_node *n, char *buf, size_t len, size_t cap, double scale)
+{
+	size_t l = len;
+
+	if (n->depth > 0) {
+		int w = snprintf(buf + len, cap - len, "%s%s", len ? ";" : "", n->name);
+
+		if (w < 0 || (size_t)w >= cap - len)
+			return; /* deeper than the buffer: cut, as FlameGraph's own tools do */
+		l += w;
+	}
+	if (n->depth > 0 && (n->self[TREE_NEW] || n->self[TREE_BASE]))
+		fprintf(out, "%.*s %llu %llu\n", (int)l, buf, (unsigned long long)llround(scale * n->self[TREE_BASE]),
+			(unsigned long long)n->self[TREE_NEW]);
+	for (uint32_t i = 0; i < n->nchildren; i++)
+		write_diff_folded(out, n->children[i], buf, l, cap, scale);
+}
+
+int query_diff(struct store *st, const struct store_filter *base, const struct store_filter *now,
+	       enum query_format fmt, const struct query_graph *g, FILE *out)
+{
+	struct tree *t = NULL;
+	int err;
+
+	if (fmt != QUERY_FOLDED && fmt != QUERY_JSON && fmt != QUERY_SVG)
+		return -EINVAL;
+	err = build_tree(st, now, base, g && g->reverse && fmt != QUERY_FOLDED, &t);
+	if (err)
+		return err;
+	if (fmt == QUERY_FOLDED) {
+		const struct tree_node *root = tree_root(t);
+		double scale = root->value[TREE_BASE] ? (double)root->value[TREE_NEW] / root->value[TREE_BASE] : 0;
+		char *buf = malloc(1 << 20);
+
+		if (!buf) {
+			tree_free(t);
+			return -ENOMEM;
+		}
+		write_diff_folded(out, root, buf, 0, 1 << 20, scale);
+		free(buf);
+		err = ferror(out) ? -EIO : 0;
+	} else {
+		err = write_graph(out, t, fmt, g, true);
+	}
+	tree_free(t);
+	return err;
+}
+
+/* Processes: collected first, to know the total for shares. */
+struct proc_list {
+	struct store_process *p;
+	size_t n, cap;
+	uint64_t total;
+};
+
+static int collect_process(const struct store_process *p, void *ctx)
+{
+	struct proc_list *l = ctx;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct store_process *np = realloc(l->p, cap * sizeof(*np));
+
+		if (!np)
+			return -ENOMEM;
+		l->p = np;
+		l->cap = cap;
+	}
+	l->p[l->n] = *p;
+	l->p[l->n].comm = strdup(p->comm);
+	if (!l->p[l->n].comm)
+		return -ENOMEM;
+	l->total += p->samples;
+	l->n++;
+	return 0;
+}
+
+static void format_time(int64_t t, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (!gmtime_r(&tt, &tm) || !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(buf, len, "%" PRId64, t);
+}
+
+static void write_processes(FILE *out, const struct proc_list *l, bool json, bool tty)
+{
+	char first[32], last[32];
+
+	if (json)
+		fprintf(out, "{\"total\":%llu,\"processes\":[", (unsigned long long)l->total);
+	else if (tty)
+		fprintf(out, "%8s  %-16s %10s %7s  %-20s  %s\n", "PID", "COMM", "SAMPLES", "SHARE", "FIRST SEEN",
+			"LAST SEEN");
+	for (size_t i = 0; i < l->n; i++) {
+		const struct store_process *p = &l->p[i];
+		double share = l->total ? 100.0 * p->samples / l->total : 0;
+
+		if (json) {
+			fprintf(out, "%s{\"pid\":%u,\"comm\":", i ? "," : "", p->pid);
+			json_write_string(out, p->comm);
+			fprintf(out, ",\"samples\":%llu,\"share\":%.4f,\"first_seen\":%" PRId64 ",\"last_seen\":%" PRId64 "}",
+				(unsigned long long)p->samples, share / 100, p->first_seen, p->last_seen);
+		} else if (tty) {
+			format_time(p->first_seen, first, sizeof(first));
+			format_time(p->last_seen, last, sizeof(last));
+			fprintf(out, "%8u  %-16s %10llu %6.2f%%  %-20s  %s\n", p->pid, p->comm,
+				(unsigned long long)p->samples, share, first, last);
+		} else {
+			fprintf(out, "%u\t%s\t%llu\t%" PRId64 "\t%" PRId64 "\n", p->pid, p->comm,
+				(unsigned long long)p->samples, p->first_seen, p->last_seen);
+		}
+	}
+	if (json)
+		fputs("]}\n", out);
+}
+
+int query_processes(struct store *st, const struct store_filter *f, bool json, bool tty, FILE *out)
+{
+	struct proc_list l = { 0 };
+	int err = store_query_processes(st, f, collect_process, &l);
+
+	if (!err) {
+		write_processes(out, &l, json, tty);
+		err = ferror(out) ? -EIO : 0;
+	}
+	for (size_t i = 0; i < l.n; i++)
+		free((char *)l.p[i].comm);
+	free(l.p);
+	return err;
+}
+
+struct list_ctx {
+	FILE *out;
+	size_t n;
+	bool per_thread;
+};
+
+static int write_thread(const struct store_thread *t, void *ctx)
+{
+	struct list_ctx *c = ctx;
+
+	fprintf(c->out, "%s{\"tid\":%u,\"name\":", c->n++ ? "," : "", t->tid);
+	json_write_string(c->out, t->name);
+	fprintf(c->out, ",\"samples\":%llu}", (unsigned long long)t->samples);
+	return 0;
+}
+
+int query_threads(struct store *st, const struct store_filter *f, FILE *out)
+{
+	struct list_ctx c = { .out = out };
+	int err;
+
+	fprintf(out, "{\"pid\":%lld,\"threads\":[", (long long)f->pid);
+	err = store_query_threads(st, f, write_thread, &c);
+	fputs("]}\n", out);
+	return err ? err : ferror(out) ? -EIO : 0;
+}
+
+static int write_point(const struct store_point *p, void *ctx)
+{
+	struct list_ctx *c = ctx;
+
+	fprintf(c->out, "%s{\"t\":%" PRId64 ",", c->n++ ? "," : "", p->ts);
+	if (c->per_thread)
+		fprintf(c->out, "\"tid\":%u,", p->tid);
+	fprintf(c->out, "\"count\":%llu}", (unsigned long long)p->count);
+	return 0;
+}
+
+int query_timeline(struct store *st, const struct store_filter *f, int64_t step, bool per_thread, FILE *out)
+{
+	struct list_ctx c = { .out = out, .per_thread = per_thread };
+	int err;
+
+	fprintf(out, "{\"from\":%" PRId64 ",\"to\":%" PRId64 ",\"step\":%" PRId64 ",\"points\":[", f->from, f->to,
+		step);
+	err = store_query_timeline(st, f, step, per_thread, write_point, &c);
+	fputs("]}\n", out);
+	return err ? err : ferror(out) ? -EIO : 0;
+}
