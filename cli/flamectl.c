@@ -1,6 +1,8 @@
-/* flamectl.c - the command line: reads the profiles flamed stored and prints them. */
+/* flamectl.c - the command line: asks flamed's HTTP API (--server) or reads its database (--db). */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -10,7 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "render/folded.h"
+#include "httpget.h"
+#include "query.h"
 #include "store.h"
 #include "window.h"
 
@@ -18,67 +21,108 @@
 #define FLAMED_VERSION "dev"
 #endif
 
-#define DEFAULT_DB "/var/lib/flamed/flamed.db"
+#define DEFAULT_SERVER "http://127.0.0.1:7070"
 #define DEFAULT_SINCE (60 * 60)
 /* The largest pid Linux hands out (PID_MAX_LIMIT on 64-bit: the highest pid_max accepts). */
 #define PID_LIMIT 4194304
+#define HTTP_TIMEOUT_S 60
 
 /* Exit codes. */
 enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2 };
 
 /* Long options without a short form. */
-enum { OPT_DB = 256, OPT_PID, OPT_TID, OPT_SINCE, OPT_FROM, OPT_TO, OPT_FORMAT };
+enum {
+	OPT_DB = 256, OPT_SERVER, OPT_PID, OPT_TID, OPT_COMM, OPT_SINCE, OPT_FROM, OPT_TO, OPT_FORMAT,
+	OPT_BASE_PID, OPT_BASE_FROM, OPT_BASE_TO, OPT_REVERSE, OPT_TITLE, OPT_WIDTH, OPT_MINWIDTH, OPT_LIMIT,
+	OPT_STEP, OPT_PER_THREAD,
+};
+
+enum command { CMD_NONE, CMD_STATUS, CMD_PROCESSES, CMD_THREADS, CMD_QUERY, CMD_TOP, CMD_FLAMEGRAPH, CMD_DIFF,
+	       CMD_TIMELINE };
+
+static const char *const command_names[] = {
+	[CMD_STATUS] = "status", [CMD_PROCESSES] = "processes", [CMD_THREADS] = "threads",
+	[CMD_QUERY] = "query", [CMD_TOP] = "top", [CMD_FLAMEGRAPH] = "flamegraph",
+	[CMD_DIFF] = "diff", [CMD_TIMELINE] = "timeline",
+};
 
 /* The parsed command line. */
 struct options {
-	const char *db;
-	const char *command;
-	int64_t pid, tid;             /* -1: not given */
-	int64_t since;                /* seconds; 0: not given */
-	int64_t from, to;             /* valid when has_from / has_to */
-	bool has_from, has_to;
+	const char *db, *server;
+	enum command command;
+	int64_t pid, tid, base_pid;     /* -1: not given */
+	const char *comm;
+	int64_t since;                  /* seconds; 0: not given */
+	const char *from_s, *to_s, *base_from_s, *base_to_s; /* as typed, parsed later */
 	const char *format;
-};
-
-/* What the query callback needs. */
-struct print_ctx {
-	FILE *out;
-	uint64_t lines;
-	int write_errno; /* errno of a failed write, 0 when none */
+	const char *output;             /* -o FILE */
+	bool reverse, per_thread;
+	const char *title;
+	int64_t width, limit, step;     /* -1: not given */
+	double minwidth;                /* < 0: not given */
+	/* derived */
+	int64_t from, to, base_from, base_to;
+	enum query_format fmt;
 };
 
 static void print_help(void)
 {
-	printf("Usage: flamectl [--db PATH] query --pid N [--tid N] [--since DURATION | --from TIME [--to TIME]]\n"
-	       "                [--format folded]\n"
+	printf("Usage: flamectl [--server URL | --db PATH] COMMAND [OPTION]...\n"
 	       "\n"
-	       "Prints the CPU profile flamed recorded for a process, read from flamed's database.\n"
+	       "Reads the CPU profiles flamed recorded: from its HTTP API (default), or straight from its\n"
+	       "database with --db.\n"
 	       "\n"
 	       "Commands:\n"
-	       "  query               print the stacks the process ran, most samples first, one per line:\n"
-	       "                      \"process;root;...;leaf COUNT\" (pipe into flamegraph.pl, inferno or\n"
-	       "                      speedscope for a flame graph)\n"
+	       "  status              the daemon's state (with --db: the database's)\n"
+	       "  processes           processes by CPU samples in the window\n"
+	       "  threads --pid N     threads of a process by CPU samples\n"
+	       "  query --pid N       the process's profile; --format folded (default: \"process;root;...;leaf\n"
+	       "                      COUNT\" lines, for flamegraph.pl or speedscope), json, svg, pprof or top\n"
+	       "  top                 functions by self and total samples (whole host, or --pid N)\n"
+	       "  flamegraph -o FILE  an interactive SVG flame graph (whole host, or --pid N)\n"
+	       "  diff                the change from a base window (--base-from/--base-to) or another\n"
+	       "                      process (--base-pid) to the window: --format folded, json or svg\n"
+	       "  timeline            samples per --step seconds, as JSON\n"
 	       "\n"
-	       "Options (before or after the command):\n"
-	       "  --db PATH           flamed's database (default: $FLAMED_DB when set, else\n"
-	       "                      " DEFAULT_DB ")\n"
-	       "  --pid N             the process to show (required)\n"
-	       "  --tid N             only this thread of the process\n"
-	       "  --since DURATION    the last DURATION up to now: a number of seconds (90) or a number with\n"
-	       "                      s, m, h or d (30s, 10m, 2h, 7d); default 1h\n"
+	       "Where to read (before or after the command):\n"
+	       "  --server URL        flamed's API (default: $FLAMED_URL when set, else " DEFAULT_SERVER ")\n"
+	       "  --db PATH           read flamed's database instead (default when $FLAMED_DB is set)\n"
+	       "\n"
+	       "What to read:\n"
+	       "  --pid N             one process (0 is the idle task)\n"
+	       "  --tid N             one thread of it\n"
+	       "  --comm NAME         only processes named NAME\n"
+	       "  --since DURATION    the last DURATION up to now: seconds (90) or with s, m, h or d (30s, 10m,\n"
+	       "                      2h, 7d); default 1h\n"
 	       "  --from TIME         start of the window, inclusive: unix seconds (1795000000) or RFC 3339\n"
 	       "                      (2026-11-22T10:00:00Z, 2026-11-22T11:00:00+01:00)\n"
 	       "  --to TIME           end of the window, exclusive (needs --from; default: now)\n"
-	       "  --format FORMAT     output format; only folded for now (json, svg, pprof and top come\n"
-	       "                      with the HTTP API)\n"
+	       "  --base-pid N        diff: the process to compare against (default: --pid)\n"
+	       "  --base-from TIME    diff: start of the base window (default: the window's length before it)\n"
+	       "  --base-to TIME      diff: end of the base window (default: the start of the window)\n"
+	       "\n"
+	       "How to show it:\n"
+	       "  --format FORMAT     query: folded, json, svg, pprof, top; diff: folded, json, svg;\n"
+	       "                      processes, top: json (default: a table, plain when piped)\n"
+	       "  -o, --output FILE   write to FILE instead of standard output\n"
+	       "  --reverse           svg/json: the icicle view, leaf functions first\n"
+	       "  --title TEXT        svg: the title\n"
+	       "  --width PIXELS      svg: the width, 100-10000 (default 1200)\n"
+	       "  --minwidth PIXELS   svg: leave out frames narrower than this (default 0.1)\n"
+	       "  --limit N           top: at most N functions\n"
+	       "  --step SECONDS      timeline: the step (default 1)\n"
+	       "  --per-thread        timeline: a series per thread\n"
 	       "  -h, --help          show this help and exit\n"
 	       "  -V, --version       show the version and exit\n"
 	       "\n"
 	       "Exit status: 0 on success (also when there are no samples), 1 on an error, 2 on bad usage.\n"
 	       "\n"
 	       "Examples:\n"
-	       "  flamectl query --pid 1234\n"
+	       "  flamectl processes --since 10m\n"
 	       "  flamectl query --pid 1234 --since 10m | flamegraph.pl > cpu.svg\n"
+	       "  flamectl flamegraph --pid 1234 -o cpu.svg\n"
+	       "  flamectl query --pid 1234 --format pprof -o cpu.pb.gz && go tool pprof -top cpu.pb.gz\n"
+	       "  flamectl diff --pid 1234 --from 2026-11-22T10:05:00Z --to 2026-11-22T10:10:00Z --format svg -o d.svg\n"
 	       "  flamectl --db ./flamed.db query --pid 1234 --from 2026-11-22T10:00:00Z --to 2026-11-22T10:05:00Z\n");
 }
 
@@ -112,122 +156,215 @@ static bool parse_number(const char *s, int64_t min, int64_t max, int64_t *out)
 	return true;
 }
 
+static int parse_id(const char *name, const char *s, int64_t *out)
+{
+	if (!parse_number(s, 0, PID_LIMIT, out))
+		return usage_error("%s takes an id from 0 to %d, not '%s'", name, PID_LIMIT, s);
+	return -1;
+}
+
+static int parse_time_opt(const char *name, const char *s, int64_t *out)
+{
+	if (window_parse_time(s, out) < 0)
+		return usage_error("%s takes unix seconds or an RFC 3339 time like 2026-11-22T10:00:00Z, not '%s'",
+				   name, s);
+	return -1;
+}
+
+static enum command parse_command(const char *s)
+{
+	for (size_t i = 1; i < sizeof(command_names) / sizeof(command_names[0]); i++)
+		if (!strcmp(s, command_names[i]))
+			return (enum command)i;
+	return CMD_NONE;
+}
+
+/* Handles one option; returns -1 to go on or an exit code. */
+static int parse_one(int c, const char *arg, const char *opt_text, struct options *o)
+{
+	char *end;
+
+	switch (c) {
+	case OPT_DB: o->db = arg; return arg[0] ? -1 : usage_error("--db needs a path");
+	case OPT_SERVER: o->server = arg; return -1;
+	case OPT_PID: return parse_id("--pid", arg, &o->pid);
+	case OPT_TID: return parse_id("--tid", arg, &o->tid);
+	case OPT_BASE_PID: return parse_id("--base-pid", arg, &o->base_pid);
+	case OPT_COMM: o->comm = arg; return arg[0] && strlen(arg) < 256 ? -1 : usage_error("--comm needs a process name");
+	case OPT_SINCE:
+		if (window_parse_duration(arg, &o->since) < 0)
+			return usage_error("--since takes a duration like 90, 30s, 10m, 2h or 7d, not '%s'", arg);
+		return -1;
+	case OPT_FROM: o->from_s = arg; return parse_time_opt("--from", arg, &o->from);
+	case OPT_TO: o->to_s = arg; return parse_time_opt("--to", arg, &o->to);
+	case OPT_BASE_FROM: o->base_from_s = arg; return parse_time_opt("--base-from", arg, &o->base_from);
+	case OPT_BASE_TO: o->base_to_s = arg; return parse_time_opt("--base-to", arg, &o->base_to);
+	case OPT_FORMAT: o->format = arg; return -1;
+	case 'o': o->output = arg; return arg[0] ? -1 : usage_error("-o needs a file name");
+	case OPT_REVERSE: o->reverse = true; return -1;
+	case OPT_PER_THREAD: o->per_thread = true; return -1;
+	case OPT_TITLE: o->title = arg; return -1;
+	case OPT_WIDTH:
+		return parse_number(arg, 100, 10000, &o->width) ? -1 : usage_error("--width takes 100 to 10000 pixels, not '%s'", arg);
+	case OPT_LIMIT:
+		return parse_number(arg, 1, 100000, &o->limit) ? -1 : usage_error("--limit takes 1 to 100000, not '%s'", arg);
+	case OPT_STEP:
+		return parse_number(arg, 1, 86400, &o->step) ? -1 : usage_error("--step takes 1 to 86400 seconds, not '%s'", arg);
+	case OPT_MINWIDTH:
+		errno = 0;
+		o->minwidth = strtod(arg, &end);
+		if (errno || end == arg || *end || !(o->minwidth >= 0 && o->minwidth <= 1000))
+			return usage_error("--minwidth takes 0 to 1000 pixels, not '%s'", arg);
+		return -1;
+	case 'h': print_help(); return EXIT_OK;
+	case 'V': printf("flamectl %s\n", FLAMED_VERSION); return EXIT_OK;
+	case ':': return usage_error("option '%s' needs a value", opt_text);
+	default: return usage_error("unknown option '%s'", opt_text);
+	}
+}
+
+/* The formats each command takes, and its default ("" : a table, plain when piped). */
+static const struct {
+	const char *allowed;
+	const char *fallback;
+} command_formats[] = {
+	[CMD_QUERY] = { "folded json svg pprof top", "folded" },
+	[CMD_DIFF] = { "folded json svg", "folded" },
+	[CMD_FLAMEGRAPH] = { "svg", "svg" },
+	[CMD_THREADS] = { "json", "json" },
+	[CMD_TIMELINE] = { "json", "json" },
+	[CMD_PROCESSES] = { "json", "" },
+	[CMD_TOP] = { "json", "" },
+	[CMD_STATUS] = { "json", "" },
+};
+
+/* Is word one of the space-separated words of list? */
+static bool in_list(const char *list, const char *word)
+{
+	size_t l = strlen(word);
+
+	for (const char *p = list; l && (p = strstr(p, word)); p += l)
+		if ((p == list || p[-1] == ' ') && (p[l] == '\0' || p[l] == ' '))
+			return true;
+	return false;
+}
+
+static int check_format(struct options *o)
+{
+	const char *allowed = command_formats[o->command].allowed;
+
+	if (!o->format)
+		o->format = command_formats[o->command].fallback;
+	else if (!in_list(allowed, o->format))
+		return usage_error("%s takes --format %s, not '%s'", command_names[o->command], allowed, o->format);
+	if (o->format[0])
+		query_parse_format(o->format, &o->fmt);
+	return -1;
+}
+
+/* The window: --from/--to, else --since (default 1h) up to the current second included. */
+static int resolve_window(struct options *o)
+{
+	int64_t now = (int64_t)time(NULL);
+
+	if (o->since && (o->from_s || o->to_s))
+		return usage_error("use either --since or --from/--to, not both");
+	if (o->to_s && !o->from_s)
+		return usage_error("--to needs --from");
+	if (o->from_s) {
+		if (!o->to_s)
+			o->to = now + 1;
+		if (o->from >= o->to)
+			return usage_error("the window is empty: --from must be before %s", o->to_s ? "--to" : "now");
+	} else {
+		int64_t since = o->since ? o->since : DEFAULT_SINCE;
+
+		o->to = now + 1;
+		o->from = now < INT64_MIN + since ? INT64_MIN : now - since;
+	}
+	if (o->command != CMD_DIFF)
+		return -1;
+	if (!o->base_from_s && !o->base_to_s && o->base_pid < 0)
+		return usage_error("diff needs a base: --base-from TIME [--base-to TIME], or --base-pid N");
+	if (!o->base_from_s && !o->base_to_s && o->base_pid >= 0) {
+		o->base_from = o->from;
+		o->base_to = o->to;
+	} else {
+		o->base_to = o->base_to_s ? o->base_to : o->from;
+		o->base_from = o->base_from_s ? o->base_from : o->base_to - (o->to - o->from);
+	}
+	if (o->base_from >= o->base_to)
+		return usage_error("the base window is empty: --base-from must be before --base-to");
+	return -1;
+}
+
+static int validate(struct options *o)
+{
+	int code;
+
+	if (o->command == CMD_NONE)
+		return usage_error("no command given: try flamectl processes, or flamectl query --pid N");
+	if ((o->command == CMD_QUERY || o->command == CMD_THREADS) && o->pid < 0)
+		return usage_error("%s needs --pid N", command_names[o->command]);
+	if (o->tid >= 0 && o->pid < 0)
+		return usage_error("--tid needs --pid");
+	if (o->command == CMD_FLAMEGRAPH && !o->output)
+		return usage_error("flamegraph needs -o FILE.svg");
+	if (o->db && o->server)
+		return usage_error("use either --db or --server, not both");
+	if ((code = check_format(o)) >= 0)
+		return code;
+	if (o->command == CMD_QUERY && o->fmt == QUERY_PPROF && !o->output && isatty(STDOUT_FILENO))
+		return usage_error("pprof is binary: pass -o FILE or pipe it");
+	return resolve_window(o);
+}
+
 /* Fills o from argv. Returns -1 to go on, or the exit code to end with (--help, --version, bad usage). */
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, OPT_DB },
+		{ "server", required_argument, NULL, OPT_SERVER },
 		{ "pid", required_argument, NULL, OPT_PID },
 		{ "tid", required_argument, NULL, OPT_TID },
+		{ "comm", required_argument, NULL, OPT_COMM },
 		{ "since", required_argument, NULL, OPT_SINCE },
 		{ "from", required_argument, NULL, OPT_FROM },
 		{ "to", required_argument, NULL, OPT_TO },
+		{ "base-pid", required_argument, NULL, OPT_BASE_PID },
+		{ "base-from", required_argument, NULL, OPT_BASE_FROM },
+		{ "base-to", required_argument, NULL, OPT_BASE_TO },
 		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "output", required_argument, NULL, 'o' },
+		{ "reverse", no_argument, NULL, OPT_REVERSE },
+		{ "title", required_argument, NULL, OPT_TITLE },
+		{ "width", required_argument, NULL, OPT_WIDTH },
+		{ "minwidth", required_argument, NULL, OPT_MINWIDTH },
+		{ "limit", required_argument, NULL, OPT_LIMIT },
+		{ "step", required_argument, NULL, OPT_STEP },
+		{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
+	int c, code;
 
-	/* '-': arguments that are not options come back in order as code 1, so options work before and
-	 * after the command even under POSIXLY_CORRECT; ':': report a missing value as ':' ourselves. */
-	while ((c = getopt_long(argc, argv, "-:hV", longopts, NULL)) != -1) {
-		switch (c) {
-		case 1:
-			if (o->command)
+	opterr = 0;
+	/* '-' returns the command (and stray words) in place, so options may come before or after it
+	 * even when POSIXLY_CORRECT is set. */
+	while ((c = getopt_long(argc, argv, "-:o:hV", longopts, NULL)) != -1) {
+		if (c == 1) {
+			if (o->command != CMD_NONE)
 				return usage_error("unexpected argument '%s'", optarg);
-			if (strcmp(optarg, "query") != 0)
-				return usage_error("unknown command '%s' (the command is query)", optarg);
-			o->command = optarg;
-			break;
-		case OPT_DB:
-			if (!optarg[0])
-				return usage_error("--db needs a path");
-			o->db = optarg;
-			break;
-		case OPT_PID:
-			if (!parse_number(optarg, 0, PID_LIMIT, &o->pid))
-				return usage_error("--pid takes a process id from 0 (idle) to %d, not '%s'", PID_LIMIT, optarg);
-			break;
-		case OPT_TID:
-			if (!parse_number(optarg, 0, PID_LIMIT, &o->tid))
-				return usage_error("--tid takes a thread id from 0 to %d, not '%s'", PID_LIMIT, optarg);
-			break;
-		case OPT_SINCE:
-			if (window_parse_duration(optarg, &o->since) < 0)
-				return usage_error("--since takes a duration like 90, 30s, 10m, 2h or 7d, not '%s'", optarg);
-			break;
-		case OPT_FROM:
-			if (window_parse_time(optarg, &o->from) < 0)
-				return usage_error("--from takes unix seconds or an RFC 3339 time like "
-						   "2026-11-22T10:00:00Z, not '%s'", optarg);
-			o->has_from = true;
-			break;
-		case OPT_TO:
-			if (window_parse_time(optarg, &o->to) < 0)
-				return usage_error("--to takes unix seconds or an RFC 3339 time like "
-						   "2026-11-22T10:00:00Z, not '%s'", optarg);
-			o->has_to = true;
-			break;
-		case OPT_FORMAT:
-			o->format = optarg;
-			break;
-		case 'h':
-			print_help();
-			return EXIT_OK;
-		case 'V':
-			printf("flamectl %s\n", FLAMED_VERSION);
-			return EXIT_OK;
-		case ':':
-			return usage_error("option '%s' needs a value", argv[optind - 1]);
-		default:
-			/* optopt names an unknown short option; for a long one, it is 0. */
-			if (optopt > 0 && optopt < 256)
-				return usage_error("unknown option '-%c'", optopt);
-			return usage_error("unknown option '%s'", argv[optind - 1]);
+			o->command = parse_command(optarg);
+			if (o->command == CMD_NONE)
+				return usage_error("unknown command '%s'", optarg);
+			continue;
 		}
+		if ((code = parse_one(c, optarg, argv[optind - 1], o)) >= 0)
+			return code;
 	}
-
-	if (!o->command)
-		return usage_error("no command given: flamectl query --pid N");
-	if (o->pid < 0)
-		return usage_error("query needs --pid N");
-	if (o->format && strcmp(o->format, "folded") != 0) {
-		if (!strcmp(o->format, "json") || !strcmp(o->format, "svg") || !strcmp(o->format, "pprof") ||
-		    !strcmp(o->format, "top"))
-			return usage_error("--format %s is not supported yet: use --format folded", o->format);
-		return usage_error("unknown format '%s': use --format folded", o->format);
-	}
-	if (o->since && (o->has_from || o->has_to))
-		return usage_error("use either --since or --from/--to, not both");
-	if (o->has_to && !o->has_from)
-		return usage_error("--to needs --from");
-	return -1;
-}
-
-/* The database path: --db, else $FLAMED_DB, else the daemon's default. */
-static const char *db_path(const struct options *o)
-{
-	const char *env = getenv("FLAMED_DB");
-
-	if (o->db)
-		return o->db;
-	return env && env[0] ? env : DEFAULT_DB;
-}
-
-static int print_stack(const char *comm, const char *folded, uint64_t count, void *ctx)
-{
-	struct print_ctx *p = ctx;
-	int err;
-
-	errno = 0;
-	err = render_folded_line(p->out, comm, folded, count);
-	if (err) {
-		p->write_errno = errno ? errno : EIO;
-		return err;
-	}
-	p->lines++;
-	return 0;
+	return validate(o);
 }
 
 /* Explains why the database at path could not be opened, with what to do next. */
@@ -256,60 +393,206 @@ static void open_error(const char *path, int err)
 	}
 }
 
-/* Runs the query command; returns the exit code. */
-static int run_query(const struct options *o)
+/* Runs the command against the database; returns 0 or -errno (the store's message in *why). */
+static int run_db(struct store *st, const struct options *o, FILE *out)
 {
-	const char *path = db_path(o);
-	struct store_filter f = { .pid = o->pid, .tid = o->tid };
-	struct print_ctx p = { .out = stdout };
-	struct store *st = NULL;
-	int64_t now = (int64_t)time(NULL);
-	int err, code = EXIT_OK;
+	struct store_filter f = { .pid = o->pid, .tid = o->tid, .from = o->from, .to = o->to, .comm = o->comm };
+	struct store_filter base = { .pid = o->base_pid >= 0 ? o->base_pid : o->pid, .tid = -1,
+				     .from = o->base_from, .to = o->base_to, .comm = o->comm };
+	struct query_graph g = {
+		.reverse = o->reverse, .title = o->title, .width = o->width > 0 ? (unsigned)o->width : 0,
+		.minwidth = o->minwidth,
+	};
+	bool tty = isatty(fileno(out));
+	struct store_stats ss;
+	int64_t oldest, newest;
+	int err;
 
-	/* The current second counts: the window ends just after it unless --to says otherwise. */
-	if (o->has_from) {
-		f.from = o->from;
-		f.to = o->has_to ? o->to : now + 1;
-		if (f.from >= f.to)
-			return usage_error("the window is empty: --from must be before %s", o->has_to ? "--to" : "now");
-	} else {
-		int64_t since = o->since ? o->since : DEFAULT_SINCE;
-
-		f.to = now + 1;
-		f.from = now < INT64_MIN + since ? INT64_MIN : now - since;
+	switch (o->command) {
+	case CMD_STATUS:
+		err = store_get_stats(st, &ss);
+		if (err)
+			return err;
+		if (store_time_range(st, &oldest, &newest))
+			oldest = newest = 0;
+		if (!strcmp(o->format, "json"))
+			fprintf(out, "{\"db_bytes\":%llu,\"stacks\":%llu,\"sample_rows\":%llu,\"oldest\":%lld,\"newest\":%lld}\n",
+				(unsigned long long)ss.db_bytes, (unsigned long long)ss.stacks,
+				(unsigned long long)ss.sample_rows, (long long)oldest, (long long)newest);
+		else
+			fprintf(out, "db_bytes\t%llu\nstacks\t%llu\nsample_rows\t%llu\noldest\t%lld\nnewest\t%lld\n",
+				(unsigned long long)ss.db_bytes, (unsigned long long)ss.stacks,
+				(unsigned long long)ss.sample_rows, (long long)oldest, (long long)newest);
+		return 0;
+	case CMD_PROCESSES:
+		return query_processes(st, &f, !strcmp(o->format, "json"), tty, out);
+	case CMD_THREADS:
+		return query_threads(st, &f, out);
+	case CMD_QUERY:
+	case CMD_FLAMEGRAPH:
+		return query_profile(st, &f, o->command == CMD_FLAMEGRAPH ? QUERY_SVG : o->fmt, &g,
+				     o->limit > 0 ? (unsigned)o->limit : 0, out);
+	case CMD_TOP:
+		if (!strcmp(o->format, "json"))
+			return query_top_json(st, &f, o->limit > 0 ? (unsigned)o->limit : 0, out);
+		return query_top_text(st, &f, o->limit > 0 ? (unsigned)o->limit : 0, tty, out);
+	case CMD_DIFF:
+		return query_diff(st, &base, &f, o->fmt, &g, out);
+	case CMD_TIMELINE:
+		return query_timeline(st, &f, o->step > 0 ? o->step : 1, o->per_thread, out);
+	case CMD_NONE:
+		break;
 	}
+	return -EINVAL;
+}
 
-	err = store_open(path, STORE_READ_ONLY, &st);
+static void add_num(char *t, size_t len, const char *name, int64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%lld", (long long)v);
+	http_add_param(t, len, name, buf);
+}
+
+/* Builds the API path and query string for the command. */
+static void build_target(const struct options *o, bool tty, char *t, size_t len)
+{
+	static const char *const paths[] = {
+		[CMD_STATUS] = "/api/v1/status", [CMD_PROCESSES] = "/api/v1/processes",
+		[CMD_THREADS] = "/api/v1/threads", [CMD_QUERY] = "/api/v1/profile",
+		[CMD_TOP] = "/api/v1/top", [CMD_FLAMEGRAPH] = "/api/v1/profile",
+		[CMD_DIFF] = "/api/v1/diff", [CMD_TIMELINE] = "/api/v1/timeline",
+	};
+	char buf[32];
+
+	snprintf(t, len, "%s", paths[o->command]);
+	if (o->command == CMD_STATUS) {
+		http_add_param(t, len, "format", o->format[0] ? o->format : "text");
+		return;
+	}
+	if (o->pid >= 0)
+		add_num(t, len, "pid", o->pid);
+	if (o->tid >= 0)
+		add_num(t, len, "tid", o->tid);
+	if (o->comm)
+		http_add_param(t, len, "comm", o->comm);
+	add_num(t, len, "from", o->from);
+	add_num(t, len, "to", o->to);
+	if (o->command == CMD_DIFF) {
+		if (o->base_pid >= 0)
+			add_num(t, len, "base_pid", o->base_pid);
+		add_num(t, len, "base_from", o->base_from);
+		add_num(t, len, "base_to", o->base_to);
+	}
+	if (o->command == CMD_FLAMEGRAPH)
+		http_add_param(t, len, "format", "svg");
+	else if (o->command == CMD_PROCESSES || o->command == CMD_TOP)
+		http_add_param(t, len, "format", o->format[0] ? o->format : tty ? "text" : "tsv");
+	else if (o->command != CMD_THREADS && o->command != CMD_TIMELINE)
+		http_add_param(t, len, "format", o->format);
+	if (o->reverse)
+		http_add_param(t, len, "reverse", "1");
+	if (o->title)
+		http_add_param(t, len, "title", o->title);
+	if (o->width > 0)
+		add_num(t, len, "width", o->width);
+	if (o->minwidth >= 0) {
+		snprintf(buf, sizeof(buf), "%g", o->minwidth);
+		http_add_param(t, len, "minwidth", buf);
+	}
+	if (o->limit > 0)
+		add_num(t, len, "limit", o->limit);
+	if (o->command == CMD_TIMELINE) {
+		add_num(t, len, "step", o->step > 0 ? o->step : 1);
+		if (o->per_thread)
+			http_add_param(t, len, "per_thread", "1");
+	}
+}
+
+/* The "error" of a JSON error body, or the body itself. */
+static const char *error_text(char *body)
+{
+	char *p = strstr(body, "\"error\":");
+
+	if (p && (p = strchr(p + 8, '"'))) {
+		char *e = strrchr(p + 1, '"');
+
+		if (e)
+			*e = '\0';
+		return p + 1;
+	}
+	body[strcspn(body, "\n")] = '\0';
+	return body;
+}
+
+/* Runs the command against flamed's API; returns the exit code. */
+static int run_server(const struct options *o, const char *url, FILE *out)
+{
+	char target[4096], err_body[1024];
+	int status = 0, err;
+
+	build_target(o, isatty(fileno(out)), target, sizeof(target));
+	err = http_get(url, target, getenv("FLAMED_TOKEN"), HTTP_TIMEOUT_S, out, &status, err_body, sizeof(err_body));
+	if (err == -EINVAL) {
+		fprintf(stderr, "flamectl: --server wants http://HOST[:PORT], not '%s'\n", url);
+		return EXIT_USAGE;
+	}
+	if (err) {
+		fprintf(stderr, "flamectl: cannot read %s: %s%s\n", url, strerror(-err),
+			err == -ECONNREFUSED ? " (is flamed running? start it, or pass --db PATH to read its database)" : "");
+		return EXIT_ERROR;
+	}
+	if (status / 100 != 2) {
+		fprintf(stderr, "flamectl: %s answered %d: %s\n", url, status, error_text(err_body));
+		return EXIT_ERROR;
+	}
+	return EXIT_OK;
+}
+
+static int run_local(const struct options *o, const char *path, FILE *out)
+{
+	struct store *st = NULL;
+	int err = store_open(path, STORE_READ_ONLY, &st);
+
 	if (err) {
 		open_error(path, err);
 		return EXIT_ERROR;
 	}
-	err = store_query_stacks(st, &f, print_stack, &p);
-	if (err && p.write_errno) {
-		fprintf(stderr, "flamectl: cannot write the output: %s\n", strerror(p.write_errno));
-		code = EXIT_ERROR;
-	} else if (err) {
-		fprintf(stderr, "flamectl: cannot query %s: %s\n", path, store_errmsg(st));
-		code = EXIT_ERROR;
-	}
+	err = run_db(st, o, out);
+	if (err)
+		fprintf(stderr, "flamectl: cannot query %s: %s\n", path,
+			err == -EIO && ferror(out) ? "cannot write the output" : store_errmsg(st));
 	store_close(st);
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		if (code == EXIT_OK)
-			fprintf(stderr, "flamectl: cannot write the output: %s\n", strerror(errno));
-		return EXIT_ERROR;
-	}
-	if (code == EXIT_OK && p.lines == 0 && isatty(STDOUT_FILENO))
-		fprintf(stderr, "flamectl: no samples for pid %lld in that window: widen it with --since or --from\n",
-			(long long)o->pid);
-	return code;
+	return err ? EXIT_ERROR : EXIT_OK;
 }
 
 int main(int argc, char **argv)
 {
-	struct options o = { .pid = -1, .tid = -1 };
+	struct options o = { .pid = -1, .tid = -1, .base_pid = -1, .width = -1, .limit = -1, .step = -1,
+			     .minwidth = -1 };
+	const char *env_db = getenv("FLAMED_DB"), *env_url = getenv("FLAMED_URL");
+	FILE *out = stdout;
 	int code = parse_args(argc, argv, &o);
 
 	if (code >= 0)
 		return code;
-	return run_query(&o);
+	if (o.output) {
+		out = fopen(o.output, "we");
+		if (!out) {
+			fprintf(stderr, "flamectl: cannot write %s: %s\n", o.output, strerror(errno));
+			return EXIT_ERROR;
+		}
+	}
+	if (o.db || (!o.server && env_db && env_db[0]))
+		code = run_local(&o, o.db ? o.db : env_db, out);
+	else
+		code = run_server(&o, o.server ? o.server : env_url && env_url[0] ? env_url : DEFAULT_SERVER, out);
+	if (fflush(out) || ferror(out)) {
+		if (code == EXIT_OK)
+			fprintf(stderr, "flamectl: cannot write the output: %s\n", strerror(errno));
+		code = EXIT_ERROR;
+	}
+	if (out != stdout)
+		fclose(out);
+	return code;
 }

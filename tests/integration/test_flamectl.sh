@@ -22,7 +22,7 @@ done
 tmp=$(mktemp -d /tmp/test_flamectl.XXXXXX) || { echo "FAIL: flamectl tests: mktemp -d failed"; exit 1; }
 trap 'rm -rf "$tmp"' EXIT
 DB=$tmp/flamed.db
-unset FLAMED_DB
+unset FLAMED_DB FLAMED_URL
 
 # run ARGS...: runs flamectl, leaving its exit code in $rc, stdout in $out, stderr in $err.
 run() {
@@ -81,7 +81,9 @@ sh;main;handle;parse 1"
 # Help and version.
 run --help
 if [ "$rc" -eq 0 ] && [ -z "$err" ]; then pass "--help exits 0"; else fail "--help: exit $rc, stderr '$err'"; fi
-for opt in --db --pid --tid --since --from --to --format --help --version query FLAMED_DB folded; do
+for opt in --db --server --pid --tid --comm --since --from --to --base-pid --base-from --base-to --format --output \
+	--reverse --title --width --minwidth --limit --step --per-thread --help --version \
+	status processes threads query top flamegraph diff timeline FLAMED_DB FLAMED_URL folded json svg pprof; do
 	if [[ $out == *"$opt"* ]]; then pass "--help mentions $opt"; else fail "--help does not mention $opt"; fi
 done
 run -h
@@ -108,9 +110,15 @@ expect_usage "--pid above the kernel's limit" query --pid 4194305 --db "$DB"
 expect_usage "--tid abc" query --pid 100 --tid abc --db "$DB"
 expect_usage "unknown long option" query --pid 100 --bogus --db "$DB"
 expect_usage "unknown short option" query --pid 100 -x --db "$DB"
-expect_usage "--format svg (not yet)" query --pid 100 --format svg --db "$DB"
-[[ $err == *"not supported yet"* ]] && pass "--format svg says not supported yet" || fail "--format svg message: '$err'"
-expect_usage "--format json (not yet)" query --pid 100 --format json --db "$DB"
+expect_usage "--format bmp" query --pid 100 --format bmp --db "$DB"
+[[ $err == *"folded json svg pprof top"* ]] && pass "--format bmp names the formats query takes" || fail "--format bmp message: '$err'"
+expect_usage "--format pprof for diff" diff --pid 100 --base-pid 200 --format pprof --db "$DB"
+expect_usage "flamegraph without -o" flamegraph --pid 100 --db "$DB"
+expect_usage "diff without a base" diff --pid 100 --db "$DB"
+expect_usage "threads without --pid" threads --db "$DB"
+expect_usage "--tid without --pid" top --tid 5 --db "$DB"
+expect_usage "--db and --server together" query --pid 100 --db "$DB" --server http://127.0.0.1:1
+expect_usage "--width out of range" query --pid 100 --format svg --width 5 --db "$DB"
 expect_usage "--format unknown" query --pid 100 --format xml --db "$DB"
 expect_usage "--since bad" query --pid 100 --since 10x --db "$DB"
 expect_usage "--since 0" query --pid 100 --since 0 --db "$DB"
