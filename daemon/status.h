@@ -1,0 +1,29 @@
+/* status.h - the daemon's live state, as the HTTP API and /metrics report it. */
+#ifndef FLAMED_STATUS_H
+#define FLAMED_STATUS_H
+
+#include <stdint.h>
+#include <linux/types.h>
+#include "profile.h"
+
+struct daemon_status {
+	const char *version;
+	int64_t start_time;        /* unix seconds */
+	unsigned frequency;        /* Hz */
+	unsigned flush_interval;   /* seconds */
+	unsigned cpus;             /* CPUs with an attached event */
+	uint64_t samples;          /* counted by BPF since start */
+	uint64_t lost[STAT_MAX];   /* per enum profile_stat (STAT_IDLE: idle samples left out) */
+	uint64_t samples_stored;   /* written to the database */
+	uint64_t samples_unstored; /* drained but lost to a failed transaction */
+	uint64_t flushes;
+	int64_t last_flush_time;   /* unix seconds, 0: none yet */
+	double last_flush_seconds; /* duration of the last flush */
+	double flush_seconds_total;
+	uint64_t db_bytes;
+	uint64_t stacks_stored;    /* distinct stacks in the database */
+	uint64_t sym_user_hits, sym_user_misses, sym_kernel_hits, sym_kernel_misses;
+	uint64_t sym_binaries_cached, sym_processes_cached;
+};
+
+#endif
