@@ -10,11 +10,15 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <bpf/libbpf.h>
 
+#include "http.h"
 #include "sampler.h"
+#include "status.h"
 #include "store.h"
 #include "symbolize/symbolizer.h"
 
@@ -32,7 +36,9 @@ static struct options {
 	unsigned max_stacks;
 	unsigned max_keys;
 	bool verbose;
+	const char *listen;
 } opt = {
+	.listen = "127.0.0.1:7070",
 	.db = DEFAULT_DB,
 	.frequency = 19,
 	.flush_interval = 10,
@@ -41,11 +47,22 @@ static struct options {
 	.max_keys = 16384,
 };
 
+#define MAX_FRAMES (2 * PROFILE_MAX_DEPTH + 2)
+
+/* One frame of the stack being folded: its text in the folded line and where its code lives. */
+struct frame_slot {
+	char name[FRAME_NAME_MAX + 8];
+	struct frame_origin origin;
+};
+
 /* What one flush needs to turn raw samples into stored stacks. */
 struct flush {
 	struct symbolizer *sym;
 	struct store *store;
 	char folded[FOLDED_MAX];
+	struct frame_slot slots[MAX_FRAMES];
+	struct store_frame frames[MAX_FRAMES];
+	unsigned nframes;
 	uint64_t samples, keys, rejected;
 	int store_err;
 };
@@ -59,6 +76,10 @@ static void usage(FILE *f)
 		"CAP_SYSLOG. Stops on SIGINT or SIGTERM after storing what is pending.\n"
 		"\n"
 		"  --db PATH              SQLite database, created if missing (default %s)\n"
+		"  --listen ADDR:PORT     serve the HTTP API there (default\n"
+		"                         127.0.0.1:7070; [::1]:PORT for IPv6; port 0 picks one;\n"
+		"                         'none' serves nothing); use a non-loopback address only\n"
+		"                         on a trusted network\n"
 		"  --frequency HZ         samples per second per CPU, 1-10000 (default 19)\n"
 		"  --flush-interval S     seconds between drains to the database, 1-3600 (default 10)\n"
 		"  --include-idle         also count the idle task (pid 0)\n"
@@ -73,7 +94,7 @@ static void usage(FILE *f)
 		"  -h, --help             show this help and exit\n"
 		"  -V, --version          show the version and exit\n"
 		"\n"
-		"Read the profiles with: flamectl --db PATH query --pid N\n",
+		"Read the profiles with: flamectl query --pid N, or curl http://127.0.0.1:7070/api/v1/profile?pid=N\n",
 		DEFAULT_DB);
 }
 
@@ -104,9 +125,10 @@ static unsigned parse_uint(const char *name, const char *s, unsigned lo, unsigne
 
 static void parse_options(int argc, char **argv)
 {
-	enum { O_DB = 256, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS };
+	enum { O_DB = 256, O_LISTEN, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, O_DB },
+		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "frequency", required_argument, NULL, O_FREQ },
 		{ "flush-interval", required_argument, NULL, O_FLUSH },
 		{ "include-idle", no_argument, NULL, O_IDLE },
@@ -124,6 +146,7 @@ static void parse_options(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":vhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_DB: opt.db = optarg; break;
+		case O_LISTEN: opt.listen = optarg; break;
 		case O_FREQ: opt.frequency = parse_uint("--frequency", optarg, 1, 10000); break;
 		case O_FLUSH: opt.flush_interval = parse_uint("--flush-interval", optarg, 1, 3600); break;
 		case O_IDLE: opt.include_idle = true; break;
@@ -163,15 +186,33 @@ static void clean_comm(char *dst, const char *src)
 		strcpy(dst, "[unknown]");
 }
 
-/* Appends ";name" (or "name" first) to the folded stack at *len; false when it would not fit. */
-static bool append_frame(struct flush *f, size_t *len, const char *name, const char *suffix)
+/* Appends ";name" (or "name" first) to the folded stack and records the frame; does nothing when
+ * the stack is full. origin NULL: no binary known. */
+static void push_frame(struct flush *f, size_t *len, const char *name, const char *suffix,
+		       const struct frame_origin *origin)
 {
-	int n = snprintf(f->folded + *len, sizeof(f->folded) - *len, "%s%s%s", *len ? ";" : "", name, suffix);
+	struct frame_slot *slot = &f->slots[f->nframes];
+	int n;
 
-	if (n < 0 || (size_t)n >= sizeof(f->folded) - *len)
-		return false;
+	if (f->nframes == MAX_FRAMES)
+		return;
+	n = snprintf(f->folded + *len, sizeof(f->folded) - *len, "%s%s%s", *len ? ";" : "", name, suffix);
+	if (n < 0 || (size_t)n >= sizeof(f->folded) - *len) {
+		f->folded[*len] = '\0';
+		return;
+	}
 	*len += n;
-	return true;
+	snprintf(slot->name, sizeof(slot->name), "%s%s", name, suffix);
+	if (origin)
+		slot->origin = *origin;
+	else
+		slot->origin.module[0] = slot->origin.build_id[0] = '\0';
+	f->frames[f->nframes] = (struct store_frame){
+		.name = slot->name,
+		.module = slot->origin.module,
+		.build_id = slot->origin.build_id,
+	};
+	f->nframes++;
 }
 
 /* Did bpf_get_stackid() fail (as opposed to there being no stack of that kind, -EFAULT)? */
@@ -183,28 +224,31 @@ static bool stack_lost(__s32 id)
 /* Builds the folded stack of one sample, root first: user frames, then kernel frames marked _[k]. */
 static void fold(struct flush *f, const struct sampler_sample *s)
 {
+	static const struct frame_origin kernel = { .module = "[kernel]" };
+	struct frame_origin origin;
 	char name[FRAME_NAME_MAX];
 	size_t len = 0;
 
+	f->nframes = 0;
+	f->folded[0] = '\0';
 	if (s->nu) {
 		for (unsigned i = s->nu; i-- > 0;) {
-			symbolizer_user(f->sym, s->key->pid, s->uips[i], i > 0, name, sizeof(name));
-			append_frame(f, &len, name, "");
+			symbolizer_user_frame(f->sym, s->key->pid, s->uips[i], i > 0, name, sizeof(name), &origin);
+			push_frame(f, &len, name, "", &origin);
 		}
 	} else if (stack_lost(s->key->ustack_id)) {
-		append_frame(f, &len, "[unknown]", "");
+		push_frame(f, &len, "[unknown]", "", NULL);
 	}
 	if (s->nk) {
 		for (unsigned i = s->nk; i-- > 0;) {
 			symbolizer_kernel(f->sym, s->kips[i], name, sizeof(name));
-			append_frame(f, &len, name, "_[k]");
+			push_frame(f, &len, name, "_[k]", &kernel);
 		}
 	} else if (stack_lost(s->key->kstack_id)) {
-		append_frame(f, &len, "[unknown]", "_[k]");
+		push_frame(f, &len, "[unknown]", "_[k]", &kernel);
 	}
 	if (!len)
-		append_frame(f, &len, "[unknown]", "");
-	f->folded[len] = '\0';
+		push_frame(f, &len, "[unknown]", "", NULL);
 }
 
 static int store_sample(const struct sampler_sample *s, void *ctx)
@@ -228,6 +272,8 @@ static int store_sample(const struct sampler_sample *s, void *ctx)
 		.thread = thread,
 		.folded = f->folded,
 		.count = s->count,
+		.frames = f->frames,
+		.nframes = f->nframes,
 	};
 	err = store_add(f->store, &row);
 	if (err == -EINVAL) {
@@ -287,20 +333,67 @@ static double now_sec(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Drains the sampler into one store transaction. Returns 0 or -errno (the samples of a failed
- * transaction are lost and logged). */
-static int flush(struct sampler *smp, struct flush *f, struct sampler_stats *prev)
+/* The daemon: the flush path (main thread only) and the state HTTP threads may read or poke. */
+struct daemon {
+	struct sampler *smp;
+	struct flush *f;
+	struct http *http;
+	struct sampler_stats prev; /* for the losses logged per flush */
+	int wake_fd;               /* eventfd: an HTTP thread asks for a flush now */
+	pthread_mutex_t lock;      /* guards what follows */
+	pthread_cond_t flushed;
+	uint64_t flushes_started, flushes_done;
+	int last_flush_err;
+	bool stopping;             /* the loop has ended: no flush will come */
+	struct daemon_status status;
+};
+
+/* Refreshes the status HTTP reads, after a flush. Called with d->lock held. */
+static void update_status(struct daemon *d, const struct sampler_stats *st, double seconds)
 {
-	struct sampler_stats st;
+	struct symbolizer_stats sy;
+	struct store_stats ss;
+	struct daemon_status *s = &d->status;
+
+	s->cpus = st->cpus;
+	s->samples = st->stat[STAT_SAMPLES];
+	memcpy(s->lost, st->stat, sizeof(s->lost));
+	s->flushes++;
+	s->last_flush_time = time(NULL);
+	s->last_flush_seconds = seconds;
+	s->flush_seconds_total += seconds;
+	symbolizer_get_stats(d->f->sym, &sy);
+	s->sym_user_hits = sy.user_hits;
+	s->sym_user_misses = sy.user_misses;
+	s->sym_kernel_hits = sy.kernel_hits;
+	s->sym_kernel_misses = sy.kernel_misses;
+	s->sym_binaries_cached = sy.binaries_cached;
+	s->sym_processes_cached = sy.processes_cached;
+	if (!store_get_stats(d->f->store, &ss)) {
+		s->db_bytes = ss.db_bytes;
+		s->stacks_stored = ss.stacks;
+	}
+}
+
+/* Drains the sampler into one store transaction. Returns 0 or -errno (the samples of a failed
+ * transaction are lost, logged and counted). */
+static int flush(struct daemon *d)
+{
+	struct flush *f = d->f;
+	struct sampler_stats st = { 0 };
 	double t0 = now_sec();
 	int err;
+
+	pthread_mutex_lock(&d->lock);
+	d->flushes_started++;
+	pthread_mutex_unlock(&d->lock);
 
 	f->samples = f->keys = f->rejected = 0;
 	f->store_err = store_begin(f->store);
 	if (f->store_err)
 		fprintf(stderr, "flamed: cannot start a transaction in %s: %s\n", opt.db, store_errmsg(f->store));
 	symbolizer_begin_flush(f->sym);
-	err = sampler_drain(smp, store_sample, f);
+	err = sampler_drain(d->smp, store_sample, f);
 	if (err)
 		fprintf(stderr, "flamed: draining the BPF maps failed: %s\n", strerror(-err));
 	if (!f->store_err)
@@ -313,12 +406,54 @@ static int flush(struct sampler *smp, struct flush *f, struct sampler_stats *pre
 	if (f->rejected)
 		fprintf(stderr, "flamed: %llu samples rejected by the store as malformed\n",
 			(unsigned long long)f->rejected);
-	if (!sampler_get_stats(smp, &st))
-		log_losses(&st, prev);
+	if (!sampler_get_stats(d->smp, &st))
+		log_losses(&st, &d->prev);
 	if (opt.verbose)
 		fprintf(stderr, "flamed: flushed %llu samples in %llu keys in %.1f ms\n",
 			(unsigned long long)f->samples, (unsigned long long)f->keys, (now_sec() - t0) * 1e3);
-	return f->store_err ? f->store_err : err;
+	err = f->store_err ? f->store_err : err;
+
+	pthread_mutex_lock(&d->lock);
+	if (f->store_err)
+		d->status.samples_unstored += f->samples;
+	else
+		d->status.samples_stored += f->samples;
+	update_status(d, &st, now_sec() - t0);
+	d->last_flush_err = err;
+	d->flushes_done = d->flushes_started;
+	pthread_cond_broadcast(&d->flushed);
+	pthread_mutex_unlock(&d->lock);
+	return err;
+}
+
+/* http_opts.get_status: a copy of the live state. */
+static void get_status(struct daemon_status *out, void *ctx)
+{
+	struct daemon *d = ctx;
+
+	pthread_mutex_lock(&d->lock);
+	*out = d->status;
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* http_opts.flush_now: wakes the main loop and waits for a flush that started after this call. */
+static int flush_now(void *ctx)
+{
+	struct daemon *d = ctx;
+	uint64_t one = 1, want;
+	int err;
+
+	pthread_mutex_lock(&d->lock);
+	want = d->flushes_started + 1;
+	pthread_mutex_unlock(&d->lock);
+	if (write(d->wake_fd, &one, sizeof(one)) != sizeof(one))
+		return -errno;
+	pthread_mutex_lock(&d->lock);
+	while (d->flushes_done < want && !d->stopping)
+		pthread_cond_wait(&d->flushed, &d->lock);
+	err = d->flushes_done < want ? -ECANCELED : d->last_flush_err;
+	pthread_mutex_unlock(&d->lock);
+	return err;
 }
 
 static int setup_fds(int *sfd, int *tfd)
@@ -332,8 +467,10 @@ static int setup_fds(int *sfd, int *tfd)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
-	if (sigprocmask(SIG_BLOCK, &mask, NULL))
-		return -errno;
+	sigaddset(&mask, SIGPIPE);
+	if (pthread_sigmask(SIG_BLOCK, &mask, NULL))
+		return -EINVAL;
+	sigdelset(&mask, SIGPIPE);
 	*sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (*sfd < 0)
 		return -errno;
@@ -343,26 +480,21 @@ static int setup_fds(int *sfd, int *tfd)
 	return 0;
 }
 
-/* Flushes every interval until SIGINT/SIGTERM, then flushes once more. */
-static int run(struct sampler *smp, struct flush *f)
+/* Flushes every interval and when HTTP asks, until SIGINT/SIGTERM, then flushes once more. */
+static int run(struct daemon *d, int sfd, int tfd)
 {
-	struct sampler_stats prev = { 0 };
-	int sfd = -1, tfd = -1, err;
-
-	err = setup_fds(&sfd, &tfd);
-	if (err) {
-		fprintf(stderr, "flamed: cannot set up signals and timers: %s\n", strerror(-err));
-		goto out;
-	}
 	for (;;) {
-		struct pollfd pfd[2] = { { .fd = sfd, .events = POLLIN }, { .fd = tfd, .events = POLLIN } };
+		struct pollfd pfd[3] = {
+			{ .fd = sfd, .events = POLLIN },
+			{ .fd = tfd, .events = POLLIN },
+			{ .fd = d->wake_fd, .events = POLLIN },
+		};
 		uint64_t ticks;
 
-		if (poll(pfd, 2, -1) < 0) {
+		if (poll(pfd, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			err = -errno;
-			break;
+			return -errno;
 		}
 		if (pfd[0].revents) {
 			struct signalfd_siginfo si;
@@ -370,65 +502,125 @@ static int run(struct sampler *smp, struct flush *f)
 			if (read(sfd, &si, sizeof(si)) == sizeof(si))
 				fprintf(stderr, "flamed: %s: storing what is pending, then exiting\n",
 					strsignal(si.ssi_signo));
-			err = flush(smp, f, &prev);
-			break;
+			return flush(d);
 		}
-		if (pfd[1].revents && read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks))
-			flush(smp, f, &prev);
+		bool due = pfd[1].revents && read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks);
+		bool asked = pfd[2].revents && read(d->wake_fd, &ticks, sizeof(ticks)) == sizeof(ticks);
+		if (due || asked)
+			flush(d);
 	}
-out:
-	if (sfd >= 0)
-		close(sfd);
-	if (tfd >= 0)
-		close(tfd);
+}
+
+/* Opens the store, the symbolizer and the sampler, in that order. Logs and returns -errno. */
+static int start(struct daemon *d)
+{
+	struct symbolizer_opts so = { .debug_dir = opt.debug_dir };
+	struct sampler_opts sopts = {
+		.frequency = opt.frequency,
+		.include_idle = opt.include_idle,
+		.max_stacks = opt.max_stacks ? opt.max_stacks : default_max_stacks(),
+		.max_keys = opt.max_keys,
+	};
+	int err;
+
+	err = store_open(opt.db, STORE_READ_WRITE, &d->f->store);
+	if (err) {
+		fprintf(stderr, "flamed: cannot open database %s: %s%s\n", opt.db, strerror(-err),
+			err == -ENOENT ? " (create its directory or pass --db PATH)" : "");
+		return err;
+	}
+	err = symbolizer_new(&so, &d->f->sym);
+	if (err) {
+		fprintf(stderr, "flamed: cannot start the symbolizer: %s\n", strerror(-err));
+		return err;
+	}
+	err = sampler_new(&sopts, &d->smp);
+	if (err)
+		fprintf(stderr, "flamed: cannot load and attach the BPF profiler: %s%s\n", strerror(-err),
+			err == -EPERM || err == -EACCES ? " (run as root, or grant CAP_BPF and CAP_PERFMON)" : "");
 	return err;
+}
+
+/* Serves the HTTP API unless --listen none. Logs and returns -errno. */
+static int start_http(struct daemon *d)
+{
+	struct http_opts ho = {
+		.listen = opt.listen,
+		.db_path = opt.db,
+		.get_status = get_status,
+		.flush_now = flush_now,
+		.ctx = d,
+	};
+	int err;
+
+	if (!strcmp(opt.listen, "none"))
+		return 0;
+	err = http_new(&ho, &d->http);
+	if (err) {
+		fprintf(stderr, "flamed: cannot serve HTTP on %s: %s%s\n", opt.listen, strerror(-err),
+			err == -EADDRINUSE ? " (another flamed? pass --listen ADDR:PORT or --listen none)" :
+			err == -EINVAL ? " (--listen wants ADDR:PORT, e.g. 127.0.0.1:7070 or [::1]:7070)" : "");
+		return err;
+	}
+	fprintf(stderr, "flamed: serving the HTTP API on %s (port %u)\n", opt.listen, http_port(d->http));
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	static struct flush f; /* large: keep it off the stack */
-	struct sampler *smp = NULL;
-	int err;
+	static struct daemon d = {
+		.f = &f,
+		.wake_fd = -1,
+		.lock = PTHREAD_MUTEX_INITIALIZER,
+		.flushed = PTHREAD_COND_INITIALIZER,
+	};
+	struct sampler_stats st;
+	int sfd = -1, tfd = -1, err;
 
 	parse_options(argc, argv);
 	libbpf_set_print(libbpf_log);
+	d.status.version = FLAMED_VERSION;
+	d.status.start_time = time(NULL);
+	d.status.frequency = opt.frequency;
+	d.status.flush_interval = opt.flush_interval;
 
-	err = store_open(opt.db, STORE_READ_WRITE, &f.store);
+	/* Signals are blocked before any thread starts, so only the main loop receives them. */
+	err = setup_fds(&sfd, &tfd);
 	if (err) {
-		fprintf(stderr, "flamed: cannot open database %s: %s%s\n", opt.db,
-			f.store ? store_errmsg(f.store) : strerror(-err),
-			err == -ENOENT ? " (create its directory or pass --db PATH)" : "");
+		fprintf(stderr, "flamed: cannot set up signals and timers: %s\n", strerror(-err));
 		goto out;
 	}
-	struct symbolizer_opts so = { .debug_dir = opt.debug_dir };
-	err = symbolizer_new(&so, &f.sym);
-	if (err) {
-		fprintf(stderr, "flamed: cannot start the symbolizer: %s\n", strerror(-err));
+	d.wake_fd = eventfd(0, EFD_CLOEXEC);
+	if (d.wake_fd < 0) {
+		err = -errno;
 		goto out;
 	}
-	if (!opt.max_stacks)
-		opt.max_stacks = default_max_stacks();
-	struct sampler_opts sopts = {
-		.frequency = opt.frequency,
-		.include_idle = opt.include_idle,
-		.max_stacks = opt.max_stacks,
-		.max_keys = opt.max_keys,
-	};
-	err = sampler_new(&sopts, &smp);
-	if (err) {
-		fprintf(stderr, "flamed: cannot load and attach the BPF profiler: %s%s\n", strerror(-err),
-			err == -EPERM || err == -EACCES ?
-				" (run as root, or grant CAP_BPF and CAP_PERFMON)" : "");
+	err = start(&d);
+	if (err)
 		goto out;
-	}
-	struct sampler_stats st;
-	if (!sampler_get_stats(smp, &st))
-		fprintf(stderr, "flamed: sampling %u CPUs at %u Hz, storing every %u s in %s\n", st.cpus,
-			opt.frequency, opt.flush_interval, opt.db);
-	err = run(smp, &f);
+	if (!sampler_get_stats(d.smp, &st))
+		d.status.cpus = st.cpus;
+	fprintf(stderr, "flamed: sampling %u CPUs at %u Hz, storing every %u s in %s\n", d.status.cpus,
+		opt.frequency, opt.flush_interval, opt.db);
+	err = start_http(&d);
+	if (err)
+		goto out;
+	err = run(&d, sfd, tfd);
 out:
-	sampler_free(smp);
+	pthread_mutex_lock(&d.lock);
+	d.stopping = true; /* releases HTTP requests waiting for a flush */
+	pthread_cond_broadcast(&d.flushed);
+	pthread_mutex_unlock(&d.lock);
+	http_free(d.http); /* before the store and sampler: requests in flight may wait on a flush */
+	sampler_free(d.smp);
 	symbolizer_free(f.sym);
 	store_close(f.store);
+	if (d.wake_fd >= 0)
+		close(d.wake_fd);
+	if (sfd >= 0)
+		close(sfd);
+	if (tfd >= 0)
+		close(tfd);
 	return err ? 1 : 0;
 }
