@@ -8,8 +8,12 @@ pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; FAILED=1; }
 not() { ! "$@"; }
 skip() { echo "SKIP: $*"; }
-# check NAME COND...: PASS when the command COND succeeds.
-check() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name"; fi; }
+# check NAME COND...: PASS when the command COND succeeds; its output is shown only on failure.
+check() {
+	local name=$1 out
+	shift
+	if out=$("$@" 2>&1); then pass "$name"; else fail "$name"; [ -n "$out" ] && echo "$out" | head -20 | sed 's/^/    /'; fi
+}
 
 cleanup() {
 	[ -n "$FLAMED_PID" ] && kill -9 "$FLAMED_PID" 2>/dev/null
