@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /* profile.bpf.c - counts (process, thread, second, kernel stack, user stack) at every cpu-clock tick.
  *
+ * Stacks are read with bpf_get_stack() and stored in a hash map under a 64-bit hash of their frames,
+ * so two stacks never compete for a bucket (as they do in a BPF_MAP_TYPE_STACK_TRACE map) and the map
+ * only takes memory for the stacks it holds.
+ *
  * Two generations of maps (counts0/stacks0, counts1/stacks1) let the daemon drain one while the
  * other fills: it flips active_gen, then waits for running programs to finish (an update of the
  * map-of-maps `barrier` returns only after an RCU grace period), so the old generation is quiescent
@@ -10,9 +14,9 @@
 #include <bpf/bpf_core_read.h>
 #include "profile.h"
 
+#define ENOMEM 12
 #define EFAULT 14
 #define EEXIST 17
-#define ENOMEM 12
 
 /* Knobs set by the daemon before load. */
 const volatile bool include_idle = false;
@@ -30,13 +34,22 @@ struct counts_map counts0 SEC(".maps");
 struct counts_map counts1 SEC(".maps");
 
 struct stacks_map {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192); /* sized by the daemon before load */
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, PROFILE_MAX_DEPTH * sizeof(__u64));
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* the daemon falls back to preallocation if refused */
+	__type(key, __u64);
+	__type(value, struct stack_trace);
 };
 struct stacks_map stacks0 SEC(".maps");
 struct stacks_map stacks1 SEC(".maps");
+
+/* Where bpf_get_stack() writes: a stack is too large for the BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stack_trace);
+} scratch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -70,17 +83,52 @@ static __always_inline void stat_inc(__u32 which)
 		*v += 1; /* per-CPU slot: no other writer */
 }
 
-/* Counts a failed bpf_get_stackid() by kind; an empty stack (-EFAULT) is no failure. */
-static __always_inline void stack_error(long err, __u32 collision_stat)
+/* A 64-bit hash of the first n frames; never 0 (0 means "no stack"). */
+static __always_inline __u64 hash_frames(const struct stack_trace *st, __u32 n)
 {
-	if (err >= 0 || err == -EFAULT)
-		return;
-	if (err == -EEXIST)
-		stat_inc(collision_stat);
-	else if (err == -ENOMEM)
-		stat_inc(STAT_STACK_MAP_FULL);
-	else
-		stat_inc(STAT_STACK_OTHER);
+	__u64 h = 0x9e3779b97f4a7c15ULL ^ n;
+
+	for (__u32 i = 0; i < PROFILE_MAX_DEPTH; i++) {
+		if (i >= n)
+			break;
+		h ^= st->ips[i];
+		h *= 0xff51afd7ed558ccdULL;
+		h ^= h >> 33;
+	}
+	return h ? h : 1;
+}
+
+/* Reads the kernel or user stack (flags) into the stacks map. Returns its key, or 0 when there is no
+ * such stack (a kernel thread has no user stack, user code no kernel stack) or it was lost (counted,
+ * and lost_flag set in key->flags). */
+static __always_inline __u64 capture(void *ctx, void *stacks, __u64 flags, __u32 lost_flag, __u32 err_stat,
+				     struct sample_key *key)
+{
+	__u32 zero = 0;
+	struct stack_trace *st = bpf_map_lookup_elem(&scratch, &zero);
+	long len, err;
+	__u64 h;
+
+	if (!st)
+		return 0;
+	len = bpf_get_stack(ctx, st->ips, sizeof(st->ips), flags); /* zero-fills after the last frame */
+	if (len <= 0) {
+		if (len < 0 && len != -EFAULT) {
+			key->flags |= lost_flag;
+			stat_inc(err_stat);
+		}
+		return 0;
+	}
+	h = hash_frames(st, (__u32)len / sizeof(__u64));
+	if (bpf_map_lookup_elem(stacks, &h))
+		return h;
+	err = bpf_map_update_elem(stacks, &h, st, BPF_NOEXIST);
+	if (err && err != -EEXIST) { /* -EEXIST: another CPU stored the same stack first */
+		key->flags |= lost_flag;
+		stat_inc(err == -ENOMEM ? STAT_STACK_NOMEM : STAT_STACK_MAP_FULL);
+		return 0;
+	}
+	return h;
 }
 
 static __always_inline void count(void *counts, struct sample_key *key)
@@ -125,14 +173,12 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 	BPF_CORE_READ_STR_INTO(&key.pcomm, task, group_leader, comm);
 
 	if (gen == 0) {
-		key.kstack_id = bpf_get_stackid(ctx, &stacks0, 0);
-		key.ustack_id = bpf_get_stackid(ctx, &stacks0, BPF_F_USER_STACK);
+		key.kstack = capture(ctx, &stacks0, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key);
+		key.ustack = capture(ctx, &stacks0, BPF_F_USER_STACK, SAMPLE_USTACK_LOST, STAT_USTACK_ERROR, &key);
 	} else {
-		key.kstack_id = bpf_get_stackid(ctx, &stacks1, 0);
-		key.ustack_id = bpf_get_stackid(ctx, &stacks1, BPF_F_USER_STACK);
+		key.kstack = capture(ctx, &stacks1, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key);
+		key.ustack = capture(ctx, &stacks1, BPF_F_USER_STACK, SAMPLE_USTACK_LOST, STAT_USTACK_ERROR, &key);
 	}
-	stack_error(key.kstack_id, STAT_KSTACK_COLLISION);
-	stack_error(key.ustack_id, STAT_USTACK_COLLISION);
 
 	if (gen == 0)
 		count(&counts0, &key);

@@ -537,10 +537,10 @@ static void handle_healthz(struct http *h, struct request *rq)
 
 /* The names of enum profile_stat's loss counters; NULL: not a loss. */
 static const char *const lost_kinds[STAT_MAX] = {
-	[STAT_KSTACK_COLLISION] = "kernel_stack_collision",
-	[STAT_USTACK_COLLISION] = "user_stack_collision",
+	[STAT_KSTACK_ERROR] = "kernel_stack_error",
+	[STAT_USTACK_ERROR] = "user_stack_error",
 	[STAT_STACK_MAP_FULL] = "stack_map_full",
-	[STAT_STACK_OTHER] = "stack_other",
+	[STAT_STACK_NOMEM] = "stack_alloc_failed",
 	[STAT_COUNTS_FULL] = "counts_full",
 };
 

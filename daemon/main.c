@@ -35,7 +35,7 @@ static struct options {
 	const char *debug_dir;
 	unsigned max_stacks;
 	unsigned max_keys;
-	bool verbose;
+	int verbose;
 	const char *listen;
 } opt = {
 	.listen = "127.0.0.1:7070",
@@ -84,13 +84,13 @@ static void usage(FILE *f)
 		"  --flush-interval S     seconds between drains to the database, 1-3600 (default 10)\n"
 		"  --include-idle         also count the idle task (pid 0)\n"
 		"  --debug-dir DIR        root of separate debug files (default /usr/lib/debug)\n"
-		"  --max-stacks N         stack map entries per flush, 256-1048576 (default: two\n"
-		"                         per CPU per tick of a flush, at least 8192, about 1 KiB\n"
-		"                         of kernel memory each); stacks that find their hash\n"
-		"                         bucket taken are counted as lost\n"
+		"  --max-stacks N         distinct stacks kept per flush, 256-1048576 (default: two\n"
+		"                         per CPU per tick of a flush, so that every sample fits,\n"
+		"                         at least 8192); each takes about 1 KiB of kernel memory\n"
+		"                         while it waits for the flush; more are counted as lost\n"
 		"  --max-keys N           distinct (thread, second, stack) keys per flush,\n"
 		"                         256-4194304 (default 16384); more are counted as lost\n"
-		"  -v, --verbose          log a line per flush, and libbpf's debug output\n"
+		"  -v, --verbose          log a line per flush; twice (-vv): libbpf's debug output too\n"
 		"  -h, --help             show this help and exit\n"
 		"  -V, --version          show the version and exit\n"
 		"\n"
@@ -153,7 +153,7 @@ static void parse_options(int argc, char **argv)
 		case O_DEBUG_DIR: opt.debug_dir = optarg; break;
 		case O_MAX_STACKS: opt.max_stacks = parse_uint("--max-stacks", optarg, 256, 1 << 20); break;
 		case O_MAX_KEYS: opt.max_keys = parse_uint("--max-keys", optarg, 256, 1 << 22); break;
-		case 'v': opt.verbose = true; break;
+		case 'v': opt.verbose++; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("flamed %s\n", FLAMED_VERSION); exit(0);
 		case ':': die_usage("%s needs a value", argv[optind - 1]);
@@ -168,7 +168,7 @@ static void parse_options(int argc, char **argv)
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	if (level == LIBBPF_DEBUG && !opt.verbose)
+	if (level == LIBBPF_DEBUG && opt.verbose < 2)
 		return 0;
 	fputs("flamed: libbpf: ", stderr);
 	return vfprintf(stderr, fmt, ap);
@@ -215,12 +215,6 @@ static void push_frame(struct flush *f, size_t *len, const char *name, const cha
 	f->nframes++;
 }
 
-/* Did bpf_get_stackid() fail (as opposed to there being no stack of that kind, -EFAULT)? */
-static bool stack_lost(__s32 id)
-{
-	return id < 0 && id != -EFAULT;
-}
-
 /* Builds the folded stack of one sample, root first: user frames, then kernel frames marked _[k]. */
 static void fold(struct flush *f, const struct sampler_sample *s)
 {
@@ -236,7 +230,7 @@ static void fold(struct flush *f, const struct sampler_sample *s)
 			symbolizer_user_frame(f->sym, s->key->pid, s->uips[i], i > 0, name, sizeof(name), &origin);
 			push_frame(f, &len, name, "", &origin);
 		}
-	} else if (stack_lost(s->key->ustack_id)) {
+	} else if (s->key->flags & SAMPLE_USTACK_LOST) {
 		push_frame(f, &len, "[unknown]", "", NULL);
 	}
 	if (s->nk) {
@@ -244,7 +238,7 @@ static void fold(struct flush *f, const struct sampler_sample *s)
 			symbolizer_kernel(f->sym, s->kips[i], name, sizeof(name));
 			push_frame(f, &len, name, "_[k]", &kernel);
 		}
-	} else if (stack_lost(s->key->kstack_id)) {
+	} else if (s->key->flags & SAMPLE_KSTACK_LOST) {
 		push_frame(f, &len, "[unknown]", "_[k]", &kernel);
 	}
 	if (!len)
@@ -286,10 +280,10 @@ static int store_sample(const struct sampler_sample *s, void *ctx)
 }
 
 static const char *const stat_names[STAT_MAX] = {
-	[STAT_KSTACK_COLLISION] = "kernel stack collisions",
-	[STAT_USTACK_COLLISION] = "user stack collisions",
-	[STAT_STACK_MAP_FULL] = "stack map full",
-	[STAT_STACK_OTHER] = "other stack errors",
+	[STAT_KSTACK_ERROR] = "kernel stacks not read",
+	[STAT_USTACK_ERROR] = "user stacks not read",
+	[STAT_STACK_MAP_FULL] = "stacks map full",
+	[STAT_STACK_NOMEM] = "stack entries the kernel could not allocate",
 	[STAT_COUNTS_FULL] = "counts map full",
 };
 
@@ -299,7 +293,7 @@ static void log_losses(const struct sampler_stats *now, struct sampler_stats *pr
 	char line[512];
 	size_t len = 0;
 
-	for (int i = STAT_KSTACK_COLLISION; i < STAT_MAX; i++) {
+	for (int i = STAT_KSTACK_ERROR; i < STAT_MAX; i++) {
 		uint64_t d = now->stat[i] - prev->stat[i];
 
 		if (d && len < sizeof(line))
@@ -309,14 +303,12 @@ static void log_losses(const struct sampler_stats *now, struct sampler_stats *pr
 	if (len)
 		fprintf(stderr, "flamed: this flush lost stacks or samples: %s%s\n", line,
 			now->stat[STAT_COUNTS_FULL] > prev->stat[STAT_COUNTS_FULL] ? " (raise --max-keys)" :
-			now->stat[STAT_KSTACK_COLLISION] + now->stat[STAT_USTACK_COLLISION] >
-					prev->stat[STAT_KSTACK_COLLISION] + prev->stat[STAT_USTACK_COLLISION] ?
-				" (raise --max-stacks)" : "");
+			now->stat[STAT_STACK_MAP_FULL] > prev->stat[STAT_STACK_MAP_FULL] ? " (raise --max-stacks)" : "");
 	*prev = *now;
 }
 
-/* Two stack map entries per CPU per tick of one flush: the stack map is a hash table with one stack
- * per bucket, so a bucket taken by another stack loses the new one; room keeps that rare. */
+/* Two stacks (kernel and user) per CPU per tick of one flush: room for every sample's stacks even
+ * when all differ. The map allocates as stacks arrive, so unused room costs nothing. */
 static unsigned default_max_stacks(void)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_CONF);

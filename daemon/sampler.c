@@ -12,6 +12,8 @@
 #include "sampler.h"
 #include "profile.skel.h"
 
+#define CLEAR_CHUNK 256 /* stacks read per call while emptying a stacks map */
+
 struct sampler {
 	struct profile *skel;
 	struct bpf_link **links;
@@ -23,6 +25,9 @@ struct sampler {
 	__u64 *values;
 	__u64 *kips, *uips;      /* PROFILE_MAX_DEPTH each */
 	__u64 *percpu;           /* ncpus_possible values */
+	__u64 *clear_keys;       /* CLEAR_CHUNK each: where emptying the stacks map reads to */
+	struct stack_trace *clear_values;
+	bool preallocated;       /* the kernel refused on-demand stacks maps */
 	uint64_t drains;
 };
 
@@ -68,11 +73,37 @@ static int alloc_buffers(struct sampler *s)
 	s->kips = calloc(PROFILE_MAX_DEPTH, sizeof(__u64));
 	s->uips = calloc(PROFILE_MAX_DEPTH, sizeof(__u64));
 	s->percpu = calloc(s->ncpus_possible, sizeof(__u64));
-	if (!s->links || !s->event_fds || !s->keys || !s->values || !s->kips || !s->uips || !s->percpu)
+	s->clear_keys = calloc(CLEAR_CHUNK, sizeof(*s->clear_keys));
+	s->clear_values = calloc(CLEAR_CHUNK, sizeof(*s->clear_values));
+	if (!s->links || !s->event_fds || !s->keys || !s->values || !s->kips || !s->uips || !s->percpu ||
+	    !s->clear_keys || !s->clear_values)
 		return -ENOMEM;
 	for (int i = 0; i < s->ncpus_possible; i++)
 		s->event_fds[i] = -1;
 	return 0;
+}
+
+/* Opens the skeleton, sets its knobs and map sizes, and loads it. Returns 0 or -errno. */
+static int open_and_load(struct sampler *s, const struct sampler_opts *opts, bool prealloc)
+{
+	int err;
+
+	/* 1. Open: parse the embedded object, nothing in the kernel yet. */
+	s->skel = profile__open();
+	if (!s->skel)
+		return -errno;
+	/* 2. Configure: read-only knobs, map sizes and flags must be set before load. */
+	s->skel->rodata->include_idle = opts->include_idle;
+	if ((err = bpf_map__set_max_entries(s->skel->maps.counts0, opts->max_keys)) ||
+	    (err = bpf_map__set_max_entries(s->skel->maps.counts1, opts->max_keys)) ||
+	    (err = bpf_map__set_max_entries(s->skel->maps.stacks0, opts->max_stacks)) ||
+	    (err = bpf_map__set_max_entries(s->skel->maps.stacks1, opts->max_stacks)))
+		return err;
+	if (prealloc && ((err = bpf_map__set_map_flags(s->skel->maps.stacks0, 0)) ||
+			 (err = bpf_map__set_map_flags(s->skel->maps.stacks1, 0))))
+		return err;
+	/* 3. Load: create the maps, pass the verifier. */
+	return profile__load(s->skel);
 }
 
 int sampler_new(const struct sampler_opts *opts, struct sampler **out)
@@ -95,21 +126,15 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **out)
 	if (err)
 		goto fail;
 
-	/* 1. Open: parse the embedded object, nothing in the kernel yet. */
-	s->skel = profile__open();
-	if (!s->skel) {
-		err = -errno;
-		goto fail;
+	/* 1-3. Open, configure, load; kernels that refuse on-demand allocation in perf_event programs
+	 * (before 6.1) get preallocated stacks maps. */
+	err = open_and_load(s, opts, false);
+	if (err == -EINVAL || err == -EACCES) {
+		profile__destroy(s->skel);
+		s->skel = NULL;
+		s->preallocated = true;
+		err = open_and_load(s, opts, true);
 	}
-	/* 2. Configure: read-only knobs and map sizes must be set before load. */
-	s->skel->rodata->include_idle = opts->include_idle;
-	if ((err = bpf_map__set_max_entries(s->skel->maps.counts0, opts->max_keys)) ||
-	    (err = bpf_map__set_max_entries(s->skel->maps.counts1, opts->max_keys)) ||
-	    (err = bpf_map__set_max_entries(s->skel->maps.stacks0, opts->max_stacks)) ||
-	    (err = bpf_map__set_max_entries(s->skel->maps.stacks1, opts->max_stacks)))
-		goto fail;
-	/* 3. Load: create the maps, pass the verifier. */
-	err = profile__load(s->skel);
 	if (err)
 		goto fail;
 	/* 4. Attach: one cpu-clock event per online CPU. */
@@ -148,12 +173,12 @@ static int switch_generation(struct sampler *s, __u32 gen)
 	return 0;
 }
 
-/* Reads a stack by id into ips (leaf first); returns its depth, 0 for a missing stack. */
-static unsigned read_stack(int fd, __s32 id, __u64 *ips)
+/* Reads the stack stored under key into ips (leaf first); returns its depth, 0 for none. */
+static unsigned read_stack(int fd, __u64 key, __u64 *ips)
 {
 	unsigned n = 0;
 
-	if (id < 0 || bpf_map_lookup_elem(fd, &id, ips))
+	if (!key || bpf_map_lookup_elem(fd, &key, ips))
 		return 0;
 	while (n < PROFILE_MAX_DEPTH && ips[n])
 		n++;
@@ -183,16 +208,28 @@ static int take_counts(struct sampler *s, int fd)
 	return total;
 }
 
-/* Deletes every stack of a stack map. */
-static void clear_stacks(int fd)
+/* Empties a stacks map, CLEAR_CHUNK stacks per call. */
+static void clear_stacks(struct sampler *s, int fd)
 {
-	__u32 id, next;
-	__u32 *prev = NULL;
+	__u64 batch_in = 0, batch_out = 0;
+	bool first = true;
 
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		bpf_map_delete_elem(fd, &next);
-		id = next;
-		prev = &id;
+	for (;;) {
+		__u32 count = CLEAR_CHUNK;
+		int err = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &batch_in, &batch_out, s->clear_keys,
+							  s->clear_values, &count, NULL);
+
+		if (err && errno == ENOSPC) { /* a bucket holds more than a chunk: one at a time */
+			__u64 key;
+
+			while (bpf_map_get_next_key(fd, NULL, &key) == 0 && bpf_map_delete_elem(fd, &key) == 0)
+				;
+			return;
+		}
+		if (err)
+			return; /* ENOENT: empty */
+		batch_in = batch_out;
+		first = false;
 	}
 }
 
@@ -221,13 +258,13 @@ int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx)
 			.count = s->values[i],
 		};
 
-		smp.nk = read_stack(stacks_fd, s->keys[i].kstack_id, s->kips);
-		smp.nu = read_stack(stacks_fd, s->keys[i].ustack_id, s->uips);
+		smp.nk = read_stack(stacks_fd, s->keys[i].kstack, s->kips);
+		smp.nu = read_stack(stacks_fd, s->keys[i].ustack, s->uips);
 		err = cb(&smp, ctx);
 		if (err && !ret)
 			ret = err;
 	}
-	clear_stacks(stacks_fd);
+	clear_stacks(s, stacks_fd);
 	s->drains++;
 	return ret;
 }
@@ -265,5 +302,7 @@ void sampler_free(struct sampler *s)
 	free(s->kips);
 	free(s->uips);
 	free(s->percpu);
+	free(s->clear_keys);
+	free(s->clear_values);
 	free(s);
 }

@@ -6,25 +6,35 @@
 /* Frames kept per stack; the kernel's own limit (PERF_MAX_STACK_DEPTH). */
 #define PROFILE_MAX_DEPTH 127
 
+/* sample_key.flags: a stack that was there but could not be kept. */
+#define SAMPLE_KSTACK_LOST 1u
+#define SAMPLE_USTACK_LOST 2u
+
 /* One counted key: who was on the CPU, where, and in which second (boot clock). */
 struct sample_key {
 	__u32 pid;          /* tgid in the initial pid namespace */
 	__u32 tid;
 	__u32 boot_sec;     /* CLOCK_BOOTTIME seconds */
-	__s32 kstack_id;    /* >= 0: id in the stack map; < 0: -errno from bpf_get_stackid */
-	__s32 ustack_id;
+	__u32 flags;        /* SAMPLE_*_LOST */
+	__u64 kstack;       /* key of the kernel stack in the stacks map (a hash of its frames); 0: none */
+	__u64 ustack;       /* likewise for the user stack */
 	char comm[PROFILE_COMM_LEN];   /* thread name */
 	char pcomm[PROFILE_COMM_LEN];  /* process (group leader) name */
+};
+
+/* A stack as stored in the stacks map: frames leaf first, zeros after the last. */
+struct stack_trace {
+	__u64 ips[PROFILE_MAX_DEPTH];
 };
 
 /* Per-CPU counters in the stats map, indexed by these. */
 enum profile_stat {
 	STAT_SAMPLES = 0,        /* samples counted into a key */
 	STAT_IDLE,               /* idle samples left out (pid 0) */
-	STAT_KSTACK_COLLISION,   /* kernel stack lost: stack map bucket taken (-EEXIST) */
-	STAT_USTACK_COLLISION,   /* user stack lost: stack map bucket taken (-EEXIST) */
-	STAT_STACK_MAP_FULL,     /* stack lost: stack map out of entries (-ENOMEM) */
-	STAT_STACK_OTHER,        /* stack lost for another reason */
+	STAT_KSTACK_ERROR,       /* kernel stack lost: bpf_get_stack() failed */
+	STAT_USTACK_ERROR,       /* user stack lost: bpf_get_stack() failed (e.g. user memory paged out) */
+	STAT_STACK_MAP_FULL,     /* stack lost: the stacks map is full (--max-stacks) */
+	STAT_STACK_NOMEM,        /* stack lost: the kernel could not allocate its entry just then */
 	STAT_COUNTS_FULL,        /* sample lost: counts map full */
 	STAT_MAX,
 };

@@ -206,10 +206,10 @@ static void fake_status(struct daemon_status *out, void *ctx)
 	out->cpus = 4;
 	out->samples = 1000;
 	out->lost[STAT_IDLE] = 11;
-	out->lost[STAT_KSTACK_COLLISION] = 1;
-	out->lost[STAT_USTACK_COLLISION] = 2;
+	out->lost[STAT_KSTACK_ERROR] = 1;
+	out->lost[STAT_USTACK_ERROR] = 2;
 	out->lost[STAT_STACK_MAP_FULL] = 3;
-	out->lost[STAT_STACK_OTHER] = 4;
+	out->lost[STAT_STACK_NOMEM] = 4;
 	out->lost[STAT_COUNTS_FULL] = 5;
 	out->samples_stored = 900;
 	out->samples_unstored = 7;
@@ -334,8 +334,8 @@ static void test_status(unsigned port, struct fake *fake)
 {
 	static const char *const want[] = {
 		"\"version\":\"9.9.9-\\\"test\\\"\"", "\"start_time\":", "\"frequency\":19", "\"flush_interval\":10",
-		"\"cpus\":4", "\"samples\":1000", "\"kernel_stack_collision\":1", "\"user_stack_collision\":2",
-		"\"stack_map_full\":3", "\"stack_other\":4", "\"counts_full\":5", "\"idle_excluded\":11",
+		"\"cpus\":4", "\"samples\":1000", "\"kernel_stack_error\":1", "\"user_stack_error\":2",
+		"\"stack_map_full\":3", "\"stack_alloc_failed\":4", "\"counts_full\":5", "\"idle_excluded\":11",
 		"\"samples_stored\":900", "\"samples_unstored\":7", "\"flushes\":12", "\"last_flush_time\":",
 		"\"last_flush_seconds\":0.25", "\"db_bytes\":65536", "\"stacks_stored\":42",
 		"\"symbolizer\":{\"user_hits\":100,\"user_misses\":10,\"kernel_hits\":200,\"kernel_misses\":20,"
@@ -394,10 +394,10 @@ static bool metric_line(const char *l, char *name, size_t size)
 static void test_metrics(unsigned port)
 {
 	static const char *const want[] = {
-		"flamed_samples_total 1000", "flamed_samples_lost_total{kind=\"kernel_stack_collision\"} 1",
-		"flamed_samples_lost_total{kind=\"user_stack_collision\"} 2",
+		"flamed_samples_total 1000", "flamed_samples_lost_total{kind=\"kernel_stack_error\"} 1",
+		"flamed_samples_lost_total{kind=\"user_stack_error\"} 2",
 		"flamed_samples_lost_total{kind=\"stack_map_full\"} 3",
-		"flamed_samples_lost_total{kind=\"stack_other\"} 4", "flamed_samples_lost_total{kind=\"counts_full\"} 5",
+		"flamed_samples_lost_total{kind=\"stack_alloc_failed\"} 4", "flamed_samples_lost_total{kind=\"counts_full\"} 5",
 		"flamed_samples_idle_excluded_total 11", "flamed_samples_stored_total 900",
 		"flamed_samples_unstored_total 7", "flamed_flushes_total 12", "flamed_flush_seconds_total 3.5",
 		"flamed_last_flush_seconds 0.25", "flamed_symbolize_hits_total{kind=\"user\"} 100",
