@@ -30,7 +30,8 @@ LDLIBS   += -lbpf -lelf -lz -lsqlite3 -lmicrohttpd -lprotobuf-c -lpthread -lm
 
 LIB_SRCS := $(filter-out daemon/main.c daemon/sampler.c,$(wildcard daemon/*.c daemon/*/*.c))
 PROTO_SRCS := $(wildcard daemon/*/*.proto)
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(PROTO_SRCS:%.proto=$(BUILD)/%.pb-c.o)
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(PROTO_SRCS:%.proto=$(BUILD)/%.pb-c.o) $(BUILD)/daemon/dashboard.o
+WEB_SRCS := $(wildcard web/src/*) web/build.mjs web/package.json web/package-lock.json
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 INTEGRATION := $(sort $(wildcard tests/integration/test_*.sh))
@@ -78,6 +79,16 @@ $(BUILD)/%.pb-c.o: $(BUILD)/%.pb-c.c
 	$(CC) $(CFLAGS) -std=gnu11 -I$(BUILD) -c $< -o $@
 $(foreach p,$(PROTO_SRCS),$(eval $(BUILD)/$(p:.proto=.o): $(BUILD)/$(p:.proto=.pb-c.h)))
 
+# The dashboard: npm packages pinned by web/package-lock.json, bundled by esbuild into one HTML file,
+# embedded in the binary.
+web/node_modules/.package-lock.json: web/package.json web/package-lock.json | $(BUILD)/.deps
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+$(BUILD)/web/index.html: $(WEB_SRCS) web/node_modules/.package-lock.json
+	cd web && node build.mjs $(abspath $@)
+$(BUILD)/daemon/dashboard.o: daemon/dashboard.S $(BUILD)/web/index.html
+	@mkdir -p $(@D)
+	$(CC) -c -DDASHBOARD_HTML='"$(abspath $(BUILD)/web/index.html)"' $< -o $@
+
 $(BUILD)/libflamed.a: $(LIB_OBJS)
 	$(AR) rcs $@ $^
 
@@ -107,6 +118,6 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/flamed $(DESTDIR)$(PREFIX)/bin/flamectl $(DESTDIR)$(UNITDIR)/flamed.service
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) web/node_modules
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

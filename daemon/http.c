@@ -105,6 +105,7 @@ struct request {
 	const char *type;
 	const char *disposition;  /* Content-Disposition, or NULL */
 	const char *allow;        /* Allow (405), or NULL */
+	const char *csp;          /* Content-Security-Policy, or NULL */
 	char error[384];          /* the message of an error reply (status >= 400) */
 	struct body body;
 	FILE *out;                /* writes into body */
@@ -222,7 +223,8 @@ static bool add_headers(struct MHD_Response *resp, const struct request *rq)
 	       MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff") == MHD_YES &&
 	       (!rq->disposition ||
 		MHD_add_response_header(resp, "Content-Disposition", rq->disposition) == MHD_YES) &&
-	       (!rq->allow || MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rq->allow) == MHD_YES);
+	       (!rq->allow || MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rq->allow) == MHD_YES) &&
+	       (!rq->csp || MHD_add_response_header(resp, "Content-Security-Policy", rq->csp) == MHD_YES);
 }
 
 /* Finishes rq's body (or replaces it by the error) and queues the response. */
@@ -527,6 +529,20 @@ static void end_query(struct request *rq, struct store *st, int err)
 }
 
 /* ---- handlers, one per endpoint ---- */
+
+/* The dashboard, embedded by dashboard.S. */
+extern const char flamed_dashboard_html[], flamed_dashboard_html_end[];
+
+/* The dashboard page: one self-contained document that talks to this API, nothing else. */
+static void handle_dashboard(struct http *h, struct request *rq)
+{
+	(void)h;
+	rq->type = "text/html; charset=utf-8";
+	rq->csp = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+		  "connect-src 'self'; img-src 'self' data: blob:; frame-src 'self'; base-uri 'none'; "
+		  "form-action 'none'";
+	fwrite(flamed_dashboard_html, 1, (size_t)(flamed_dashboard_html_end - flamed_dashboard_html), rq->out);
+}
 
 static void handle_healthz(struct http *h, struct request *rq)
 {
@@ -898,6 +914,7 @@ static void handle_pprof(struct http *h, struct request *rq)
 #define GRAPH (B(P_REVERSE) | B(P_TITLE) | B(P_WIDTH) | B(P_MINWIDTH))
 
 static const struct route routes[] = {
+	{ "/", handle_dashboard, 0, 0 },
 	{ "/healthz", handle_healthz, 0, 0 },
 	{ "/metrics", handle_metrics, 0, 0 },
 	{ "/api/v1/status", handle_status, B(P_FORMAT), 0 },

@@ -6,10 +6,14 @@ set -eu
 
 build_pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libsqlite3-dev
 	libmicrohttpd-dev libprotobuf-c-dev protobuf-c-compiler"
-test_pkgs="binutils procps libc6-dbg curl libxml2-utils golang-go jq"
+test_pkgs="binutils procps libc6-dbg curl libxml2-utils golang-go jq chromium"
 
 pkgs=$build_pkgs
 [ "${1:-build}" = test ] && pkgs="$build_pkgs $test_pkgs"
+
+# The dashboard is bundled with Node.js and npm: any recent ones will do, Debian's when there are none.
+command -v node > /dev/null 2>&1 || pkgs="$pkgs nodejs"
+command -v npm > /dev/null 2>&1 || pkgs="$pkgs npm"
 
 missing=""
 for p in $pkgs; do
