@@ -58,6 +58,32 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
+/* A process is reported at its first sample and again at later ones, REPORT_GAP_NS apart then twice
+ * that: a first sample during execve or in the dynamic loader sees the libraries not mapped yet. */
+#define REPORTS 3
+#define REPORT_GAP_NS 5000000ULL
+
+struct seen_process {
+	__u64 start;    /* start time: a reused pid starts later */
+	__u64 last_ns;  /* when it was last reported */
+	__u32 reports;
+	__u32 pad;
+};
+
+/* Processes reported, by pid. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct seen_process);
+} seen SEC(".maps");
+
+/* First samples of processes, for the daemon to capture their mappings while they live. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} events SEC(".maps");
+
 /* Never read by the program: updating it from user space waits for running programs. */
 struct barrier_inner {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -153,6 +179,34 @@ static __always_inline void count(void *counts, struct sample_key *key)
 	stat_inc(err ? STAT_COUNTS_FULL : STAT_SAMPLES);
 }
 
+/* Reports a process's first samples (pid and start time) through the events ring buffer. */
+static __always_inline void note_process(struct task_struct *task, __u32 pid)
+{
+	__u64 start = BPF_CORE_READ(task, group_leader, start_time), now = bpf_ktime_get_ns();
+	struct seen_process *known = bpf_map_lookup_elem(&seen, &pid), fresh = { .start = start };
+	struct process_event *e;
+
+	if (known && known->start == start) {
+		if (known->reports >= REPORTS || now - known->last_ns < (REPORT_GAP_NS << (known->reports - 1)))
+			return;
+		known->reports++;
+		known->last_ns = now;
+	} else {
+		fresh.last_ns = now;
+		fresh.reports = 1;
+		bpf_map_update_elem(&seen, &pid, &fresh, BPF_ANY);
+	}
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		stat_inc(STAT_EVENTS_LOST);
+		return;
+	}
+	e->pid = pid;
+	e->pad = 0;
+	e->start_ns = start;
+	bpf_ringbuf_submit(e, 0);
+}
+
 SEC("perf_event")
 int profile_tick(struct bpf_perf_event_data *ctx)
 {
@@ -180,6 +234,8 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 		key.ustack = capture(ctx, &stacks1, BPF_F_USER_STACK, SAMPLE_USTACK_LOST, STAT_USTACK_ERROR, &key);
 	}
 
+	if (key.ustack)
+		note_process(task, key.pid);
 	if (gen == 0)
 		count(&counts0, &key);
 	else

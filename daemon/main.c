@@ -285,6 +285,7 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_STACK_MAP_FULL] = "stacks map full",
 	[STAT_STACK_NOMEM] = "stack entries the kernel could not allocate",
 	[STAT_COUNTS_FULL] = "counts map full",
+	[STAT_EVENTS_LOST] = "new-process events lost",
 };
 
 /* Logs, once, the stack-capture failures counted since the previous flush. */
@@ -472,18 +473,29 @@ static int setup_fds(int *sfd, int *tfd)
 	return 0;
 }
 
-/* Flushes every interval and when HTTP asks, until SIGINT/SIGTERM, then flushes once more. */
+/* sampler_process_cb: a process was sampled for the first time; capture its mappings and binaries
+ * now, in case it exits before the flush. */
+static void on_new_process(uint32_t pid, void *ctx)
+{
+	struct daemon *d = ctx;
+
+	symbolizer_snapshot(d->f->sym, pid); /* gone already: its samples fall back to what is known */
+}
+
+/* Flushes every interval and when HTTP asks, until SIGINT/SIGTERM, then flushes once more; captures
+ * new processes as they are first sampled. */
 static int run(struct daemon *d, int sfd, int tfd)
 {
 	for (;;) {
-		struct pollfd pfd[3] = {
+		struct pollfd pfd[4] = {
 			{ .fd = sfd, .events = POLLIN },
 			{ .fd = tfd, .events = POLLIN },
 			{ .fd = d->wake_fd, .events = POLLIN },
+			{ .fd = sampler_events_fd(d->smp), .events = POLLIN },
 		};
 		uint64_t ticks;
 
-		if (poll(pfd, 3, -1) < 0) {
+		if (poll(pfd, 4, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
@@ -496,6 +508,8 @@ static int run(struct daemon *d, int sfd, int tfd)
 					strsignal(si.ssi_signo));
 			return flush(d);
 		}
+		if (pfd[3].revents)
+			sampler_read_events(d->smp, on_new_process, d);
 		bool due = pfd[1].revents && read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks);
 		bool asked = pfd[2].revents && read(d->wake_fd, &ticks, sizeof(ticks)) == sizeof(ticks);
 		if (due || asked)

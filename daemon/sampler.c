@@ -28,6 +28,9 @@ struct sampler {
 	__u64 *clear_keys;       /* CLEAR_CHUNK each: where emptying the stacks map reads to */
 	struct stack_trace *clear_values;
 	bool preallocated;       /* the kernel refused on-demand stacks maps */
+	struct ring_buffer *events;
+	sampler_process_cb event_cb; /* during sampler_read_events */
+	void *event_ctx;
 	uint64_t drains;
 };
 
@@ -106,6 +109,17 @@ static int open_and_load(struct sampler *s, const struct sampler_opts *opts, boo
 	return profile__load(s->skel);
 }
 
+/* ring_buffer callback: hands one first-sample event to the caller of sampler_read_events. */
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+	const struct process_event *e = data;
+
+	if (size >= sizeof(*e) && s->event_cb)
+		s->event_cb(e->pid, s->event_ctx);
+	return 0;
+}
+
 int sampler_new(const struct sampler_opts *opts, struct sampler **out)
 {
 	struct sampler *s;
@@ -137,7 +151,12 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **out)
 	}
 	if (err)
 		goto fail;
-	/* 4. Attach: one cpu-clock event per online CPU. */
+	/* 4. Listen for first samples of processes, then attach: one cpu-clock event per online CPU. */
+	s->events = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s, NULL);
+	if (!s->events) {
+		err = -errno;
+		goto fail;
+	}
 	err = attach_all(s, opts->frequency);
 	if (err)
 		goto fail;
@@ -269,6 +288,22 @@ int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx)
 	return ret;
 }
 
+int sampler_events_fd(const struct sampler *s)
+{
+	return ring_buffer__epoll_fd(s->events);
+}
+
+int sampler_read_events(struct sampler *s, sampler_process_cb cb, void *ctx)
+{
+	int n;
+
+	s->event_cb = cb;
+	s->event_ctx = ctx;
+	n = ring_buffer__consume(s->events);
+	s->event_cb = NULL;
+	return n;
+}
+
 int sampler_get_stats(struct sampler *s, struct sampler_stats *out)
 {
 	int fd = bpf_map__fd(s->skel->maps.stats);
@@ -294,6 +329,7 @@ void sampler_free(struct sampler *s)
 	for (int i = 0; s->event_fds && i < s->ncpus_possible; i++)
 		if (s->event_fds[i] >= 0)
 			close(s->event_fds[i]);
+	ring_buffer__free(s->events);
 	profile__destroy(s->skel);
 	free(s->links);
 	free(s->event_fds);

@@ -36,6 +36,9 @@ struct sampler_stats {
 
 typedef int (*sampler_cb)(const struct sampler_sample *s, void *ctx);
 
+/* Called with the pid of a process at its first sample. */
+typedef void (*sampler_process_cb)(uint32_t pid, void *ctx);
+
 /* Opens, sizes, loads and attaches the BPF program on every online CPU (offline ones skipped).
  * Returns 0 or -errno: -EPERM without CAP_BPF/CAP_PERFMON, -ENODEV when no CPU could be attached. */
 int sampler_new(const struct sampler_opts *opts, struct sampler **out);
@@ -43,6 +46,12 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **out);
 /* Switches generations, waits until no program writes the old one, then calls cb for every key it
  * counted and empties it. Returns 0, the first non-zero cb return, or -errno from a map operation. */
 int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx);
+
+/* A descriptor that polls readable when first-sample events of new processes are waiting. */
+int sampler_events_fd(const struct sampler *s);
+
+/* Calls cb for every waiting first-sample event. Returns how many, or -errno. */
+int sampler_read_events(struct sampler *s, sampler_process_cb cb, void *ctx);
 
 /* Reads the cumulative counters. Returns 0 or -errno. */
 int sampler_get_stats(struct sampler *s, struct sampler_stats *out);

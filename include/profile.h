@@ -27,6 +27,14 @@ struct stack_trace {
 	__u64 ips[PROFILE_MAX_DEPTH];
 };
 
+/* Sent through the events ring buffer at the first sample of a process (by pid and start time), so
+ * the daemon can capture its mappings while it lives. */
+struct process_event {
+	__u32 pid;
+	__u32 pad;
+	__u64 start_ns; /* the process's start time, CLOCK_MONOTONIC ns */
+};
+
 /* Per-CPU counters in the stats map, indexed by these. */
 enum profile_stat {
 	STAT_SAMPLES = 0,        /* samples counted into a key */
@@ -36,6 +44,7 @@ enum profile_stat {
 	STAT_STACK_MAP_FULL,     /* stack lost: the stacks map is full (--max-stacks) */
 	STAT_STACK_NOMEM,        /* stack lost: the kernel could not allocate its entry just then */
 	STAT_COUNTS_FULL,        /* sample lost: counts map full */
+	STAT_EVENTS_LOST,        /* first-sample events of new processes lost: ring buffer full */
 	STAT_MAX,
 };
 

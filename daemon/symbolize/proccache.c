@@ -159,6 +159,23 @@ const struct procmap *proccache_find(struct proccache *c, uint32_t pid, uint64_t
 	return find_mapping(p, addr);
 }
 
+const struct procmap *proccache_snapshot(struct proccache *c, uint32_t pid, size_t *n)
+{
+	struct proc *p = lookup(c, pid);
+
+	*n = 0;
+	if (!p) {
+		p = insert(c, pid);
+		if (!p)
+			return NULL;
+	}
+	refresh(c, p);
+	p->used_gen = c->gen;
+	lru_touch(&c->lru, &p->lru);
+	*n = p->n;
+	return p->maps;
+}
+
 void proccache_begin_flush(struct proccache *c)
 {
 	struct lru_node *old;

@@ -25,6 +25,7 @@ struct symbolizer {
 	struct proccache *procs;
 	struct bincache *bins;
 	uint64_t user_hits, user_misses, kernel_hits, kernel_misses;
+	uint64_t snapshots;
 };
 
 /* Loads kallsyms: an explicit path must load; the default one may be missing (kernel frames unnamed). */
@@ -236,4 +237,28 @@ void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *o
 	out->binaries_evicted = bs.evicted;
 	out->debug_files_found = bs.debug_files_found;
 	out->processes_cached = proccache_count(s->procs);
+}
+
+int symbolizer_snapshot(struct symbolizer *s, uint32_t pid)
+{
+	size_t n;
+	const struct procmap *maps = proccache_snapshot(s->procs, pid, &n);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct procmap *m = &maps[i];
+		struct bin_source src = {
+			.pid = pid,
+			.start = m->start,
+			.end = m->end,
+			.dev = (uint64_t)m->dev_major << 32 | m->dev_minor,
+			.inode = m->inode,
+			.path = m->path,
+			.deleted = m->deleted,
+		};
+
+		if (m->path && m->path[0] == '/' && m->inode)
+			bincache_get(s->bins, &src);
+	}
+	s->snapshots++;
+	return n ? 0 : -ESRCH;
 }

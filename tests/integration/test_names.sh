@@ -1,0 +1,72 @@
+#!/bin/bash
+# test_names.sh - frames profilers often lose are named: processes that live 30 ms and exit before
+# the flush, binaries that exist only inside another mount namespace or were deleted after start.
+. "$(dirname "$0")/lib.sh"
+
+if [ "$(id -u)" -ne 0 ]; then
+	skip "names: loading BPF programs needs root (or CAP_BPF and CAP_PERFMON)"
+	exit 0
+fi
+CFLAGS="-O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls"
+clang $CFLAGS "$(dirname "$0")/../workloads/short.c" -o "$TMP/short" &&
+	clang $CFLAGS "$(dirname "$0")/../workloads/branches.c" -o "$TMP/branches" || { fail "build workloads"; exit 1; }
+
+# A long flush interval: every short process is gone long before its samples are drained.
+start_flamed --db "$TMP/flamed.db" --frequency 199 --flush-interval 30 --listen 127.0.0.1:0
+rc=$?
+if [ $rc -eq 77 ]; then skip "names: the kernel refused to load BPF programs (EPERM)"; exit 0; fi
+check "flamed starts" [ $rc -eq 0 ]
+[ $rc -eq 0 ] || exit 1
+for _ in $(seq 50); do grep -q 'port [0-9]' "$TMP/flamed.log" && break; sleep 0.1; done
+URL="http://127.0.0.1:$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$TMP/flamed.log")"
+T0=$(date +%s)
+
+# 1. 200 processes of about 30 ms each.
+for _ in $(seq 200); do "$TMP/short"; done
+
+# 2. A binary only another mount namespace has: a tmpfs mounted inside it, the binary copied there.
+unshare --mount --pid --fork sh -c "mount -t tmpfs none /mnt && cp '$TMP/branches' /mnt/inns && /mnt/inns 2" > /dev/null 2>&1
+ns_rc=$?
+
+# 3. A binary deleted while it runs (an upgrade in place).
+cp "$TMP/branches" "$TMP/upgraded"
+"$TMP/upgraded" 3 > /dev/null & upid=$!
+sleep 0.5
+rm -f "$TMP/upgraded"
+wait $upid
+
+curl -sf -o /dev/null "$URL/debug/pprof/profile?seconds=1" # flushes now
+T1=$(($(date +%s) + 2))
+
+# The share of user frames (not the process name, not _[k]) that are named.
+named_share() {
+	awk '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";")
+	       for (i = 2; i <= k; i++) { if (f[i] ~ /_\[k\]$/) continue; all += n; if (f[i] !~ /^\[unknown\]$|\+0x/) ok += n } }
+	     END { if (all) printf "%d %d %.1f\n", ok, all, 100 * ok / all; else print "0 0 0" }' "$1"
+}
+
+curl -sf "$URL/api/v1/profile?comm=short&from=$T0&to=$T1&format=folded" > "$TMP/short.folded"
+read -r ok all pct <<< "$(named_share "$TMP/short.folded")"
+echo "short-lived: $ok of $all user frames named ($pct%)"
+check "short-lived processes: >= 95% of user frames named ($pct%)" awk -v p="$pct" -v a="$all" 'BEGIN { exit !(a >= 100 && p >= 95) }'
+check "short-lived processes: their chain main;burn;spin is there" grep -q ';main;burn;spin' "$TMP/short.folded"
+
+if [ $ns_rc -ne 0 ]; then
+	skip "mount namespace: unshare --mount --pid --fork failed here"
+else
+	curl -sf "$URL/api/v1/profile?comm=inns&from=$T0&to=$T1&format=folded" > "$TMP/ns.folded"
+	read -r ok all pct <<< "$(named_share "$TMP/ns.folded")"
+	echo "other mount namespace: $ok of $all user frames named ($pct%)"
+	check "a binary only another mount namespace has: its chain is named ($pct%)" \
+		eval 'grep -q ";main;run;alpha;leaf_spin" "$TMP/ns.folded" && awk -v p="$pct" "BEGIN { exit !(p >= 95) }"'
+fi
+
+curl -sf "$URL/api/v1/profile?pid=$upid&from=$T0&to=$T1&format=folded" > "$TMP/up.folded"
+read -r ok all pct <<< "$(named_share "$TMP/up.folded")"
+echo "deleted binary: $ok of $all user frames named ($pct%)"
+check "a binary deleted while it runs: its chain is named ($pct%)" \
+	eval 'grep -q ";main;run;beta;leaf_spin" "$TMP/up.folded" && awk -v p="$pct" "BEGIN { exit !(p >= 95) }"'
+
+stop_flamed
+check "flamed exits 0" [ $? -eq 0 ]
+exit $FAILED
