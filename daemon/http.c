@@ -595,11 +595,12 @@ static void status_text(FILE *o, const struct daemon_status *s, int64_t now)
 	fprintf(o, "idle_excluded %" PRIu64 "\nsamples_stored %" PRIu64 "\nsamples_unstored %" PRIu64 "\nflushes %"
 		PRIu64 "\nlast_flush_time %" PRId64 "\nlast_flush_seconds %.6f\ndb_bytes %" PRIu64 "\nstacks_stored %"
 		PRIu64 "\nsymbolized_user %" PRIu64 " hits %" PRIu64 " misses\nsymbolized_kernel %" PRIu64 " hits %"
-		PRIu64 " misses\nbinaries_cached %" PRIu64 "\nprocesses_cached %" PRIu64 "\n",
+		PRIu64 " misses\nbinaries_cached %" PRIu64 "\nprocesses_cached %" PRIu64 "\nsymbol_cache_bytes %"
+		PRIu64 "\nbinaries_evicted %" PRIu64 "\n",
 		s->lost[STAT_IDLE], s->samples_stored, s->samples_unstored, s->flushes, s->last_flush_time,
 		finite_or_zero(s->last_flush_seconds), s->db_bytes, s->stacks_stored, s->sym_user_hits,
 		s->sym_user_misses, s->sym_kernel_hits, s->sym_kernel_misses, s->sym_binaries_cached,
-		s->sym_processes_cached);
+		s->sym_processes_cached, s->sym_cache_bytes, s->sym_binaries_evicted);
 }
 
 static void handle_status(struct http *h, struct request *rq)
@@ -633,8 +634,9 @@ static void handle_status(struct http *h, struct request *rq)
 		finite_or_zero(s.last_flush_seconds), s.db_bytes, s.stacks_stored);
 	fprintf(o, "\"symbolizer\": {\"user_hits\": %" PRIu64 ", \"user_misses\": %" PRIu64 ", \"kernel_hits\": %"
 		PRIu64 ", \"kernel_misses\": %" PRIu64 ", \"binaries_cached\": %" PRIu64 ", \"processes_cached\": %"
-		PRIu64 "}}\n", s.sym_user_hits, s.sym_user_misses, s.sym_kernel_hits, s.sym_kernel_misses,
-		s.sym_binaries_cached, s.sym_processes_cached);
+		PRIu64 ", \"symbol_cache_bytes\": %" PRIu64 ", \"binaries_evicted\": %" PRIu64 "}}\n", s.sym_user_hits,
+		s.sym_user_misses, s.sym_kernel_hits, s.sym_kernel_misses, s.sym_binaries_cached, s.sym_processes_cached,
+		s.sym_cache_bytes, s.sym_binaries_evicted);
 }
 
 /* Writes a metric's HELP and TYPE lines. */
@@ -700,6 +702,11 @@ static void metrics_symbolizer(FILE *o, const struct daemon_status *s)
 		   s->sym_binaries_cached);
 	metric_u64(o, "flamed_symbolizer_processes_cached", "gauge", "Processes in the symbolizer's cache.",
 		   s->sym_processes_cached);
+	metric_u64(o, "flamed_symbolizer_cache_bytes", "gauge", "Memory held by cached symbol tables.",
+		   s->sym_cache_bytes);
+	metric_u64(o, "flamed_symbolizer_binaries_evicted_total", "counter",
+		   "Binaries dropped from the symbolizer's cache to stay within --symbol-cache-mb.",
+		   s->sym_binaries_evicted);
 }
 
 static void metrics_http(struct http *h, FILE *o)

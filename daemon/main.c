@@ -35,6 +35,7 @@ static struct options {
 	const char *debug_dir;
 	unsigned max_stacks;
 	unsigned max_keys;
+	unsigned symbol_cache_mb;
 	int verbose;
 	const char *listen;
 } opt = {
@@ -45,6 +46,7 @@ static struct options {
 	.debug_dir = "/usr/lib/debug",
 	.max_stacks = 0, /* auto */
 	.max_keys = 16384,
+	.symbol_cache_mb = 64,
 };
 
 #define MAX_FRAMES (2 * PROFILE_MAX_DEPTH + 2)
@@ -90,6 +92,8 @@ static void usage(FILE *f)
 		"                         while it waits for the flush; more are counted as lost\n"
 		"  --max-keys N           distinct (thread, second, stack) keys per flush,\n"
 		"                         256-4194304 (default 16384); more are counted as lost\n"
+		"  --symbol-cache-mb N    memory for the symbol tables of cached binaries, 1-65536\n"
+		"                         (default 64); the least recently used are dropped first\n"
 		"  -v, --verbose          log a line per flush; twice (-vv): libbpf's debug output too\n"
 		"  -h, --help             show this help and exit\n"
 		"  -V, --version          show the version and exit\n"
@@ -125,7 +129,7 @@ static unsigned parse_uint(const char *name, const char *s, unsigned lo, unsigne
 
 static void parse_options(int argc, char **argv)
 {
-	enum { O_DB = 256, O_LISTEN, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS };
+	enum { O_DB = 256, O_LISTEN, O_SYMCACHE, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "listen", required_argument, NULL, O_LISTEN },
@@ -135,6 +139,7 @@ static void parse_options(int argc, char **argv)
 		{ "debug-dir", required_argument, NULL, O_DEBUG_DIR },
 		{ "max-stacks", required_argument, NULL, O_MAX_STACKS },
 		{ "max-keys", required_argument, NULL, O_MAX_KEYS },
+		{ "symbol-cache-mb", required_argument, NULL, O_SYMCACHE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -153,6 +158,7 @@ static void parse_options(int argc, char **argv)
 		case O_DEBUG_DIR: opt.debug_dir = optarg; break;
 		case O_MAX_STACKS: opt.max_stacks = parse_uint("--max-stacks", optarg, 256, 1 << 20); break;
 		case O_MAX_KEYS: opt.max_keys = parse_uint("--max-keys", optarg, 256, 1 << 22); break;
+		case O_SYMCACHE: opt.symbol_cache_mb = parse_uint("--symbol-cache-mb", optarg, 1, 65536); break;
 		case 'v': opt.verbose++; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("flamed %s\n", FLAMED_VERSION); exit(0);
@@ -362,6 +368,8 @@ static void update_status(struct daemon *d, const struct sampler_stats *st, doub
 	s->sym_kernel_misses = sy.kernel_misses;
 	s->sym_binaries_cached = sy.binaries_cached;
 	s->sym_processes_cached = sy.processes_cached;
+	s->sym_cache_bytes = sy.symbol_bytes;
+	s->sym_binaries_evicted = sy.binaries_evicted;
 	if (!store_get_stats(d->f->store, &ss)) {
 		s->db_bytes = ss.db_bytes;
 		s->stacks_stored = ss.stacks;
@@ -520,7 +528,10 @@ static int run(struct daemon *d, int sfd, int tfd)
 /* Opens the store, the symbolizer and the sampler, in that order. Logs and returns -errno. */
 static int start(struct daemon *d)
 {
-	struct symbolizer_opts so = { .debug_dir = opt.debug_dir };
+	struct symbolizer_opts so = {
+		.debug_dir = opt.debug_dir,
+		.max_symbol_bytes = (size_t)opt.symbol_cache_mb << 20,
+	};
 	struct sampler_opts sopts = {
 		.frequency = opt.frequency,
 		.include_idle = opt.include_idle,

@@ -24,6 +24,7 @@ struct daemon_status {
 	uint64_t stacks_stored;    /* distinct stacks in the database */
 	uint64_t sym_user_hits, sym_user_misses, sym_kernel_hits, sym_kernel_misses;
 	uint64_t sym_binaries_cached, sym_processes_cached;
+	uint64_t sym_cache_bytes, sym_binaries_evicted;
 };
 
 #endif

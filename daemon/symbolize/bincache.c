@@ -49,6 +49,7 @@ struct bincache {
 	size_t mask;
 	struct lru_node lru; /* most recently used first */
 	size_t count, max;
+	size_t bytes, max_bytes; /* memory held by the entries; max_bytes 0: no byte bound */
 	uint64_t gen;
 	uint64_t evicted, debug_files_found;
 };
@@ -75,6 +76,7 @@ int bincache_new(const struct bincache_opts *opts, struct bincache **out)
 	}
 	c->mask = nb - 1;
 	c->max = opts->max;
+	c->max_bytes = opts->max_bytes;
 	lru_init(&c->lru);
 	*out = c;
 	return 0;
@@ -99,6 +101,12 @@ static struct bin_entry *lookup(const struct bincache *c, uint64_t dev, uint64_t
 }
 
 /* Unlinks e from the hash and the LRU list and frees it. */
+/* Memory e holds. */
+static size_t entry_bytes(const struct bin_entry *e)
+{
+	return sizeof(*e) + elf_symtab_bytes(e->bin.syms);
+}
+
 static void drop(struct bincache *c, struct bin_entry *e)
 {
 	struct bin_entry **pp = &c->buckets[bucket_of(c, e->dev, e->inode)];
@@ -107,6 +115,7 @@ static void drop(struct bincache *c, struct bin_entry *e)
 		pp = &(*pp)->hnext;
 	*pp = e->hnext;
 	lru_remove(&e->lru);
+	c->bytes -= entry_bytes(e);
 	elf_symtab_free(e->bin.syms);
 	free(e);
 	c->count--;
@@ -268,7 +277,9 @@ static struct bin_entry *add_entry(struct bincache *c, const struct bin_source *
 	e->failed = err != 0;
 	e->failed_gen = c->gen;
 	e->checked_gen = c->gen;
-	if (c->count >= c->max && (old = lru_oldest(&c->lru))) {
+	/* Make room, least recently used first; the new entry may stand alone over max_bytes. */
+	while ((c->count >= c->max || (c->max_bytes && c->bytes + entry_bytes(e) > c->max_bytes)) &&
+	       (old = lru_oldest(&c->lru))) {
 		drop(c, lru_entry(old, struct bin_entry, lru));
 		c->evicted++;
 	}
@@ -276,6 +287,7 @@ static struct bin_entry *add_entry(struct bincache *c, const struct bin_source *
 	e->hnext = c->buckets[bkt];
 	c->buckets[bkt] = e;
 	c->count++;
+	c->bytes += entry_bytes(e);
 	return e;
 }
 
@@ -337,6 +349,7 @@ const char *binary_build_id(const struct binary *b)
 void bincache_get_stats(const struct bincache *c, struct bincache_stats *out)
 {
 	out->cached = c->count;
+	out->bytes = c->bytes;
 	out->evicted = c->evicted;
 	out->debug_files_found = c->debug_files_found;
 }

@@ -14,6 +14,7 @@ struct binary;
 struct bincache_opts {
 	const char *debug_dir; /* NULL: "/usr/lib/debug" */
 	unsigned max;          /* binaries kept (> 0) */
+	size_t max_bytes;      /* memory their symbol tables may hold; 0: no bound but max */
 };
 
 /* Where a binary is mapped: how to open it and its cache key. */
@@ -27,6 +28,7 @@ struct bin_source {
 
 struct bincache_stats {
 	uint64_t cached, evicted, debug_files_found;
+	uint64_t bytes; /* memory held by the cached binaries */
 };
 
 /* Creates an empty cache. Returns 0, -EINVAL (max 0) or -ENOMEM; *out set only on success. */

@@ -19,6 +19,7 @@ struct elf_symtab {
 	struct elf_sym *syms;
 	size_t n;
 	char *names;
+	size_t names_bytes;
 	uint64_t dropped;
 };
 
@@ -176,6 +177,7 @@ static int fill_table(const struct raw_sym *raw, size_t n, struct elf_symtab *t)
 		total += kept_len(raw[i].name) + 1;
 	t->syms = calloc(n, sizeof(*t->syms));
 	t->names = malloc(total);
+	t->names_bytes = total;
 	if (!t->syms || !t->names)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
@@ -253,6 +255,11 @@ const char *elf_symtab_lookup(const struct elf_symtab *t, uint64_t vaddr)
 			return t->names + t->syms[i - 1].name;
 	}
 	return NULL;
+}
+
+size_t elf_symtab_bytes(const struct elf_symtab *t)
+{
+	return t ? sizeof(*t) + t->n * sizeof(*t->syms) + t->names_bytes : 0;
 }
 
 size_t elf_symtab_count(const struct elf_symtab *t)

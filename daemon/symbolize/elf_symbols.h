@@ -32,6 +32,9 @@ const char *elf_symtab_lookup(const struct elf_symtab *t, uint64_t vaddr);
 /* Symbols kept in the table. */
 size_t elf_symtab_count(const struct elf_symtab *t);
 
+/* Memory the table holds, in bytes (0 for NULL). */
+size_t elf_symtab_bytes(const struct elf_symtab *t);
+
 /* Function symbols left out because the table reached ELF_MAX_SYMBOLS. */
 uint64_t elf_symtab_dropped(const struct elf_symtab *t);
 

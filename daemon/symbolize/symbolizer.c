@@ -73,6 +73,7 @@ int symbolizer_new(const struct symbolizer_opts *opts, struct symbolizer **out)
 	if (!s)
 		return -ENOMEM;
 	bo.debug_dir = opts->debug_dir;
+	bo.max_bytes = opts->max_symbol_bytes;
 	bo.max = opts->max_binaries ? opts->max_binaries : DEFAULT_MAX_BINARIES;
 	err = bincache_new(&bo, &s->bins);
 	if (err)
@@ -234,6 +235,7 @@ void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *o
 	out->kernel_hits = s->kernel_hits;
 	out->kernel_misses = s->kernel_misses;
 	out->binaries_cached = bs.cached;
+	out->symbol_bytes = bs.bytes;
 	out->binaries_evicted = bs.evicted;
 	out->debug_files_found = bs.debug_files_found;
 	out->processes_cached = proccache_count(s->procs);

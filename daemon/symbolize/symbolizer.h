@@ -16,6 +16,7 @@ struct symbolizer_opts {
 	const char *kallsyms_path; /* NULL: "/proc/kallsyms" */
 	unsigned max_binaries;     /* parsed ELF files kept (LRU); 0: 512 */
 	unsigned max_processes;    /* process mapping tables kept; 0: 4096 */
+	size_t max_symbol_bytes;   /* memory the cached binaries' symbols may hold (LRU); 0: no bound */
 };
 
 enum frame_kind {
@@ -29,6 +30,7 @@ struct symbolizer_stats {
 	uint64_t kernel_hits, kernel_misses; /* kernel frames named / not named */
 	uint64_t binaries_cached, binaries_evicted, debug_files_found;
 	uint64_t processes_cached;
+	uint64_t symbol_bytes;       /* memory held by cached symbol tables */
 };
 
 /* Creates a symbolizer; loads kallsyms (a kernel that hides addresses leaves kernel frames unnamed).

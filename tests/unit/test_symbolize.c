@@ -853,6 +853,34 @@ static void test_stripped(const char *dir)
 	      "limits: 1 process, 1 binary cached, 7 evictions (%" PRIu64 ", %" PRIu64 ", %" PRIu64 ")",
 	      st.processes_cached, st.binaries_cached, st.binaries_evicted);
 	symbolizer_free(s);
+
+	/* a byte bound: one binary's symbols fill it, so each other binary evicts the last */
+	o.max_processes = 0;
+	o.max_binaries = 0;
+	o.max_symbol_bytes = 1;
+	if (symbolizer_new(&o, &s) < 0) {
+		CHECK(0, "byte limit: symbolizer_new");
+		goto out;
+	}
+	for (i = 0; i < 4; i++)
+		expect_user(s, c[i % 2].pid, addr_of(&c[i % 2], "app_static_func"), false, "app_static_func",
+			    FRAME_USER, "byte limit: names stay right");
+	symbolizer_get_stats(s, &st);
+	CHECK(st.binaries_cached == 1 && st.binaries_evicted == 3 && st.symbol_bytes > 0,
+	      "byte limit: 1 binary cached, 3 evictions, %" PRIu64 " bytes held (%" PRIu64 ", %" PRIu64 ")",
+	      st.symbol_bytes, st.binaries_cached, st.binaries_evicted);
+	symbolizer_free(s);
+	o.max_symbol_bytes = 64 << 20;
+	if (symbolizer_new(&o, &s) == 0) {
+		for (i = 0; i < 4; i++)
+			expect_user(s, c[i % 2].pid, addr_of(&c[i % 2], "app_static_func"), false, "app_static_func",
+				    FRAME_USER, "byte limit: roomy");
+		symbolizer_get_stats(s, &st);
+		CHECK(st.binaries_cached == 2 && st.binaries_evicted == 0,
+		      "byte limit: 64 MiB keeps both binaries (%" PRIu64 ", %" PRIu64 " evicted)", st.binaries_cached,
+		      st.binaries_evicted);
+		symbolizer_free(s);
+	}
 out:
 	for (i = 0; i < N_STRIPPED; i++)
 		stop(&c[i], false);
