@@ -21,12 +21,38 @@ struct symbolizer {
 	struct kallsyms *ksyms; /* NULL: no kernel symbols */
 	char *kallsyms_path;
 	unsigned flushes_since_kload;
+	uint64_t modules_sig;         /* hash of /proc/modules when kallsyms was read */
+	char *modules_path;
 	uint64_t kmisses_since_kload; /* kernel frames unnamed since kallsyms was read (modules, BPF loaded later) */
 	struct proccache *procs;
 	struct bincache *bins;
 	uint64_t user_hits, user_misses, kernel_hits, kernel_misses;
 	uint64_t snapshots;
 };
+
+/* A hash of the loaded modules' names and load addresses from /proc/modules (reference counts, which
+ * change all the time, left out); 0 when unreadable. */
+static uint64_t modules_signature(const char *path)
+{
+	char line[512], name[128], addr[64];
+	uint64_t h = 1469598103934665603ULL;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		const char *last = strrchr(line, ' ');
+
+		if (sscanf(line, "%127s", name) != 1 || !last || sscanf(last, "%63s", addr) != 1)
+			continue;
+		for (const char *p = name; *p; p++)
+			h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+		for (const char *p = addr; *p; p++)
+			h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	}
+	fclose(f);
+	return h;
+}
 
 /* Loads kallsyms: an explicit path must load; the default one may be missing (kernel frames unnamed). */
 static int load_kernel_symbols(const struct symbolizer_opts *opts, struct symbolizer *s)
@@ -36,20 +62,30 @@ static int load_kernel_symbols(const struct symbolizer_opts *opts, struct symbol
 	s->kallsyms_path = strdup(opts->kallsyms_path ? opts->kallsyms_path : DEFAULT_KALLSYMS);
 	if (!s->kallsyms_path)
 		return -ENOMEM;
+	s->modules_path = strdup(opts->modules_path ? opts->modules_path : "/proc/modules");
+	if (!s->modules_path)
+		return -ENOMEM;
+	s->modules_sig = modules_signature(s->modules_path);
 	err = kallsyms_load(s->kallsyms_path, &s->ksyms);
 	if (err && err != -ENOMEM && !opts->kallsyms_path)
 		return 0;
 	return err;
 }
 
-/* Re-reads kallsyms after misses, at most every KALLSYMS_RELOAD_FLUSHES flushes; keeps the old table
- * when that fails. */
+/* Re-reads kallsyms when modules were loaded or unloaded, and after misses (BPF programs, for one)
+ * at most every KALLSYMS_RELOAD_FLUSHES flushes; keeps the old table when that fails. */
 static void maybe_reload_kernel_symbols(struct symbolizer *s)
 {
+	uint64_t sig = modules_signature(s->modules_path);
 	struct kallsyms *k;
 
 	if (s->flushes_since_kload < KALLSYMS_RELOAD_FLUSHES)
 		s->flushes_since_kload++;
+	if (sig != s->modules_sig) {
+		s->modules_sig = sig;
+		s->kmisses_since_kload = 1; /* reload now */
+		s->flushes_since_kload = KALLSYMS_RELOAD_FLUSHES;
+	}
 	if (s->flushes_since_kload < KALLSYMS_RELOAD_FLUSHES || s->kmisses_since_kload == 0)
 		return;
 	s->flushes_since_kload = 0;
@@ -97,6 +133,7 @@ void symbolizer_free(struct symbolizer *s)
 		return;
 	kallsyms_free(s->ksyms);
 	free(s->kallsyms_path);
+	free(s->modules_path);
 	proccache_free(s->procs);
 	bincache_free(s->bins);
 	free(s);

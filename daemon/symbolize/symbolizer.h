@@ -14,6 +14,7 @@ struct symbolizer;
 struct symbolizer_opts {
 	const char *debug_dir;     /* root of separate debug files; NULL: "/usr/lib/debug" */
 	const char *kallsyms_path; /* NULL: "/proc/kallsyms" */
+	const char *modules_path;  /* NULL: "/proc/modules"; kallsyms is re-read when it changes */
 	unsigned max_binaries;     /* parsed ELF files kept (LRU); 0: 512 */
 	unsigned max_processes;    /* process mapping tables kept; 0: 4096 */
 	size_t max_symbol_bytes;   /* memory the cached binaries' symbols may hold (LRU); 0: no bound */

@@ -383,6 +383,10 @@ static void test_kallsyms_fixture(const char *dir)
 	      rc == 0 ? kallsyms_count(k) : 0);
 	kallsyms_free(k);
 
+	char modules[PATH_MAX];
+	snprintf(modules, sizeof(modules), "%s/modules", dir);
+	write_file(modules, "mod 16384 0 - Live 0xffffffffc0000000\n", 38);
+	o.modules_path = modules;
 	o.kallsyms_path = path;
 	rc = symbolizer_new(&o, &s);
 	CHECK(rc == 0, "kallsyms: symbolizer_new with the fixture");
@@ -409,6 +413,22 @@ static void test_kallsyms_fixture(const char *dir)
 	expect_kernel(s, 0xffffffffc1000010ull, "[unknown]", FRAME_UNKNOWN);
 	symbolizer_begin_flush(s);
 	expect_kernel(s, 0xffffffffc1000010ull, "late_func", FRAME_KERNEL);
+
+	/* a module load (seen in the modules file) re-reads kallsyms at the next flush, misses or not */
+	fp = fopen(path, "ae");
+	rc = fp ? fputs("ffffffffc1100000 t loaded_func\t[loaded]\n", fp) : -1;
+	if (fp && fclose(fp) != 0)
+		rc = -1;
+	symbolizer_begin_flush(s);
+	char kname[64];
+	symbolizer_kernel(s, 0xffffffffc1100010ull, kname, sizeof(kname));
+	CHECK(strcmp(kname, "loaded_func") != 0, "kallsyms: a module not yet in the modules file is not read (%s)", kname);
+	write_file(modules, "mod 16384 0 - Live 0xffffffffc0000000\nloaded 16384 0 - Live 0xffffffffc1100000\n", 78);
+	symbolizer_begin_flush(s);
+	expect_kernel(s, 0xffffffffc1100010ull, "loaded_func", FRAME_KERNEL);
+	/* a reference count changing in the modules file is no module load: nothing to do */
+	write_file(modules, "mod 16384 3 - Live 0xffffffffc0000000\nloaded 16384 1 - Live 0xffffffffc1100000\n", 78);
+	symbolizer_begin_flush(s);
 	symbolizer_free(s);
 
 	/* names are made safe for folded lines, and truncated to the buffer */
