@@ -55,3 +55,32 @@ stop_flamed() {
 sum_samples() {
 	awk -v re="${2:-.}" '{ n = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ re) s += n } END { print s + 0 }' "$1"
 }
+
+# need_root WHAT: skips the whole test (exit 0) unless root: loading BPF programs needs it.
+need_root() {
+	if [ "$(id -u)" -ne 0 ]; then
+		skip "$1: loading BPF programs needs root (or CAP_BPF and CAP_PERFMON)"
+		exit 0
+	fi
+}
+
+# build_workload NAME: compiles tests/workloads/NAME.c to $TMP/NAME with frame pointers everywhere.
+build_workload() {
+	clang -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls \
+		"$(dirname "${BASH_SOURCE[0]}")/../workloads/$1.c" -o "$TMP/$1" || { fail "build workload $1"; exit 1; }
+}
+
+# run_flamed WHAT ARGS...: start_flamed, or skip the test (exit 0) where the kernel refuses BPF, or
+# fail it (exit 1). With --listen ADDR:0 among ARGS, sets URL to the API's address.
+run_flamed() {
+	local what=$1 rc port
+	shift
+	start_flamed "$@"
+	rc=$?
+	if [ $rc -eq 77 ]; then skip "$what: the kernel refused to load BPF programs (EPERM)"; exit 0; fi
+	check "flamed starts" [ $rc -eq 0 ]
+	[ $rc -eq 0 ] || exit 1
+	for _ in $(seq 50); do grep -q '(port [0-9]' "$TMP/flamed.log" && break; sleep 0.1; done
+	port=$(sed -n 's/.*serving the HTTP API on .* (port \([0-9]*\)).*/\1/p' "$TMP/flamed.log")
+	URL=${port:+http://127.0.0.1:$port}
+}

@@ -3,21 +3,10 @@
 # every endpoint and format, cross-checked against each other and against go tool pprof.
 . "$(dirname "$0")/lib.sh"
 
-if [ "$(id -u)" -ne 0 ]; then
-	skip "http: loading BPF programs needs root (or CAP_BPF and CAP_PERFMON)"
-	exit 0
-fi
-clang -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls \
-	"$(dirname "$0")/../workloads/branches.c" -o "$TMP/branches" || { fail "build workload"; exit 1; }
-start_flamed --db "$TMP/flamed.db" --frequency 99 --flush-interval 1 --listen 127.0.0.1:0
-rc=$?
-if [ $rc -eq 77 ]; then skip "http: the kernel refused to load BPF programs (EPERM)"; exit 0; fi
-check "flamed starts" [ $rc -eq 0 ]
-[ $rc -eq 0 ] || exit 1
-for _ in $(seq 50); do grep -q 'port [0-9]' "$TMP/flamed.log" && break; sleep 0.1; done
-PORT=$(sed -n 's/.*serving the HTTP API on .* (port \([0-9]*\)).*/\1/p' "$TMP/flamed.log")
-URL="http://127.0.0.1:$PORT"
-check "flamed says which port it serves on ($PORT)" [ -n "$PORT" ]
+need_root http
+build_workload branches
+run_flamed http --db "$TMP/flamed.db" --frequency 99 --flush-interval 1 --listen 127.0.0.1:0
+check "flamed says which port it serves on ($URL)" [ -n "$URL" ]
 export FLAMED_URL=$URL
 
 T0=$(date +%s)

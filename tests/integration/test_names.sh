@@ -3,22 +3,12 @@
 # the flush, binaries that exist only inside another mount namespace or were deleted after start.
 . "$(dirname "$0")/lib.sh"
 
-if [ "$(id -u)" -ne 0 ]; then
-	skip "names: loading BPF programs needs root (or CAP_BPF and CAP_PERFMON)"
-	exit 0
-fi
-CFLAGS="-O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls"
-clang $CFLAGS "$(dirname "$0")/../workloads/short.c" -o "$TMP/short" &&
-	clang $CFLAGS "$(dirname "$0")/../workloads/branches.c" -o "$TMP/branches" || { fail "build workloads"; exit 1; }
+need_root names
+build_workload short
+build_workload branches
 
 # A long flush interval: every short process is gone long before its samples are drained.
-start_flamed --db "$TMP/flamed.db" --frequency 199 --flush-interval 30 --listen 127.0.0.1:0
-rc=$?
-if [ $rc -eq 77 ]; then skip "names: the kernel refused to load BPF programs (EPERM)"; exit 0; fi
-check "flamed starts" [ $rc -eq 0 ]
-[ $rc -eq 0 ] || exit 1
-for _ in $(seq 50); do grep -q 'port [0-9]' "$TMP/flamed.log" && break; sleep 0.1; done
-URL="http://127.0.0.1:$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$TMP/flamed.log")"
+run_flamed names --db "$TMP/flamed.db" --frequency 199 --flush-interval 30 --listen 127.0.0.1:0
 T0=$(date +%s)
 
 # 1. 200 processes of about 30 ms each.

@@ -4,18 +4,9 @@
 . "$(dirname "$0")/lib.sh"
 FREQ=99
 
-if [ "$(id -u)" -ne 0 ]; then
-	skip "profile: loading BPF programs needs root (or CAP_BPF and CAP_PERFMON)"
-	exit 0
-fi
-clang -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls \
-	"$(dirname "$0")/../workloads/branches.c" -o "$TMP/branches" || { fail "build workload"; exit 1; }
-
-start_flamed --db "$TMP/flamed.db" --frequency $FREQ --flush-interval 1
-rc=$?
-if [ $rc -eq 77 ]; then skip "profile: the kernel refused to load BPF programs (EPERM)"; exit 0; fi
-check "flamed starts and attaches" [ $rc -eq 0 ]
-[ $rc -eq 0 ] || exit 1
+need_root profile
+build_workload branches
+run_flamed profile --db "$TMP/flamed.db" --frequency $FREQ --flush-interval 1
 
 "$TMP/branches" 6 > "$TMP/branches.out" & wpid=$!
 "$TMP/branches" --syscalls 2 > "$TMP/syscalls.out" & spid=$!
