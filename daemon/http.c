@@ -592,6 +592,7 @@ static void status_text(FILE *o, const struct daemon_status *s, int64_t now)
 	for (unsigned i = 0; i < STAT_MAX; i++)
 		if (lost_kinds[i])
 			fprintf(o, "samples_lost_%s %" PRIu64 "\n", lost_kinds[i], s->lost[i]);
+	fprintf(o, "samples_pruned %" PRIu64 "\n", s->samples_pruned);
 	fprintf(o, "idle_excluded %" PRIu64 "\nsamples_stored %" PRIu64 "\nsamples_unstored %" PRIu64 "\nflushes %"
 		PRIu64 "\nlast_flush_time %" PRId64 "\nlast_flush_seconds %.6f\ndb_bytes %" PRIu64 "\nstacks_stored %"
 		PRIu64 "\nsymbolized_user %" PRIu64 " hits %" PRIu64 " misses\nsymbolized_kernel %" PRIu64 " hits %"
@@ -632,6 +633,7 @@ static void handle_status(struct http *h, struct request *rq)
 		", \"db_bytes\": %" PRIu64 ", \"stacks_stored\": %" PRIu64 ", ", s.lost[STAT_IDLE],
 		s.samples_stored, s.samples_unstored, s.flushes, s.last_flush_time,
 		finite_or_zero(s.last_flush_seconds), s.db_bytes, s.stacks_stored);
+	fprintf(o, "\"samples_pruned\": %" PRIu64 ", ", s.samples_pruned);
 	fprintf(o, "\"symbolizer\": {\"user_hits\": %" PRIu64 ", \"user_misses\": %" PRIu64 ", \"kernel_hits\": %"
 		PRIu64 ", \"kernel_misses\": %" PRIu64 ", \"binaries_cached\": %" PRIu64 ", \"processes_cached\": %"
 		PRIu64 ", \"symbol_cache_bytes\": %" PRIu64 ", \"binaries_evicted\": %" PRIu64 "}}\n", s.sym_user_hits,
@@ -702,6 +704,8 @@ static void metrics_symbolizer(FILE *o, const struct daemon_status *s)
 		   s->sym_binaries_cached);
 	metric_u64(o, "flamed_symbolizer_processes_cached", "gauge", "Processes in the symbolizer's cache.",
 		   s->sym_processes_cached);
+	metric_u64(o, "flamed_samples_pruned_total", "counter",
+		   "Sample rows deleted by --retention and --max-db-size.", s->samples_pruned);
 	metric_u64(o, "flamed_symbolizer_cache_bytes", "gauge", "Memory held by cached symbol tables.",
 		   s->sym_cache_bytes);
 	metric_u64(o, "flamed_symbolizer_binaries_evicted_total", "counter",

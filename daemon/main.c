@@ -19,6 +19,7 @@
 #include "http.h"
 #include "sampler.h"
 #include "status.h"
+#include "window.h"
 #include "store.h"
 #include "symbolize/symbolizer.h"
 
@@ -36,6 +37,8 @@ static struct options {
 	unsigned max_stacks;
 	unsigned max_keys;
 	unsigned symbol_cache_mb;
+	int64_t retention;         /* seconds */
+	uint64_t max_db_size;      /* bytes */
 	int verbose;
 	const char *listen;
 } opt = {
@@ -47,6 +50,8 @@ static struct options {
 	.max_stacks = 0, /* auto */
 	.max_keys = 16384,
 	.symbol_cache_mb = 64,
+	.retention = 7 * 24 * 3600,
+	.max_db_size = 1ULL << 30,
 };
 
 #define MAX_FRAMES (2 * PROFILE_MAX_DEPTH + 2)
@@ -92,6 +97,9 @@ static void usage(FILE *f)
 		"                         while it waits for the flush; more are counted as lost\n"
 		"  --max-keys N           distinct (thread, second, stack) keys per flush,\n"
 		"                         256-4194304 (default 16384); more are counted as lost\n"
+		"  --retention DURATION   keep samples this long (90m, 12h, 7d; default 7d)\n"
+		"  --max-db-size BYTES    keep the database under this size, deleting the oldest\n"
+		"                         samples first (500M, 2G; default 1G)\n"
 		"  --symbol-cache-mb N    memory for the symbol tables of cached binaries, 1-65536\n"
 		"                         (default 64); the least recently used are dropped first\n"
 		"  -v, --verbose          log a line per flush; twice (-vv): libbpf's debug output too\n"
@@ -127,9 +135,29 @@ static unsigned parse_uint(const char *name, const char *s, unsigned lo, unsigne
 	return (unsigned)v;
 }
 
+/* Parses BYTES with an optional K, M or G (powers of 1024), at least 1 MiB. */
+static uint64_t parse_size(const char *name, const char *s)
+{
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end == 'K' || *end == 'k')
+		shift = 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20, end++;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30, end++;
+	if (errno || end == s || *end || s[0] == '-' || v > (UINT64_MAX >> 30) || (v << shift) < (1ULL << 20))
+		die_usage("%s wants a size of at least 1M like 500M or 2G, not '%s'", name, s);
+	return (uint64_t)v << shift;
+}
+
 static void parse_options(int argc, char **argv)
 {
-	enum { O_DB = 256, O_LISTEN, O_SYMCACHE, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS };
+	enum { O_DB = 256, O_LISTEN, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "listen", required_argument, NULL, O_LISTEN },
@@ -140,6 +168,8 @@ static void parse_options(int argc, char **argv)
 		{ "max-stacks", required_argument, NULL, O_MAX_STACKS },
 		{ "max-keys", required_argument, NULL, O_MAX_KEYS },
 		{ "symbol-cache-mb", required_argument, NULL, O_SYMCACHE },
+		{ "retention", required_argument, NULL, O_RETENTION },
+		{ "max-db-size", required_argument, NULL, O_MAX_DB },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -159,6 +189,12 @@ static void parse_options(int argc, char **argv)
 		case O_MAX_STACKS: opt.max_stacks = parse_uint("--max-stacks", optarg, 256, 1 << 20); break;
 		case O_MAX_KEYS: opt.max_keys = parse_uint("--max-keys", optarg, 256, 1 << 22); break;
 		case O_SYMCACHE: opt.symbol_cache_mb = parse_uint("--symbol-cache-mb", optarg, 1, 65536); break;
+		case O_RETENTION:
+			if (window_parse_duration(optarg, &opt.retention) < 0 || opt.retention < 60)
+				die_usage("--retention wants a duration of at least a minute like 90m, 12h or 7d, not '%s'",
+					  optarg);
+			break;
+		case O_MAX_DB: opt.max_db_size = parse_size("--max-db-size", optarg); break;
 		case 'v': opt.verbose++; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("flamed %s\n", FLAMED_VERSION); exit(0);
@@ -344,6 +380,7 @@ struct daemon {
 	uint64_t flushes_started, flushes_done;
 	int last_flush_err;
 	bool stopping;             /* the loop has ended: no flush will come */
+	double last_prune;         /* monotonic seconds; 0: never */
 	struct daemon_status status;
 };
 
@@ -374,6 +411,34 @@ static void update_status(struct daemon *d, const struct sampler_stats *st, doub
 		s->db_bytes = ss.db_bytes;
 		s->stacks_stored = ss.stacks;
 	}
+}
+
+#define PRUNE_EVERY_S 60
+
+/* Applies --retention and --max-db-size, at most once a minute. */
+static void prune(struct daemon *d)
+{
+	struct store_prune_result r;
+	double now = now_sec();
+	int err;
+
+	if (d->last_prune && now - d->last_prune < PRUNE_EVERY_S)
+		return;
+	d->last_prune = now;
+	err = store_prune(d->f->store, (int64_t)time(NULL) - opt.retention, opt.max_db_size, &r);
+	if (err) {
+		fprintf(stderr, "flamed: cannot apply retention to %s: %s\n", opt.db, store_errmsg(d->f->store));
+		return;
+	}
+	if (r.samples_deleted && (opt.verbose || r.bytes_before > opt.max_db_size))
+		fprintf(stderr, "flamed: retention deleted %llu sample rows and %llu stacks before %lld in %.1f ms; "
+			"%llu -> %llu bytes in use%s\n", (unsigned long long)r.samples_deleted,
+			(unsigned long long)r.stacks_deleted, (long long)r.cut, (now_sec() - now) * 1e3,
+			(unsigned long long)r.bytes_before, (unsigned long long)r.bytes_after,
+			r.bytes_before > opt.max_db_size ? " (over --max-db-size)" : "");
+	pthread_mutex_lock(&d->lock);
+	d->status.samples_pruned += r.samples_deleted;
+	pthread_mutex_unlock(&d->lock);
 }
 
 /* Drains the sampler into one store transaction. Returns 0 or -errno (the samples of a failed
@@ -413,6 +478,8 @@ static int flush(struct daemon *d)
 		fprintf(stderr, "flamed: flushed %llu samples in %llu keys in %.1f ms\n",
 			(unsigned long long)f->samples, (unsigned long long)f->keys, (now_sec() - t0) * 1e3);
 	err = f->store_err ? f->store_err : err;
+
+	prune(d);
 
 	pthread_mutex_lock(&d->lock);
 	if (f->store_err)

@@ -16,6 +16,7 @@ struct daemon_status {
 	uint64_t lost[STAT_MAX];   /* per enum profile_stat (STAT_IDLE: idle samples left out) */
 	uint64_t samples_stored;   /* written to the database */
 	uint64_t samples_unstored; /* drained but lost to a failed transaction */
+	uint64_t samples_pruned;   /* sample rows deleted by retention */
 	uint64_t flushes;
 	int64_t last_flush_time;   /* unix seconds, 0: none yet */
 	double last_flush_seconds; /* duration of the last flush */

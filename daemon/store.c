@@ -187,6 +187,7 @@ struct store {
 	sqlite3_stmt *query[QK_MAX][QV_MAX];
 	sqlite3_stmt *processes, *threads, *frame_get, *time_range;
 	sqlite3_stmt *count_stacks, *count_samples, *page_count, *page_size;
+	sqlite3_stmt *prune_before, *oldest, *freelist, *gc_stacks, *gc_names, *vacuum;
 	struct id_cache names, stacks, modules, frames;
 	struct pending pending;
 	struct buf key, blob; /* scratch of store_add: a cache key, a stack's frame_ids */
@@ -862,6 +863,17 @@ static int prepare_writes(struct store *st)
 	err = err ?: prepare(st, &st->begin, "BEGIN IMMEDIATE");
 	err = err ?: prepare(st, &st->commit, "COMMIT");
 	err = err ?: prepare(st, &st->rollback, "ROLLBACK");
+	/* Retention: bounded batches of the oldest samples (through the ts index), then what no sample
+	 * refers to any more. */
+	err = err ?: prepare(st, &st->prune_before,
+			     "DELETE FROM samples WHERE rowid IN (SELECT rowid FROM samples WHERE ts < ?1 LIMIT ?2)");
+	err = err ?: prepare(st, &st->oldest, "SELECT min(ts) FROM samples");
+	err = err ?: prepare(st, &st->freelist, "PRAGMA freelist_count");
+	err = err ?: prepare(st, &st->gc_stacks, "DELETE FROM stacks WHERE id NOT IN (SELECT stack_id FROM samples)");
+	err = err ?: prepare(st, &st->gc_names,
+			     "DELETE FROM names WHERE id NOT IN (SELECT comm_id FROM samples)"
+			     " AND id NOT IN (SELECT thread_id FROM samples)");
+	err = err ?: prepare(st, &st->vacuum, "PRAGMA incremental_vacuum");
 	return err;
 }
 
@@ -966,6 +978,11 @@ static int setup_write(struct store *st)
 	bool wal;
 	int rc, err;
 
+	/* A new database gives the pages retention frees back to the file system; this must come before
+	 * WAL mode writes the header, and does nothing to a database that has tables already. */
+	err = sql_exec(st, "PRAGMA auto_vacuum=INCREMENTAL", "cannot set auto_vacuum");
+	if (err)
+		return err;
 	rc = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode=WAL", -1, &stmt, NULL);
 	if (rc != SQLITE_OK)
 		return fail(st, NULL, rc, "cannot switch to WAL mode");
@@ -1126,6 +1143,7 @@ static void finalize_all(struct store *st)
 		st->sample_put, st->module_get, st->module_put, st->frame_id_get, st->frame_put,
 		st->begin, st->commit, st->rollback, st->processes, st->threads, st->frame_get,
 		st->time_range, st->count_stacks, st->count_samples, st->page_count, st->page_size,
+		st->prune_before, st->oldest, st->freelist, st->gc_stacks, st->gc_names, st->vacuum,
 	};
 
 	for (size_t i = 0; i < sizeof(stmts) / sizeof(stmts[0]); i++)
@@ -1670,5 +1688,123 @@ int store_get_stats(struct store *st, struct store_stats *out)
 	if (err)
 		return err;
 	out->db_bytes = pages * page_size;
+	return 0;
+}
+
+/* Rows deleted by one retention batch at most, so that a prune never holds the lock for long. */
+#define PRUNE_BATCH 200000
+/* Batches in one store_prune() call at most; what is left waits for the next call. */
+#define PRUNE_MAX_BATCHES 10
+/* When over the size cap, the oldest data goes this many seconds at a time. */
+#define PRUNE_SIZE_STEP 3600
+
+/* Deletes up to PRUNE_BATCH samples older than before; adds how many to *deleted. */
+static int prune_batch(struct store *st, int64_t before, uint64_t *deleted)
+{
+	int err;
+
+	sqlite3_bind_int64(st->prune_before, 1, before);
+	sqlite3_bind_int64(st->prune_before, 2, PRUNE_BATCH);
+	err = run(st, st->prune_before, "cannot delete old samples");
+	if (!err)
+		*deleted += (uint64_t)sqlite3_changes(st->db);
+	return err;
+}
+
+/* Bytes the database uses: its pages less the free ones (which new data reuses). */
+static int used_bytes(struct store *st, uint64_t *out)
+{
+	uint64_t pages = 0, page_size = 0, free_pages = 0;
+	int err = stmt_u64(st, st->page_count, &pages);
+
+	err = err ?: stmt_u64(st, st->page_size, &page_size);
+	err = err ?: stmt_u64(st, st->freelist, &free_pages);
+	*out = (pages - (free_pages < pages ? free_pages : pages)) * page_size;
+	return err;
+}
+
+static int collect_garbage(struct store *st, struct store_prune_result *r);
+
+/* Deletes the oldest samples, PRUNE_SIZE_STEP seconds at a time, with the stacks only they used,
+ * while more than max_bytes are used, and then down to 90% of it: room for some flushes before the
+ * next trim. */
+static int prune_to_size(struct store *st, uint64_t max_bytes, struct store_prune_result *r)
+{
+	uint64_t used = 0;
+	int err = 0;
+
+	for (int i = 0; i < PRUNE_MAX_BATCHES && !err; i++) {
+		uint64_t oldest;
+		int rc;
+
+		err = used_bytes(st, &used);
+		if (err || used <= (i ? max_bytes / 10 * 9 : max_bytes))
+			break;
+		rc = sqlite3_step(st->oldest);
+		if (rc != SQLITE_ROW || sqlite3_column_type(st->oldest, 0) == SQLITE_NULL) {
+			sqlite3_reset(st->oldest);
+			break; /* no samples left: the rest is stacks and names, collected below */
+		}
+		oldest = (uint64_t)sqlite3_column_int64(st->oldest, 0);
+		sqlite3_reset(st->oldest);
+		err = prune_batch(st, (int64_t)oldest + PRUNE_SIZE_STEP, &r->samples_deleted);
+		if (!err && (int64_t)oldest + PRUNE_SIZE_STEP > r->cut)
+			r->cut = (int64_t)oldest + PRUNE_SIZE_STEP;
+		err = err ?: collect_garbage(st, r);
+	}
+	return err;
+}
+
+/* Deletes stacks and names no sample refers to; their cached ids go too. */
+static int collect_garbage(struct store *st, struct store_prune_result *r)
+{
+	int err = run(st, st->gc_stacks, "cannot delete unused stacks");
+
+	if (!err)
+		r->stacks_deleted += (uint64_t)sqlite3_changes(st->db);
+	err = err ?: run(st, st->gc_names, "cannot delete unused names");
+	cache_clear(&st->stacks);
+	cache_clear(&st->names);
+	return err;
+}
+
+int store_prune(struct store *st, int64_t before, uint64_t max_bytes, struct store_prune_result *out)
+{
+	struct store_prune_result r = { .cut = before };
+	uint64_t deleted_before;
+	int err;
+
+	if (!st || st->mode != STORE_READ_WRITE || st->in_tx)
+		return -EINVAL;
+	err = used_bytes(st, &r.bytes_before);
+	err = err ?: run(st, st->begin, "cannot start pruning");
+	if (err)
+		return err;
+	for (int i = 0; i < PRUNE_MAX_BATCHES && !err; i++) {
+		deleted_before = r.samples_deleted;
+		err = prune_batch(st, before, &r.samples_deleted);
+		if (r.samples_deleted - deleted_before < PRUNE_BATCH)
+			break;
+	}
+	if (!err && r.samples_deleted)
+		err = collect_garbage(st, &r);
+	if (!err && max_bytes)
+		err = prune_to_size(st, max_bytes, &r);
+	err = err ?: run(st, st->commit, "cannot commit pruning");
+	if (err) {
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+		cache_clear(&st->stacks);
+		cache_clear(&st->names);
+		return err;
+	}
+	/* Give freed pages back to the file system (databases created with auto_vacuum), then let the
+	 * WAL shrink. Failures here lose nothing. */
+	while (sqlite3_step(st->vacuum) == SQLITE_ROW)
+		;
+	sqlite3_reset(st->vacuum);
+	sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+	used_bytes(st, &r.bytes_after);
+	if (out)
+		*out = r;
 	return 0;
 }

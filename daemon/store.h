@@ -165,6 +165,21 @@ int store_query_timeline(struct store *st, const struct store_filter *f, int64_t
 /* Two index seeks, however many samples. */
 int store_time_range(struct store *st, int64_t *oldest, int64_t *newest);
 
+/* What store_prune() did. */
+struct store_prune_result {
+	uint64_t samples_deleted;          /* sample rows deleted */
+	uint64_t stacks_deleted;           /* stacks no sample referred to any more */
+	uint64_t bytes_before, bytes_after; /* bytes in use (pages less free pages) */
+	int64_t cut;                       /* samples before this unix second are gone */
+};
+
+/* Retention: deletes samples older than before (unix seconds), then, while the database uses more
+ * than max_bytes (0: no cap), the oldest samples an hour at a time; then the stacks and names nothing
+ * refers to, and returns freed pages to the file system (databases created by this version). Works in
+ * bounded batches: a large backlog is worked off over several calls. Not inside a flush's transaction
+ * (-EINVAL), READ_WRITE only. Returns 0 or -errno; out (may be NULL) says what was done. */
+int store_prune(struct store *st, int64_t before, uint64_t max_bytes, struct store_prune_result *out);
+
 /* Fills out with counts and the database size. */
 int store_get_stats(struct store *st, struct store_stats *out);
 

@@ -339,7 +339,7 @@ static void test_status(unsigned port, struct fake *fake)
 		"\"samples_stored\":900", "\"samples_unstored\":7", "\"flushes\":12", "\"last_flush_time\":",
 		"\"last_flush_seconds\":0.25", "\"db_bytes\":65536", "\"stacks_stored\":42",
 		"\"symbolizer\":{\"user_hits\":100,\"user_misses\":10,\"kernel_hits\":200,\"kernel_misses\":20,"
-		"\"binaries_cached\":8,\"processes_cached\":9}",
+		"\"binaries_cached\":8,\"processes_cached\":9,\"symbol_cache_bytes\":0,\"binaries_evicted\":0}",
 	};
 	int calls = atomic_load(&fake->status_calls);
 	struct reply r;

@@ -1234,7 +1234,7 @@ static void test_render(void)
 /* Removes the files the tests made in dir, then dir. */
 static void cleanup(const char *dir)
 {
-	static const char *const names[] = { "fixture.db", "invalid.db", "rollback.db", "collision.db", "big.db",
+	static const char *const names[] = { "prune.db", "fixture.db", "invalid.db", "rollback.db", "collision.db", "big.db",
 					     "concurrent.db", "missing.db", "garbage.db", "corrupt.db", "other.db",
 					     "newer.db", "empty.db", "frames.db", "frames_invalid.db", "frames_later.db",
 					     "frames_rollback.db", "frames_many.db", "names.db", "queries.db",
@@ -1250,6 +1250,85 @@ static void cleanup(const char *dir)
 	}
 	if (rmdir(dir) < 0)
 		printf("FAIL: test files left in %s: %s\n", dir, strerror(errno));
+}
+
+/* Writes one flush: for each second of [from, to), stack "main;fNNN" (NNN = second % distinct). */
+static int write_seconds(struct store *st, int64_t from, int64_t to, int distinct, const char *pad)
+{
+	char folded[1100];
+	int err = store_begin(st);
+
+	for (int64_t t = from; !err && t < to; t++) {
+		snprintf(folded, sizeof(folded), "main;f%05d%s", (int)(t % distinct), pad);
+		const struct store_sample s = SAMPLE(t, 7, 7, "ret", "ret", folded, 1);
+
+		err = store_add(st, &s);
+	}
+	return err ?: store_commit(st);
+}
+
+/* Retention: by age, then by size; unused stacks go; ids of deleted stacks are not reused from cache. */
+static void test_prune(const char *dir)
+{
+	char path[512], pad[401];
+	struct store *st = NULL, *ro = NULL;
+	struct store_prune_result r = { 0 };
+	struct store_stats stats;
+	struct collect c;
+	struct stat sb1, sb2;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/prune.db", dir);
+	err = store_open(path, STORE_READ_WRITE, &st);
+	/* seconds 1000..1099: stacks f000..f049 twice over; then 1100..1199 with f050..f099 */
+	err = err ?: write_seconds(st, T0 + 1000, T0 + 1100, 50, "");
+	for (int64_t t = T0 + 1100; !err && t < T0 + 1200; t++) {
+		char folded[32];
+		snprintf(folded, sizeof(folded), "main;g%03d", (int)(t % 100));
+		const struct store_sample s = SAMPLE(t, 7, 7, "ret", "ret", folded, 1);
+		err = store_begin(st) ?: store_add(st, &s) ?: store_commit(st);
+	}
+	CHECK(err == 0, "prune: 200 seconds written");
+	CHECK(store_begin(st) == 0 && store_prune(st, T0, 0, NULL) == -EINVAL, "prune: refused inside a flush");
+	store_rollback(st);
+
+	err = store_prune(st, T0 + 1100, 0, &r);
+	CHECK(err == 0 && r.samples_deleted == 100 && r.stacks_deleted == 50 && r.cut == T0 + 1100,
+	      "prune: the 100 samples before the cut and their 50 stacks go (%" PRIu64 ", %" PRIu64 ")",
+	      r.samples_deleted, r.stacks_deleted);
+	err = query(st, 7, -1, INT64_MIN, T0 + 1100, &c);
+	CHECK(err == 0 && c.buf[0] == '\0', "prune: nothing is left before the cut");
+	err = query(st, 7, -1, T0 + 1100, INT64_MAX, &c);
+	CHECK(err == 0 && c.calls == 100, "prune: the 100 newer stacks are all there (%d)", c.calls);
+	/* a deleted stack comes back: it must get a fresh id, not a cached one */
+	err = write_seconds(st, T0 + 2000, T0 + 2001, 50, "");
+	err = err ?: query(st, 7, -1, T0 + 2000, T0 + 2001, &c);
+	CHECK(err == 0 && strcmp(c.buf, "ret|main;f00000|1\n") == 0, "prune: a deleted stack stored again reads back (%s)", c.buf);
+	CHECK(store_prune(st, T0 + 1100, 0, &r) == 0 && r.samples_deleted == 0, "prune: nothing more to do");
+
+	/* the size cap: 3 hours (about 2 MB each: a 400-byte stack each second), capped at 3 MiB: the
+	 * oldest two hours and their stacks go, the newest hour stays */
+	memset(pad, 'x', sizeof(pad) - 1);
+	pad[sizeof(pad) - 1] = '\0';
+	err = write_seconds(st, T0 + 10000, T0 + 10000 + 3 * 3600, 3 * 3600, pad);
+	store_get_stats(st, &stats);
+	stat(path, &sb1);
+	CHECK(err == 0 && stats.db_bytes > 3 << 20, "prune: a database over the cap (%" PRIu64 " bytes)", stats.db_bytes);
+	for (int i = 0; i < 5 && !err; i++)
+		err = store_prune(st, T0, 3 << 20, &r);
+	stat(path, &sb2);
+	CHECK(err == 0 && r.bytes_after <= 3 << 20, "prune: down to the 3 MiB cap (%" PRIu64 " bytes used)", r.bytes_after);
+	CHECK(sb2.st_size < sb1.st_size, "prune: the file shrinks (%lld -> %lld bytes)", (long long)sb1.st_size,
+	      (long long)sb2.st_size);
+	err = query(st, 7, -1, T0 + 10000 + 3 * 3600 - 1, INT64_MAX, &c);
+	CHECK(err == 0 && c.calls == 1, "prune: the newest second is kept");
+	err = query(st, 7, -1, T0 + 10000, T0 + 10000 + 3600, &c);
+	CHECK(err == 0 && c.calls == 0, "prune: the oldest hour is gone");
+	store_close(st);
+
+	CHECK(store_open(path, STORE_READ_ONLY, &ro) == 0 && store_prune(ro, T0, 0, NULL) == -EINVAL,
+	      "prune: refused on a read-only store");
+	store_close(ro);
 }
 
 int main(int argc, char **argv)
@@ -1286,6 +1365,7 @@ int main(int argc, char **argv)
 	test_new_queries(dir);
 	test_names_order(dir);
 	test_migration(dir);
+	test_prune(dir);
 	test_render();
 	cleanup(dir);
 	return CHECK_EXIT();
