@@ -368,8 +368,25 @@ static double now_sec(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* New processes whose mappings are read again shortly (the first read may come before the dynamic
+ * loader mapped their libraries). */
+#define RECHECK_MAX 1024
+#define RECHECK_ROUNDS 2
+static const unsigned recheck_delays_ms[RECHECK_ROUNDS] = { 3, 15 };
+
+/* The processes waiting for one round of reading: a ring in due order (one delay per ring). */
+struct recheck_ring {
+	struct {
+		uint32_t pid;
+		double due; /* monotonic seconds */
+	} e[RECHECK_MAX];
+	unsigned head, count;
+};
+
 /* The daemon: the flush path (main thread only) and the state HTTP threads may read or poke. */
 struct daemon {
+	struct recheck_ring rechecks[RECHECK_ROUNDS];
+	uint64_t rechecks_dropped;
 	struct sampler *smp;
 	struct flush *f;
 	struct http *http;
@@ -548,13 +565,55 @@ static int setup_fds(int *sfd, int *tfd)
 	return 0;
 }
 
+/* Queues pid to be read again after round's delay; when the ring is full its oldest is dropped. */
+static void recheck_later(struct daemon *d, uint32_t pid, unsigned round)
+{
+	struct recheck_ring *q;
+
+	if (round >= RECHECK_ROUNDS)
+		return;
+	q = &d->rechecks[round];
+	if (q->count == RECHECK_MAX) {
+		q->head = (q->head + 1) % RECHECK_MAX;
+		q->count--;
+		d->rechecks_dropped++;
+	}
+	q->e[(q->head + q->count) % RECHECK_MAX].pid = pid;
+	q->e[(q->head + q->count) % RECHECK_MAX].due = now_sec() + recheck_delays_ms[round] / 1e3;
+	q->count++;
+}
+
+/* Reads again the processes whose time has come; returns the poll timeout (ms) to the next one, -1
+ * for none. */
+static int run_rechecks(struct daemon *d)
+{
+	double now = now_sec(), next = -1;
+
+	for (unsigned round = 0; round < RECHECK_ROUNDS; round++) {
+		struct recheck_ring *q = &d->rechecks[round];
+
+		while (q->count && q->e[q->head].due <= now) {
+			uint32_t pid = q->e[q->head].pid;
+
+			q->head = (q->head + 1) % RECHECK_MAX;
+			q->count--;
+			if (symbolizer_snapshot(d->f->sym, pid) == 0)
+				recheck_later(d, pid, round + 1);
+		}
+		if (q->count && (next < 0 || q->e[q->head].due < next))
+			next = q->e[q->head].due;
+	}
+	return next < 0 ? -1 : (int)((next - now) * 1e3) + 1;
+}
+
 /* sampler_process_cb: a process was sampled for the first time; capture its mappings and binaries
- * now, in case it exits before the flush. */
+ * now, in case it exits before the flush, and again shortly. */
 static void on_new_process(uint32_t pid, void *ctx)
 {
 	struct daemon *d = ctx;
 
-	symbolizer_snapshot(d->f->sym, pid); /* gone already: its samples fall back to what is known */
+	if (symbolizer_snapshot(d->f->sym, pid) == 0) /* gone already: its samples use what is known */
+		recheck_later(d, pid, 0);
 }
 
 /* Flushes every interval and when HTTP asks, until SIGINT/SIGTERM, then flushes once more; captures
@@ -569,8 +628,9 @@ static int run(struct daemon *d, int sfd, int tfd)
 			{ .fd = sampler_events_fd(d->smp), .events = POLLIN },
 		};
 		uint64_t ticks;
+		int timeout = run_rechecks(d);
 
-		if (poll(pfd, 4, -1) < 0) {
+		if (poll(pfd, 4, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
