@@ -34,7 +34,7 @@ enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2 };
 enum {
 	OPT_DB = 256, OPT_SERVER, OPT_PID, OPT_TID, OPT_COMM, OPT_SINCE, OPT_FROM, OPT_TO, OPT_FORMAT,
 	OPT_BASE_PID, OPT_BASE_FROM, OPT_BASE_TO, OPT_REVERSE, OPT_TITLE, OPT_WIDTH, OPT_MINWIDTH, OPT_LIMIT,
-	OPT_STEP, OPT_PER_THREAD,
+	OPT_STEP, OPT_PER_THREAD, OPT_TOKEN_FILE,
 };
 
 enum command { CMD_NONE, CMD_STATUS, CMD_PROCESSES, CMD_THREADS, CMD_QUERY, CMD_TOP, CMD_FLAMEGRAPH, CMD_DIFF,
@@ -49,6 +49,7 @@ static const char *const command_names[] = {
 /* The parsed command line. */
 struct options {
 	const char *db, *server;
+	const char *token_file;
 	enum command command;
 	int64_t pid, tid, base_pid;     /* -1: not given */
 	const char *comm;
@@ -87,6 +88,7 @@ static void print_help(void)
 	       "Where to read (before or after the command):\n"
 	       "  --server URL        flamed's API (default: $FLAMED_URL when set, else " DEFAULT_SERVER ")\n"
 	       "  --db PATH           read flamed's database instead (default when $FLAMED_DB is set)\n"
+	       "  --token-file PATH   the API token when flamed has --auth-token-file (or $FLAMED_TOKEN)\n"
 	       "\n"
 	       "What to read:\n"
 	       "  --pid N             one process (0 is the idle task)\n"
@@ -187,6 +189,7 @@ static int parse_one(int c, const char *arg, const char *opt_text, struct option
 	switch (c) {
 	case OPT_DB: o->db = arg; return arg[0] ? -1 : usage_error("--db needs a path");
 	case OPT_SERVER: o->server = arg; return -1;
+	case OPT_TOKEN_FILE: o->token_file = arg; return -1;
 	case OPT_PID: return parse_id("--pid", arg, &o->pid);
 	case OPT_TID: return parse_id("--tid", arg, &o->tid);
 	case OPT_BASE_PID: return parse_id("--base-pid", arg, &o->base_pid);
@@ -325,6 +328,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, OPT_DB },
 		{ "server", required_argument, NULL, OPT_SERVER },
+		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 		{ "pid", required_argument, NULL, OPT_PID },
 		{ "tid", required_argument, NULL, OPT_TID },
 		{ "comm", required_argument, NULL, OPT_COMM },
@@ -532,7 +536,25 @@ static int run_server(const struct options *o, const char *url, FILE *out)
 	int status = 0, err;
 
 	build_target(o, isatty(fileno(out)), target, sizeof(target));
-	err = http_get(url, target, getenv("FLAMED_TOKEN"), HTTP_TIMEOUT_S, out, &status, err_body, sizeof(err_body));
+	char token[512] = "";
+	const char *bearer = getenv("FLAMED_TOKEN");
+
+	if (o->token_file) {
+		FILE *f = fopen(o->token_file, "re");
+
+		if (!f || !fgets(token, sizeof(token), f)) {
+			fprintf(stderr, "flamectl: cannot read the token file %s%s%s\n", o->token_file, f ? "" : ": ",
+				f ? "" : strerror(errno));
+			if (f)
+				fclose(f);
+			return EXIT_ERROR;
+		}
+		fclose(f);
+		token[strcspn(token, "\r\n")] = '\0';
+		bearer = token;
+	}
+	err = http_get(url, target, bearer && bearer[0] ? bearer : NULL, HTTP_TIMEOUT_S, out, &status, err_body,
+		       sizeof(err_body));
 	if (err == -EINVAL) {
 		fprintf(stderr, "flamectl: --server wants http://HOST[:PORT], not '%s'\n", url);
 		return EXIT_USAGE;
@@ -543,7 +565,8 @@ static int run_server(const struct options *o, const char *url, FILE *out)
 		return EXIT_ERROR;
 	}
 	if (status / 100 != 2) {
-		fprintf(stderr, "flamectl: %s answered %d: %s\n", url, status, error_text(err_body));
+		fprintf(stderr, "flamectl: %s answered %d: %s%s\n", url, status, error_text(err_body),
+			status == 401 ? " (pass --token-file PATH or set FLAMED_TOKEN)" : "");
 		return EXIT_ERROR;
 	}
 	return EXIT_OK;

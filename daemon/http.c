@@ -45,6 +45,8 @@ struct http {
 	char *db_path;
 	unsigned port;
 	unsigned max_pprof_s;
+	char *token;      /* NULL: no authentication */
+	size_t token_len;
 	void (*get_status)(struct daemon_status *out, void *ctx);
 	int (*flush_now)(void *ctx);
 	void *ctx;
@@ -106,6 +108,7 @@ struct request {
 	const char *disposition;  /* Content-Disposition, or NULL */
 	const char *allow;        /* Allow (405), or NULL */
 	const char *csp;          /* Content-Security-Policy, or NULL */
+	const char *challenge;    /* WWW-Authenticate (401), or NULL */
 	char error[384];          /* the message of an error reply (status >= 400) */
 	struct body body;
 	FILE *out;                /* writes into body */
@@ -224,7 +227,9 @@ static bool add_headers(struct MHD_Response *resp, const struct request *rq)
 	       (!rq->disposition ||
 		MHD_add_response_header(resp, "Content-Disposition", rq->disposition) == MHD_YES) &&
 	       (!rq->allow || MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rq->allow) == MHD_YES) &&
-	       (!rq->csp || MHD_add_response_header(resp, "Content-Security-Policy", rq->csp) == MHD_YES);
+	       (!rq->csp || MHD_add_response_header(resp, "Content-Security-Policy", rq->csp) == MHD_YES) &&
+	       (!rq->challenge ||
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, rq->challenge) == MHD_YES);
 }
 
 /* Finishes rq's body (or replaces it by the error) and queues the response. */
@@ -954,6 +959,31 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 }
 
 /* Checks the request line and arguments, then runs the route's handler. */
+/* Does the request carry "Authorization: Bearer TOKEN" with the daemon's token? Compared in time
+ * that depends on the token's length only, not on where a guess goes wrong. */
+static bool authorized(const struct http *h, struct MHD_Connection *conn)
+{
+	const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	size_t len;
+	unsigned char diff;
+
+	if (!v || strncmp(v, "Bearer ", 7))
+		return false;
+	v += 7;
+	len = strlen(v);
+	diff = len != h->token_len;
+	for (size_t i = 0; i < h->token_len; i++)
+		diff |= (unsigned char)h->token[i] ^ (unsigned char)(i < len ? v[i] : 0);
+	return diff == 0;
+}
+
+/* Endpoints anyone may read: liveness, and the dashboard page (static; it asks for the token and
+ * sends it with its own requests). */
+static bool is_public(const struct route *r)
+{
+	return r->handle == handle_healthz || r->handle == handle_dashboard;
+}
+
 static void dispatch(struct http *h, struct MHD_Connection *conn, const char *url, const char *method,
 		     bool url_long, struct request *rq)
 {
@@ -971,6 +1001,11 @@ static void dispatch(struct http *h, struct MHD_Connection *conn, const char *ur
 		return;
 	}
 	rq->route = &routes[i];
+	if (h->token && !is_public(rq->route) && !authorized(h, conn)) {
+		rq->challenge = "Bearer realm=\"flamed\"";
+		fail(rq, 401, "this endpoint needs the header Authorization: Bearer TOKEN (flamed --auth-token-file)");
+		return;
+	}
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD)) {
 		rq->allow = "GET, HEAD";
 		fail(rq, 405, "method %s not allowed: use GET", shown(method, show, sizeof(show)));
@@ -1076,6 +1111,12 @@ static int http_init(struct http *h, const struct http_opts *opts)
 	h->db_path = strdup(opts->db_path);
 	if (!h->db_path)
 		return -ENOMEM;
+	if (opts->auth_token) {
+		h->token_len = strlen(opts->auth_token);
+		h->token = strdup(opts->auth_token);
+		if (!h->token_len || !h->token)
+			return h->token ? -EINVAL : -ENOMEM;
+	}
 	err = pthread_condattr_init(&attr);
 	if (err)
 		return -err;
@@ -1114,6 +1155,7 @@ int http_new(const struct http_opts *opts, struct http **out)
 	if (err) {
 		pthread_mutex_destroy(&h->lock);
 		free(h->db_path);
+		free(h->token);
 		free(h);
 		return err;
 	}
@@ -1180,5 +1222,8 @@ void http_free(struct http *h)
 	pthread_cond_destroy(&h->wake);
 	pthread_mutex_destroy(&h->lock);
 	free(h->db_path);
+	if (h->token)
+		explicit_bzero(h->token, h->token_len);
+	free(h->token);
 	free(h);
 }

@@ -45,6 +45,8 @@ struct http;
 struct http_opts {
 	const char *listen;       /* "ADDR:PORT" ("[::1]:7070" for IPv6); NULL: "127.0.0.1:7070" */
 	const char *db_path;      /* the store, opened read-only per request */
+	const char *auth_token;   /* NULL: open; else every request but /healthz and the dashboard page
+				   * needs "Authorization: Bearer TOKEN" (401 otherwise) */
 	unsigned max_connections; /* 0: 64 */
 	unsigned timeout_s;       /* idle connection timeout; 0: 30 */
 	unsigned max_pprof_seconds; /* upper bound of /debug/pprof/profile?seconds=; 0: 300 */

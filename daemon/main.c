@@ -11,7 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <pthread.h>
+#include <fcntl.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <bpf/libbpf.h>
@@ -41,6 +43,7 @@ static struct options {
 	uint64_t max_db_size;      /* bytes */
 	int verbose;
 	const char *listen;
+	const char *auth_token_file;
 } opt = {
 	.listen = "127.0.0.1:7070",
 	.db = DEFAULT_DB,
@@ -87,6 +90,10 @@ static void usage(FILE *f)
 		"                         127.0.0.1:7070; [::1]:PORT for IPv6; port 0 picks one;\n"
 		"                         'none' serves nothing); use a non-loopback address only\n"
 		"                         on a trusted network\n"
+		"  --auth-token-file PATH every request but /healthz and the dashboard page must\n"
+		"                         carry 'Authorization: Bearer TOKEN', TOKEN being the\n"
+		"                         file's first line; the file must not be readable by\n"
+		"                         group or others (chmod 600)\n"
 		"  --frequency HZ         samples per second per CPU, 1-10000 (default 19)\n"
 		"  --flush-interval S     seconds between drains to the database, 1-3600 (default 10)\n"
 		"  --include-idle         also count the idle task (pid 0)\n"
@@ -157,10 +164,11 @@ static uint64_t parse_size(const char *name, const char *s)
 
 static void parse_options(int argc, char **argv)
 {
-	enum { O_DB = 256, O_LISTEN, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS };
+	enum { O_DB = 256, O_LISTEN, O_AUTH, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "listen", required_argument, NULL, O_LISTEN },
+		{ "auth-token-file", required_argument, NULL, O_AUTH },
 		{ "frequency", required_argument, NULL, O_FREQ },
 		{ "flush-interval", required_argument, NULL, O_FLUSH },
 		{ "include-idle", no_argument, NULL, O_IDLE },
@@ -182,6 +190,7 @@ static void parse_options(int argc, char **argv)
 		switch (c) {
 		case O_DB: opt.db = optarg; break;
 		case O_LISTEN: opt.listen = optarg; break;
+		case O_AUTH: opt.auth_token_file = optarg; break;
 		case O_FREQ: opt.frequency = parse_uint("--frequency", optarg, 1, 10000); break;
 		case O_FLUSH: opt.flush_interval = parse_uint("--flush-interval", optarg, 1, 3600); break;
 		case O_IDLE: opt.include_idle = true; break;
@@ -685,9 +694,48 @@ static int start(struct daemon *d)
 	return err;
 }
 
+/* Reads the token of --auth-token-file into buf: its first line, at least 16 bytes; the file must
+ * be private to its owner. Logs and returns -errno. */
+static int read_token(const char *path, char *buf, size_t len)
+{
+	struct stat st;
+	size_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
+	FILE *f;
+
+	if (fd < 0 || fstat(fd, &st)) {
+		err = -errno;
+		fprintf(stderr, "flamed: cannot read the token file %s: %s\n", path, strerror(-err));
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	if (st.st_mode & 077) {
+		fprintf(stderr, "flamed: the token file %s is readable by others: chmod 600 it\n", path);
+		close(fd);
+		return -EPERM;
+	}
+	f = fdopen(fd, "r");
+	if (!f || !fgets(buf, (int)len, f))
+		buf[0] = '\0';
+	if (f)
+		fclose(f);
+	else
+		close(fd);
+	n = strcspn(buf, "\r\n");
+	buf[n] = '\0';
+	if (n < 16) {
+		fprintf(stderr, "flamed: the token in %s is shorter than 16 characters: write a longer one, e.g.\n"
+			"  head -c 32 /dev/urandom | base64 > %s\n", path, path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* Serves the HTTP API unless --listen none. Logs and returns -errno. */
 static int start_http(struct daemon *d)
 {
+	char token[512];
 	struct http_opts ho = {
 		.listen = opt.listen,
 		.db_path = opt.db,
@@ -699,7 +747,14 @@ static int start_http(struct daemon *d)
 
 	if (!strcmp(opt.listen, "none"))
 		return 0;
+	if (opt.auth_token_file) {
+		err = read_token(opt.auth_token_file, token, sizeof(token));
+		if (err)
+			return err;
+		ho.auth_token = token;
+	}
 	err = http_new(&ho, &d->http);
+	explicit_bzero(token, sizeof(token));
 	if (err) {
 		fprintf(stderr, "flamed: cannot serve HTTP on %s: %s%s\n", opt.listen, strerror(-err),
 			err == -EADDRINUSE ? " (another flamed? pass --listen ADDR:PORT or --listen none)" :

@@ -76,7 +76,8 @@ static int connect_to(int family, unsigned port)
 }
 
 /* Sends "METHOD target" and reads the whole answer (the server closes: Connection: close). */
-static void request_on(int family, unsigned port, const char *method, const char *target, struct reply *r)
+static void request_with(int family, unsigned port, const char *method, const char *target, const char *extra,
+			 struct reply *r)
 {
 	size_t cap = 1 << 16, got = 0;
 	char *buf = malloc(cap), *sep, *req = NULL;
@@ -88,7 +89,8 @@ static void request_on(int family, unsigned port, const char *method, const char
 	r->status = -1;
 	fd = connect_to(family, port);
 	if (fd < 0 || !buf ||
-	    asprintf(&req, "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", method, target) < 0)
+	    asprintf(&req, "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n%s%s\r\n", method, target,
+		     extra ? extra : "", extra ? "\r\n" : "") < 0)
 		goto out;
 	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req))
 		goto out;
@@ -124,6 +126,11 @@ out:
 	free(buf);
 	if (fd >= 0)
 		close(fd);
+}
+
+static void request_on(int family, unsigned port, const char *method, const char *target, struct reply *r)
+{
+	request_with(family, port, method, target, NULL, r);
 }
 
 static void get(unsigned port, const char *target, struct reply *r)
@@ -828,6 +835,53 @@ static void remove_db(const char *path)
 	unlink(p);
 }
 
+/* --auth-token-file: data needs "Authorization: Bearer TOKEN"; /healthz and the page do not. */
+static void test_auth(const char *db, struct fake *fake)
+{
+	struct http_opts o = { .db_path = db, .get_status = fake_status, .flush_now = fake_flush, .ctx = fake,
+			       .listen = "127.0.0.1:0", .auth_token = "s3cret-token" };
+	static const char *const guarded[] = { "/api/v1/status", "/api/v1/profile?pid=100", "/metrics",
+					       "/api/v1/processes", "/debug/pprof/profile?seconds=1" };
+	struct http *h = NULL;
+	struct reply r;
+	char v[256];
+
+	if (http_new(&o, &h) != 0) {
+		CHECK(0, "auth: http_new with a token");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(guarded) / sizeof(guarded[0]); i++) {
+		request_with(AF_INET, http_port(h), "GET", guarded[i], NULL, &r);
+		CHECK(r.status == 401 && has(header(&r, "WWW-Authenticate", v, sizeof(v)), "Bearer") && has(r.body, "\"error\""),
+		      "auth: %s without a token is 401 with a Bearer challenge (got %d)", guarded[i], r.status);
+		reply_free(&r);
+	}
+	request_with(AF_INET, http_port(h), "GET", "/api/v1/status", "Authorization: Bearer s3cret-tokem", &r);
+	CHECK(r.status == 401, "auth: a wrong token is 401 (got %d)", r.status);
+	reply_free(&r);
+	request_with(AF_INET, http_port(h), "GET", "/api/v1/status", "Authorization: Bearer s3cret-token-and-more", &r);
+	CHECK(r.status == 401, "auth: a longer token is 401 (got %d)", r.status);
+	reply_free(&r);
+	request_with(AF_INET, http_port(h), "GET", "/api/v1/status", "Authorization: Basic czNjcmV0LXRva2Vu", &r);
+	CHECK(r.status == 401, "auth: another scheme is 401 (got %d)", r.status);
+	reply_free(&r);
+	request_with(AF_INET, http_port(h), "GET", "/api/v1/status", "Authorization: Bearer s3cret-token", &r);
+	CHECK(r.status == 200, "auth: the right token is 200 (got %d)", r.status);
+	reply_free(&r);
+	request_with(AF_INET, http_port(h), "GET", "/api/v1/profile?pid=100&format=folded&from=0&to=4000000000",
+		     "Authorization: Bearer s3cret-token", &r);
+	CHECK(r.status == 200 && r.body && r.body[0], "auth: data with the right token (got %d)", r.status);
+	reply_free(&r);
+	get(http_port(h), "/healthz", &r);
+	CHECK(r.status == 200, "auth: /healthz needs no token (got %d)", r.status);
+	reply_free(&r);
+	get(http_port(h), "/", &r);
+	CHECK(r.status == 200 && has(header(&r, "Content-Type", v, sizeof(v)), "text/html"),
+	      "auth: the dashboard page needs no token (got %d)", r.status);
+	reply_free(&r);
+	http_free(h);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/test_http.XXXXXX", db[4096];
@@ -865,6 +919,7 @@ int main(void)
 	test_no_database(dir, &fake);
 	test_limits(db);
 	test_ipv6(db);
+	test_auth(db, &fake);
 	remove_db(db);
 	rmdir(dir);
 	return CHECK_EXIT();
