@@ -19,6 +19,7 @@
 #include <bpf/libbpf.h>
 
 #include "http.h"
+#include "notify.h"
 #include "sampler.h"
 #include "status.h"
 #include "window.h"
@@ -407,6 +408,8 @@ struct daemon {
 	int last_flush_err;
 	bool stopping;             /* the loop has ended: no flush will come */
 	double last_prune;         /* monotonic seconds; 0: never */
+	double watchdog_s;         /* systemd's watchdog interval; 0: none */
+	double watchdog_sent;      /* monotonic seconds */
 	struct daemon_status status;
 };
 
@@ -625,6 +628,29 @@ static void on_new_process(uint32_t pid, void *ctx)
 		recheck_later(d, pid, 0);
 }
 
+/* Tells systemd the daemon is alive, at half its watchdog interval; returns the poll timeout (ms) to
+ * the next time, -1 for none. A main loop stuck in a flush stops these, and systemd restarts it. */
+static int pet_watchdog(struct daemon *d)
+{
+	double now = now_sec(), due;
+
+	if (!d->watchdog_s)
+		return -1;
+	due = d->watchdog_sent + d->watchdog_s / 2;
+	if (now >= due) {
+		notify_send("WATCHDOG=1");
+		d->watchdog_sent = now;
+		due = now + d->watchdog_s / 2;
+	}
+	return (int)((due - now) * 1e3) + 1;
+}
+
+/* The smaller of two poll timeouts (-1: none). */
+static int min_timeout(int a, int b)
+{
+	return a < 0 ? b : b < 0 ? a : a < b ? a : b;
+}
+
 /* Flushes every interval and when HTTP asks, until SIGINT/SIGTERM, then flushes once more; captures
  * new processes as they are first sampled. */
 static int run(struct daemon *d, int sfd, int tfd)
@@ -637,7 +663,7 @@ static int run(struct daemon *d, int sfd, int tfd)
 			{ .fd = sampler_events_fd(d->smp), .events = POLLIN },
 		};
 		uint64_t ticks;
-		int timeout = run_rechecks(d);
+		int timeout = min_timeout(run_rechecks(d), pet_watchdog(d));
 
 		if (poll(pfd, 4, timeout) < 0) {
 			if (errno == EINTR)
@@ -805,7 +831,12 @@ int main(int argc, char **argv)
 	err = start_http(&d);
 	if (err)
 		goto out;
+	/* Ready once sampling runs and the API answers: what Type=notify waits for. */
+	d.watchdog_s = notify_watchdog_usec() / 1e6;
+	d.watchdog_sent = now_sec();
+	notify_send("READY=1");
 	err = run(&d, sfd, tfd);
+	notify_send("STOPPING=1");
 out:
 	pthread_mutex_lock(&d.lock);
 	d.stopping = true; /* releases HTTP requests waiting for a flush */
