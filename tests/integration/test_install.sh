@@ -12,6 +12,16 @@ check "the unit is installed" [ -f "$unit" ]
 check "the unit runs the daemon from PREFIX" grep -q '^ExecStart=/opt/flamed-test/bin/flamed ' "$unit"
 check "the unit keeps state in /var/lib/flamed" grep -q '^StateDirectory=flamed$' "$unit"
 
+if command -v systemd-analyze > /dev/null; then
+	sed "s|^ExecStart=/opt/flamed-test/bin/flamed|ExecStart=$TMP/root/opt/flamed-test/bin/flamed|" "$unit" > "$TMP/flamed.service"
+	check "systemd-analyze verify accepts the unit" systemd-analyze verify "$TMP/flamed.service"
+	exposure=$(systemd-analyze security --offline=yes "$TMP/flamed.service" 2>/dev/null | sed -n 's/.*exposure level for flamed.service: \([0-9.]*\).*/\1/p')
+	check "the unit's systemd-analyze exposure is at most 3.5 ($exposure)" awk -v e="$exposure" 'BEGIN { exit !(e != "" && e <= 3.5) }'
+	check "the unit is Type=notify with a watchdog" eval 'grep -q "^Type=notify$" "$unit" && grep -q "^WatchdogSec=" "$unit"'
+else
+	skip "systemd unit checks: systemd-analyze is not installed"
+fi
+
 # --help names every long option the parser accepts (the help stays true).
 help=$("$TMP/root/opt/flamed-test/bin/flamed" --help)
 check "flamed --help exits 0" [ $? -eq 0 ]
