@@ -409,6 +409,8 @@ struct daemon {
 	bool stopping;             /* the loop has ended: no flush will come */
 	double last_prune;         /* monotonic seconds; 0: never */
 	double watchdog_s;         /* systemd's watchdog interval; 0: none */
+	bool store_failing;        /* the last flush could not be stored */
+	uint64_t unstored_at_failure;
 	double watchdog_sent;      /* monotonic seconds */
 	struct daemon_status status;
 };
@@ -440,6 +442,22 @@ static void update_status(struct daemon *d, const struct sampler_stats *st, doub
 		s->db_bytes = ss.db_bytes;
 		s->stacks_stored = ss.stacks;
 	}
+}
+
+/* Logs the first flush the store fails (disk full, say) and the first that works again, not every
+ * one in between: sampling goes on, and what cannot be stored is counted as unstored. */
+static void log_store_state(struct daemon *d, int err)
+{
+	if (err && !d->store_failing)
+		fprintf(stderr, "flamed: cannot store samples in %s: %s; sampling goes on, and flushes are counted "
+			"as unstored until it works again%s\n", opt.db, store_errmsg(d->f->store),
+			err == -ENOSPC ? " (the disk is full: free space or lower --max-db-size)" : "");
+	else if (!err && d->store_failing)
+		fprintf(stderr, "flamed: storing in %s works again; %llu samples could not be stored meanwhile\n",
+			opt.db, (unsigned long long)(d->status.samples_unstored - d->unstored_at_failure));
+	if (err && !d->store_failing)
+		d->unstored_at_failure = d->status.samples_unstored;
+	d->store_failing = err != 0;
 }
 
 #define PRUNE_EVERY_S 60
@@ -485,19 +503,15 @@ static int flush(struct daemon *d)
 
 	f->samples = f->keys = f->rejected = 0;
 	f->store_err = store_begin(f->store);
-	if (f->store_err)
-		fprintf(stderr, "flamed: cannot start a transaction in %s: %s\n", opt.db, store_errmsg(f->store));
 	symbolizer_begin_flush(f->sym);
 	err = sampler_drain(d->smp, store_sample, f);
 	if (err)
 		fprintf(stderr, "flamed: draining the BPF maps failed: %s\n", strerror(-err));
 	if (!f->store_err)
 		f->store_err = store_commit(f->store);
-	if (f->store_err) {
-		fprintf(stderr, "flamed: %llu samples of this flush not stored in %s: %s\n",
-			(unsigned long long)f->samples, opt.db, store_errmsg(f->store));
+	if (f->store_err)
 		store_rollback(f->store);
-	}
+	log_store_state(d, f->store_err);
 	if (f->rejected)
 		fprintf(stderr, "flamed: %llu samples rejected by the store as malformed\n",
 			(unsigned long long)f->rejected);
