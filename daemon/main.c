@@ -279,8 +279,10 @@ static void fold(struct flush *f, const struct sampler_sample *s)
 	f->folded[0] = '\0';
 	if (s->nu) {
 		for (unsigned i = s->nu; i-- > 0;) {
-			symbolizer_user_frame(f->sym, s->key->pid, s->uips[i], i > 0, name, sizeof(name), &origin);
-			push_frame(f, &len, name, "", &origin);
+			int kind = symbolizer_user_frame(f->sym, s->key->pid, s->uips[i], i > 0, name, sizeof(name),
+							 &origin);
+
+			push_frame(f, &len, name, kind == FRAME_JIT ? "_[j]" : "", &origin);
 		}
 	} else if (s->key->flags & SAMPLE_USTACK_LOST) {
 		push_frame(f, &len, "[unknown]", "", NULL);

@@ -9,6 +9,7 @@
 
 #include "bincache.h"
 #include "kallsyms.h"
+#include "perfmap.h"
 #include "proccache.h"
 
 #define DEFAULT_KALLSYMS "/proc/kallsyms"
@@ -25,9 +26,11 @@ struct symbolizer {
 	char *modules_path;
 	uint64_t kmisses_since_kload; /* kernel frames unnamed since kallsyms was read (modules, BPF loaded later) */
 	struct proccache *procs;
+	struct perfmap_cache *jit;    /* perf maps (JIT symbols) of the processes that need them */
 	struct bincache *bins;
 	uint64_t user_hits, user_misses, kernel_hits, kernel_misses;
 	uint64_t snapshots;
+	uint64_t jit_hits;
 };
 
 /* A hash of the loaded modules' names and load addresses from /proc/modules (reference counts, which
@@ -99,6 +102,7 @@ static void maybe_reload_kernel_symbols(struct symbolizer *s)
 int symbolizer_new(const struct symbolizer_opts *opts, struct symbolizer **out)
 {
 	const struct symbolizer_opts none = { 0 };
+	struct perfmap_cache_opts po = { 0 };
 	struct bincache_opts bo;
 	struct symbolizer *s;
 	int err;
@@ -115,6 +119,10 @@ int symbolizer_new(const struct symbolizer_opts *opts, struct symbolizer **out)
 	if (err)
 		goto fail;
 	err = proccache_new(opts->max_processes ? opts->max_processes : DEFAULT_MAX_PROCESSES, &s->procs);
+	if (err)
+		goto fail;
+	po.max_processes = opts->max_processes ? opts->max_processes : DEFAULT_MAX_PROCESSES;
+	err = perfmap_cache_new(&po, &s->jit);
 	if (err)
 		goto fail;
 	err = load_kernel_symbols(opts, s);
@@ -135,6 +143,7 @@ void symbolizer_free(struct symbolizer *s)
 	free(s->kallsyms_path);
 	free(s->modules_path);
 	proccache_free(s->procs);
+	perfmap_cache_free(s->jit);
 	bincache_free(s->bins);
 	free(s);
 }
@@ -142,6 +151,7 @@ void symbolizer_free(struct symbolizer *s)
 void symbolizer_begin_flush(struct symbolizer *s)
 {
 	proccache_begin_flush(s->procs);
+	perfmap_cache_begin_flush(s->jit);
 	bincache_begin_flush(s->bins);
 	maybe_reload_kernel_symbols(s);
 }
@@ -186,7 +196,24 @@ static int put_offset(char *buf, size_t len, const char *module, uint64_t off)
 	return FRAME_UNKNOWN;
 }
 
-/* Names addr inside mapping m of pid: its symbol, else "basename+0xVADDR". */
+/* Names addr of pid from its perf map (JIT code): FRAME_JIT, origin "[jit]" without a build-id.
+ * Returns -ENOENT when no perf-map symbol holds addr. */
+static int name_jit(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf, size_t len,
+		    struct frame_origin *origin)
+{
+	const char *name = perfmap_cache_find(s->jit, pid, addr);
+
+	if (!name)
+		return -ENOENT;
+	if (origin) {
+		snprintf(origin->module, sizeof(origin->module), "[jit]");
+		origin->build_id[0] = '\0';
+	}
+	return put_name(buf, len, name, FRAME_JIT);
+}
+
+/* Names addr inside mapping m of pid: its symbol, else its perf-map symbol, else "basename+0xVADDR"
+ * ("[unknown]" for memory with no file). */
 static int name_in_mapping(struct symbolizer *s, uint32_t pid, const struct procmap *m, uint64_t addr,
 			   char *buf, size_t len, struct frame_origin *origin)
 {
@@ -194,13 +221,15 @@ static int name_in_mapping(struct symbolizer *s, uint32_t pid, const struct proc
 	const struct binary *b;
 	struct bin_source src;
 	const char *name;
+	int kind;
 
 	if (origin && m->path)
 		snprintf(origin->module, sizeof(origin->module), "%s", m->path);
 	if (!m->path || m->path[0] != '/' || m->inode == 0) {
 		if (m->path && (strcmp(m->path, "[vdso]") == 0 || strcmp(m->path, "[vsyscall]") == 0))
 			return put_offset(buf, len, m->path, addr - m->start);
-		return put_name(buf, len, UNKNOWN_FRAME, FRAME_UNKNOWN); /* anonymous: JIT code, ... */
+		kind = name_jit(s, pid, addr, buf, len, origin); /* anonymous: JIT code, ... */
+		return kind >= 0 ? kind : put_name(buf, len, UNKNOWN_FRAME, FRAME_UNKNOWN);
 	}
 	src.pid = pid;
 	src.start = m->start;
@@ -217,7 +246,8 @@ static int name_in_mapping(struct symbolizer *s, uint32_t pid, const struct proc
 		if (name)
 			return put_name(buf, len, name, FRAME_USER);
 	}
-	return put_offset(buf, len, strrchr(m->path, '/') + 1, vaddr);
+	kind = name_jit(s, pid, addr, buf, len, origin); /* JIT code in a file: a memfd, a non-ELF file */
+	return kind >= 0 ? kind : put_offset(buf, len, strrchr(m->path, '/') + 1, vaddr);
 }
 
 int symbolizer_user(struct symbolizer *s, uint32_t pid, uint64_t addr, bool is_return_addr, char *buf,
@@ -239,12 +269,16 @@ int symbolizer_user_frame(struct symbolizer *s, uint32_t pid, uint64_t addr, boo
 	m = proccache_find(s->procs, pid, addr);
 	if (m)
 		kind = name_in_mapping(s, pid, m, addr, buf, len, origin);
-	else
+	else if ((kind = name_jit(s, pid, addr, buf, len, origin)) < 0)
+		/* In no mapping we know: the process mapped it after we last read its maps and is gone
+		 * (JIT code spaces grow so); its perf map may still know it. */
 		kind = put_name(buf, len, UNKNOWN_FRAME, FRAME_UNKNOWN);
-	if (kind == FRAME_USER)
+	if (kind == FRAME_USER || kind == FRAME_JIT)
 		s->user_hits++;
 	else
 		s->user_misses++;
+	if (kind == FRAME_JIT)
+		s->jit_hits++;
 	return kind;
 }
 
@@ -264,8 +298,10 @@ int symbolizer_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t len
 void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *out)
 {
 	struct bincache_stats bs;
+	struct perfmap_stats ps;
 
 	bincache_get_stats(s->bins, &bs);
+	perfmap_cache_get_stats(s->jit, &ps);
 	memset(out, 0, sizeof(*out));
 	out->user_hits = s->user_hits;
 	out->user_misses = s->user_misses;
@@ -276,12 +312,20 @@ void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *o
 	out->binaries_evicted = bs.evicted;
 	out->debug_files_found = bs.debug_files_found;
 	out->processes_cached = proccache_count(s->procs);
+	out->jit_hits = s->jit_hits;
+	out->perfmap_files_loaded = ps.files_loaded;
+	out->perfmap_lines_skipped = ps.lines_skipped;
+	out->perfmap_files_rejected = ps.files_rejected;
+	out->perfmap_names_truncated = ps.names_truncated;
+	out->perfmap_entries_dropped = ps.entries_dropped;
+	out->perfmap_symbols = ps.symbols;
 }
 
 int symbolizer_snapshot(struct symbolizer *s, uint32_t pid)
 {
 	size_t n;
 	const struct procmap *maps = proccache_snapshot(s->procs, pid, &n);
+	bool jit_read = false;
 
 	for (size_t i = 0; i < n; i++) {
 		const struct procmap *m = &maps[i];
@@ -295,8 +339,12 @@ int symbolizer_snapshot(struct symbolizer *s, uint32_t pid)
 			.deleted = m->deleted,
 		};
 
-		if (m->path && m->path[0] == '/' && m->inode)
+		if (m->path && m->path[0] == '/' && m->inode) {
 			bincache_get(s->bins, &src);
+		} else if (!jit_read) { /* JIT code: read the perf map while its owner can be checked */
+			perfmap_cache_find(s->jit, pid, m->start);
+			jit_read = true;
+		}
 	}
 	s->snapshots++;
 	return n ? 0 : -ESRCH;

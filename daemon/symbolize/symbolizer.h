@@ -8,7 +8,7 @@
 
 /* A symbolizer is not thread-safe: one thread (the flush loop) uses it. Files: procmaps.c (/proc/PID/maps),
  * proccache.c (per-process tables), elf_file.c + elf_symbols.c (ELF reading), debuginfo.c (separate debug
- * files), bincache.c (parsed binaries), kallsyms.c (kernel symbols). */
+ * files), bincache.c (parsed binaries), kallsyms.c (kernel symbols), perfmap.c (JIT perf maps). */
 struct symbolizer;
 
 struct symbolizer_opts {
@@ -16,7 +16,7 @@ struct symbolizer_opts {
 	const char *kallsyms_path; /* NULL: "/proc/kallsyms" */
 	const char *modules_path;  /* NULL: "/proc/modules"; kallsyms is re-read when it changes */
 	unsigned max_binaries;     /* parsed ELF files kept (LRU); 0: 512 */
-	unsigned max_processes;    /* process mapping tables kept; 0: 4096 */
+	unsigned max_processes;    /* process mapping tables (and perf-map tables) kept; 0: 4096 */
 	size_t max_symbol_bytes;   /* memory the cached binaries' symbols may hold (LRU); 0: no bound */
 };
 
@@ -24,6 +24,7 @@ enum frame_kind {
 	FRAME_UNKNOWN = 0, /* "[unknown]" or "module+0xOFF" */
 	FRAME_USER,        /* named from an ELF symbol */
 	FRAME_KERNEL,      /* named from kallsyms */
+	FRAME_JIT,         /* named from the process's perf map (/tmp/perf-PID.map): JIT code */
 };
 
 struct symbolizer_stats {
@@ -32,6 +33,13 @@ struct symbolizer_stats {
 	uint64_t binaries_cached, binaries_evicted, debug_files_found;
 	uint64_t processes_cached;
 	uint64_t symbol_bytes;       /* memory held by cached symbol tables */
+	uint64_t jit_hits;           /* user frames named from perf maps (FRAME_JIT; also in user_hits) */
+	uint64_t perfmap_files_loaded;   /* perf maps read from their start */
+	uint64_t perfmap_lines_skipped;  /* malformed perf-map lines */
+	uint64_t perfmap_files_rejected; /* perf maps ignored: not the process's user's, writable by others, ... */
+	uint64_t perfmap_names_truncated;  /* perf-map names cut to 1024 bytes */
+	uint64_t perfmap_entries_dropped;  /* perf-map lines past 1,000,000 symbols in one process */
+	uint64_t perfmap_symbols;          /* perf-map symbols held */
 };
 
 /* Creates a symbolizer; loads kallsyms (a kernel that hides addresses leaves kernel frames unnamed).
@@ -43,10 +51,11 @@ int symbolizer_new(const struct symbolizer_opts *opts, struct symbolizer **out);
 /* Frees everything; NULL is safe. */
 void symbolizer_free(struct symbolizer *s);
 
-/* Marks the start of a flush: each process's mappings are re-read at its next lookup (kept when the
- * process is gone), and processes not looked up for several flushes (6) are dropped. Binaries that
- * failed to load are tried again, and after kernel misses kallsyms is re-read (at most every 30
- * flushes, ~70 ms) so modules and BPF programs loaded later get named. */
+/* Marks the start of a flush: each process's mappings are re-read, and its perf map checked for new
+ * lines, at its next lookup (kept when the process is gone), and processes not looked up for several
+ * flushes (6) are dropped. Binaries that failed to load are tried again, and after kernel misses
+ * kallsyms is re-read (at most every 30 flushes, ~70 ms) so modules and BPF programs loaded later
+ * get named. */
 void symbolizer_begin_flush(struct symbolizer *s);
 
 /* Names user address addr of process pid into buf (always NUL-terminated, truncated to len).
@@ -54,14 +63,18 @@ void symbolizer_begin_flush(struct symbolizer *s);
  * The name has no ';' and no control characters: "func", "libfoo.so+0x1a2b" (mapping known, no
  * symbol; the offset is the ELF virtual address) or "[unknown]". Returns an enum frame_kind.
  * Names are raw symbol names (C++ stays mangled), without a version suffix ("@@GLIBC_2.17").
- * "[vdso]+0xOFF" names vDSO frames (FRAME_UNKNOWN); anonymous executable memory (JIT) is "[unknown]".
+ * "[vdso]+0xOFF" names vDSO frames (FRAME_UNKNOWN). An address in a mapping with no file (anonymous,
+ * "[anon:...]", "//anon": JIT code), or in a file where no ELF symbol holds it, is named from the
+ * process's perf map when one covers it (FRAME_JIT, the name without a "_[j]" suffix), else "[unknown]"
+ * or "module+0xOFF". The perf map is checked (owner, not writable by others) and re-read when it grew
+ * at the first such lookup of the process in each flush; see perfmap.h.
  * The first lookup of a binary opens and parses it (and may CRC a separate debug file): slow once. */
 int symbolizer_user(struct symbolizer *s, uint32_t pid, uint64_t addr, bool is_return_addr,
 		    char *buf, size_t len);
 
 /* Where a frame's code lives, for pprof mappings. */
 struct frame_origin {
-	char module[1024];  /* the binary's path as the process sees it, "[kernel]", "[vdso]", or "" */
+	char module[1024];  /* the binary's path as the process sees it, "[kernel]", "[vdso]", "[jit]", or "" */
 	char build_id[129]; /* lowercase hex, or "" */
 };
 

@@ -25,6 +25,15 @@ sleep 0.5
 rm -f "$TMP/upgraded"
 wait $upid
 
+# 4. JIT code: Node.js writing /tmp/perf-PID.map (--perf-basic-prof), if node is here.
+if command -v node > /dev/null; then
+	(cd "$TMP" && exec node --perf-basic-prof -e '
+		function flamedHotLoop(n) { let s = 0; for (let i = 0; i < n; i++) s += Math.sqrt(i * 7.5) % 3; return s; }
+		const end = Date.now() + 3000; let t = 0; while (Date.now() < end) t += flamedHotLoop(200000);
+		console.log(t > 0 ? "done" : "");') > /dev/null & npid=$!
+	wait $npid
+fi
+
 curl -sf -o /dev/null "$URL/debug/pprof/profile?seconds=1" # flushes now
 T1=$(($(date +%s) + 2))
 
@@ -56,6 +65,17 @@ read -r ok all pct <<< "$(named_share "$TMP/up.folded")"
 echo "deleted binary: $ok of $all user frames named ($pct%)"
 check "a binary deleted while it runs: its chain is named ($pct%)" \
 	eval 'grep -q ";main;run;beta;leaf_spin" "$TMP/up.folded" && awk -v p="$pct" "BEGIN { exit !(p >= 95) }"'
+
+if [ -n "${npid:-}" ]; then
+	curl -sf "$URL/api/v1/profile?pid=$npid&from=$T0&to=$T1&format=folded" > "$TMP/node.folded"
+	total=$(sum_samples "$TMP/node.folded")
+	jit=$(sum_samples "$TMP/node.folded" 'flamedHotLoop[^;]*_\[j\]')
+	echo "node: $jit of $total samples in flamedHotLoop, named from its perf map"
+	check "JIT frames from /tmp/perf-PID.map are named and marked _[j] ($jit of $total samples in flamedHotLoop)" \
+		[ "$total" -gt 0 -a $((2 * jit)) -ge "$total" ]
+else
+	skip "JIT perf maps: node is not installed"
+fi
 
 stop_flamed
 check "flamed exits 0" [ $? -eq 0 ]
