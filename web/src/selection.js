@@ -1,0 +1,45 @@
+// selection.js - the line that says what every view shows (host, process, thread, window), with a way back from each, and the daemon's own state.
+import { h, fill } from './dom.js';
+import { getJSON } from './api.js';
+import { count, duration, span } from './format.js';
+import * as S from './state.js';
+
+export function selectionBar(el) {
+  const crumb = (text, testid, clear, title) => h('span', { class: 'crumb' }, text,
+    clear ? h('button', { type: 'button', class: 'x', testid, title, 'aria-label': title, onclick: clear }, '×') : null);
+  const draw = (st) => {
+    const parts = [h('span', { class: 'muted' }, 'Showing ')];
+    parts.push(crumb('Host', null));
+    if (st.pid !== null) parts.push(' › ', crumb(`${st.comm || 'process'} (${st.pid})`, 'clear-pid',
+      () => S.set({ pid: null, comm: '', tid: null, tname: '' }), 'Show the whole host'));
+    if (st.pid !== null && st.tid !== null) parts.push(' › ', crumb(`thread ${st.tname || ''} (${st.tid})`, 'clear-tid',
+      () => S.set({ tid: null, tname: '' }), 'Show every thread'));
+    const { from, to } = S.view();
+    parts.push(h('span', { class: 'muted' }, ' · '), st.mode === 'compare' ? crumb('comparing a base and a new window', null)
+      : st.wfrom !== null
+      ? crumb(`window ${span(from, to)}`, 'clear-window', () => S.set({ wfrom: null, wto: null }), 'Show the whole range')
+      : crumb(`range ${span(from, to)}`, null));
+    fill(el, parts);
+  };
+  S.subscribe(['pid', 'tid', 'comm', 'tname', 'from', 'to', 'wfrom', 'wto', 'mode'], draw);
+  draw(S.get());
+}
+
+// The daemon's state in the header; a failure shows in the banner.
+export function daemonStatus(el, banner) {
+  const load = async () => {
+    try {
+      const s = await getJSON('/api/v1/status');
+      banner.hidden = true;
+      const flushed = s.last_flush_time ? `last stored ${duration(Math.max(0, Date.now() / 1000 - s.last_flush_time))} ago` : 'nothing stored yet';
+      fill(el, `flamed ${s.version} · ${s.cpus} CPUs at ${s.frequency} Hz · ${count(s.samples)} samples · ${flushed}`);
+      el.title = `uptime ${duration(s.uptime_seconds)}, database ${count(s.db_bytes / 1024)} KiB, samples stored every ${s.flush_interval} s`;
+    } catch (e) {
+      fill(el, 'flamed: no status');
+      banner.hidden = false;
+      fill(banner, h('strong', {}, 'The daemon does not answer as it should: '), e.message);
+    }
+  };
+  S.subscribe(['tick'], load);
+  load();
+}

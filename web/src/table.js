@@ -1,0 +1,73 @@
+// table.js - a sortable table of rows with share bars, for processes, threads and functions.
+import { h, fill } from './dom.js';
+
+// columns: [{ key, label, num (right-aligned, sorts descending first), render(row) -> node|text,
+// value(row) -> what it sorts by }]. opts: testid (of each row), rowKey(row) -> string,
+// onPick(row), sort: [key, dir], limit (rows drawn at most). Returns { el, set(rows), select(key), mark(pred) }.
+export function table(columns, opts) {
+  let rows = [];
+  let [sortKey, sortDir] = opts.sort;
+  let selected = null;
+  const head = h('tr');
+  const body = h('tbody');
+  const el = h('table', { class: 'grid', testid: opts.tableTestid }, h('thead', {}, head), body);
+
+  function header() {
+    fill(head, columns.map((c) => h('th', {
+      class: (c.num ? 'num ' : '') + 'sortable', scope: 'col', testid: `${opts.tableTestid}-sort-${c.key}`,
+      'aria-sort': c.key === sortKey ? (sortDir > 0 ? 'ascending' : 'descending') : 'none',
+      onclick: () => {
+        if (sortKey === c.key) sortDir = -sortDir;
+        else [sortKey, sortDir] = [c.key, c.num ? -1 : 1];
+        draw();
+      },
+    }, c.label, c.key === sortKey ? (sortDir > 0 ? ' ▲' : ' ▼') : '')));
+  }
+
+  function draw() {
+    header();
+    const col = columns.find((c) => c.key === sortKey) || columns[0];
+    const val = col.value || ((r) => r[col.key]);
+    const sorted = rows.slice().sort((a, b) => {
+      const x = val(a), y = val(b);
+      return (x < y ? -1 : x > y ? 1 : 0) * sortDir;
+    });
+    const limit = opts.limit || Infinity;
+    const more = sorted.length - limit;
+    fill(body, sorted.slice(0, limit).map((r) => {
+      const key = opts.rowKey(r);
+      return h('tr', {
+        testid: opts.testid, dataset: { key }, tabindex: 0,
+        class: key === selected ? 'selected' : '', 'aria-selected': key === selected ? 'true' : 'false',
+        onclick: () => opts.onPick(r),
+        onkeydown: (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); opts.onPick(r); } },
+      }, columns.map((c) => h('td', { class: c.num ? 'num' : '' }, c.render ? c.render(r) : r[c.key])));
+    }), more > 0 ? h('tr', { class: 'more' }, h('td', { colspan: columns.length }, `${more} more not shown: filter to find them`)) : null);
+  }
+
+  return {
+    el,
+    set(newRows) {
+      rows = newRows;
+      draw();
+    },
+    select(key) {
+      selected = key === null || key === undefined ? null : String(key);
+      for (const tr of body.children) {
+        const on = tr.dataset.key === selected;
+        tr.classList.toggle('selected', on);
+        tr.setAttribute('aria-selected', on ? 'true' : 'false');
+      }
+    },
+    // Marks the rows for which pred(key) holds (functions matching the flame graph search).
+    mark(pred) {
+      for (const tr of body.children) tr.classList.toggle('marked', !!pred && pred(tr.dataset.key));
+    },
+  };
+}
+
+// A share as a bar and a percentage.
+export function shareBar(f, text) {
+  return h('span', { class: 'share' }, h('span', { class: 'bar' }, h('i', { style: `width:${Math.min(100, Math.max(0, 100 * f)).toFixed(1)}%` })),
+    h('span', { class: 'pct' }, text));
+}

@@ -1,0 +1,51 @@
+// threads.js - the threads of the selected process by share of its samples; picking one filters every view to it.
+import { h, fill } from './dom.js';
+import { panel } from './panel.js';
+import { latest, isAbort } from './api.js';
+import { table, shareBar } from './table.js';
+import { count, percent } from './format.js';
+import * as S from './state.js';
+
+export function threadsPanel(root) {
+  const p = panel(root, 'threads', 'Threads');
+  const all = h('button', { type: 'button', testid: 'select-all-threads', onclick: () => S.set({ tid: null, tname: '' }) }, 'All threads');
+  const t = table([
+    { key: 'tid', label: 'TID', num: true },
+    { key: 'name', label: 'Name', render: (r) => h('span', { class: 'name', title: r.name }, r.name) },
+    { key: 'share', label: 'Share', num: true, render: (r) => shareBar(r.share, percent(r.share)) },
+    { key: 'samples', label: 'Samples', num: true, render: (r) => count(r.samples) },
+  ], {
+    tableTestid: 'thread-table', testid: 'thread-row', rowKey: (r) => String(r.tid), sort: ['share', -1], limit: 500,
+    onPick: (r) => S.set(S.get().tid === r.tid ? { tid: null, tname: '' } : { tid: r.tid, tname: r.name }),
+  });
+  fill(p.tools, all);
+  p.body.append(h('div', { class: 'scroll' }, t.el));
+  const request = latest();
+
+  async function load(st) {
+    p.el.hidden = st.pid === null;
+    if (st.pid === null) return;
+    const { from, to } = S.view();
+    fill(p.title, `Threads of ${st.pid}${st.comm ? ` (${st.comm})` : ''}`);
+    p.busy(true);
+    p.status('loading', 'Loading threads…');
+    try {
+      const r = await request('/api/v1/threads', { pid: st.pid, from, to });
+      p.busy(false);
+      const total = r.threads.reduce((s, x) => s + x.samples, 0);
+      t.set(r.threads.map((x) => ({ ...x, share: total ? x.samples / total : 0 })));
+      t.select(S.get().tid);
+      if (!r.threads.length) p.status('empty', 'No samples of this process in this window.');
+      else p.status('');
+    } catch (e) {
+      if (isAbort(e)) return;
+      p.busy(false);
+      t.set([]);
+      p.status('error', e.message);
+    }
+  }
+
+  S.subscribe(['pid', 'from', 'to', 'wfrom', 'wto', 'tick'], load);
+  S.subscribe(['tid'], (st) => t.select(st.tid));
+  return { load };
+}
