@@ -26,7 +26,7 @@ LDFLAGS  += -fsanitize=address,undefined
 endif
 FLAMED_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -DFLAMED_VERSION='"$(VERSION)"' \
             -Iinclude -Idaemon -I$(BUILD)
-LDLIBS   += -lbpf -lelf -lz -lsqlite3 -lmicrohttpd -lprotobuf-c -lpthread -lm
+LDLIBS   += -lbpf -ldw -lelf -lz -lsqlite3 -lmicrohttpd -lprotobuf-c -lpthread -lm
 
 LIB_SRCS := $(filter-out daemon/main.c daemon/sampler.c,$(wildcard daemon/*.c daemon/*/*.c))
 PROTO_SRCS := $(wildcard daemon/*/*.proto)

@@ -40,6 +40,7 @@ static struct options {
 	unsigned max_stacks;
 	unsigned max_keys;
 	unsigned symbol_cache_mb;
+	bool inline_frames;
 	int64_t retention;         /* seconds */
 	uint64_t max_db_size;      /* bytes */
 	int verbose;
@@ -98,6 +99,9 @@ static void usage(FILE *f)
 		"  --frequency HZ         samples per second per CPU, 1-10000 (default 19)\n"
 		"  --flush-interval S     seconds between drains to the database, 1-3600 (default 10)\n"
 		"  --include-idle         also count the idle task (pid 0)\n"
+		"  --inline               show inlined functions as frames of their own, marked _[i],\n"
+		"                         where DWARF is found (debug files, -g binaries); costs\n"
+		"                         memory: about 12 MiB for libc's debug info\n"
 		"  --debug-dir DIR        root of separate debug files (default /usr/lib/debug)\n"
 		"  --max-stacks N         distinct stacks kept per flush, 256-1048576 (default: two\n"
 		"                         per CPU per tick of a flush, so that every sample fits,\n"
@@ -165,7 +169,7 @@ static uint64_t parse_size(const char *name, const char *s)
 
 static void parse_options(int argc, char **argv)
 {
-	enum { O_DB = 256, O_LISTEN, O_AUTH, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS };
+	enum { O_DB = 256, O_LISTEN, O_AUTH, O_INLINE, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "listen", required_argument, NULL, O_LISTEN },
@@ -173,6 +177,7 @@ static void parse_options(int argc, char **argv)
 		{ "frequency", required_argument, NULL, O_FREQ },
 		{ "flush-interval", required_argument, NULL, O_FLUSH },
 		{ "include-idle", no_argument, NULL, O_IDLE },
+		{ "inline", no_argument, NULL, O_INLINE },
 		{ "debug-dir", required_argument, NULL, O_DEBUG_DIR },
 		{ "max-stacks", required_argument, NULL, O_MAX_STACKS },
 		{ "max-keys", required_argument, NULL, O_MAX_KEYS },
@@ -195,6 +200,7 @@ static void parse_options(int argc, char **argv)
 		case O_FREQ: opt.frequency = parse_uint("--frequency", optarg, 1, 10000); break;
 		case O_FLUSH: opt.flush_interval = parse_uint("--flush-interval", optarg, 1, 3600); break;
 		case O_IDLE: opt.include_idle = true; break;
+		case O_INLINE: opt.inline_frames = true; break;
 		case O_DEBUG_DIR: opt.debug_dir = optarg; break;
 		case O_MAX_STACKS: opt.max_stacks = parse_uint("--max-stacks", optarg, 256, 1 << 20); break;
 		case O_MAX_KEYS: opt.max_keys = parse_uint("--max-keys", optarg, 256, 1 << 22); break;
@@ -283,6 +289,8 @@ static void fold(struct flush *f, const struct sampler_sample *s)
 							 &origin);
 
 			push_frame(f, &len, name, kind == FRAME_JIT ? "_[j]" : "", &origin);
+			for (int j = 0; j < origin.ninlined; j++) /* inlined into it: called from it */
+				push_frame(f, &len, origin.inlined[j], "_[i]", &origin);
 		}
 	} else if (s->key->flags & SAMPLE_USTACK_LOST) {
 		push_frame(f, &len, "[unknown]", "", NULL);
@@ -709,6 +717,7 @@ static int start(struct daemon *d)
 	struct symbolizer_opts so = {
 		.debug_dir = opt.debug_dir,
 		.max_symbol_bytes = (size_t)opt.symbol_cache_mb << 20,
+		.inline_frames = opt.inline_frames,
 	};
 	struct sampler_opts sopts = {
 		.frequency = opt.frequency,

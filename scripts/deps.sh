@@ -5,7 +5,7 @@
 set -eu
 
 build_pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libsqlite3-dev
-	libmicrohttpd-dev libprotobuf-c-dev protobuf-c-compiler"
+	libmicrohttpd-dev libprotobuf-c-dev protobuf-c-compiler libdw-dev"
 test_pkgs="binutils procps libc6-dbg curl libxml2-utils golang-go jq chromium"
 
 pkgs=$build_pkgs

@@ -1,5 +1,6 @@
 /* bincache.c - loads each mapped ELF binary once (segments, symbols, debug file) and keeps a bounded LRU. */
 #include "bincache.h"
+#include "inlines.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -22,6 +23,7 @@ struct binary {
 	struct elf_segment segs[ELF_MAX_SEGMENTS];
 	size_t nsegs;
 	char build_id[BINARY_BUILD_ID_MAX]; /* lowercase hex, "" when it has none */
+	struct inlines *inl;     /* its DWARF, for inlined functions; NULL: none or not asked for */
 	struct elf_symtab *syms; /* NULL: no function symbol anywhere */
 };
 
@@ -50,6 +52,7 @@ struct bincache {
 	struct lru_node lru; /* most recently used first */
 	size_t count, max;
 	size_t bytes, max_bytes; /* memory held by the entries; max_bytes 0: no byte bound */
+	bool inlines;
 	uint64_t gen;
 	uint64_t evicted, debug_files_found;
 };
@@ -77,6 +80,7 @@ int bincache_new(const struct bincache_opts *opts, struct bincache **out)
 	c->mask = nb - 1;
 	c->max = opts->max;
 	c->max_bytes = opts->max_bytes;
+	c->inlines = opts->inlines;
 	lru_init(&c->lru);
 	*out = c;
 	return 0;
@@ -104,7 +108,7 @@ static struct bin_entry *lookup(const struct bincache *c, uint64_t dev, uint64_t
 /* Memory e holds. */
 static size_t entry_bytes(const struct bin_entry *e)
 {
-	return sizeof(*e) + elf_symtab_bytes(e->bin.syms);
+	return sizeof(*e) + elf_symtab_bytes(e->bin.syms) + (e->bin.inl ? inlines_bytes(e->bin.inl) : 0);
 }
 
 static void drop(struct bincache *c, struct bin_entry *e)
@@ -117,6 +121,7 @@ static void drop(struct bincache *c, struct bin_entry *e)
 	lru_remove(&e->lru);
 	c->bytes -= entry_bytes(e);
 	elf_symtab_free(e->bin.syms);
+	inlines_free(e->bin.inl);
 	free(e);
 	c->count--;
 }
@@ -189,6 +194,25 @@ static int open_mapped(const struct bin_source *src, char *root)
 
 /* Fills b->syms: the binary's .symtab, else a debug file's .symtab, else .dynsym.
  * Returns 0 (also when no symbol is found) or -ENOMEM. */
+/* Opens the DWARF of the binary for inlined functions: its separate debug file when there is one, else
+ * the binary itself (if it is still there); none is no error. */
+static void open_inlines(struct bincache *c, const struct bin_source *src, const char *root,
+			 const struct elf_file *f, struct binary *b)
+{
+	char found[PATH_MAX] = "", self[PATH_MAX];
+	struct debuginfo_query q = { .root = root, .debug_dir = c->debug_dir, .path = src->path, .bin = f,
+				     .found = found, .found_len = sizeof(found) };
+	struct elf_file *dbg;
+
+	if (debuginfo_find(&q, &dbg) == 0) {
+		elf_file_free(dbg);
+		if (inlines_open(found, &b->inl) == 0)
+			return;
+	}
+	if (!src->deleted && src->path && snprintf(self, sizeof(self), "%s%s", root, src->path) < (int)sizeof(self))
+		inlines_open(self, &b->inl);
+}
+
 static int load_symbols(struct bincache *c, const struct bin_source *src, const char *root,
 			const struct elf_file *f, struct binary *b)
 {
@@ -196,6 +220,8 @@ static int load_symbols(struct bincache *c, const struct bin_source *src, const 
 	struct elf_file *dbg;
 	int err;
 
+	if (c->inlines)
+		open_inlines(c, src, root, f, b);
 	err = elf_symtab_load(f, false, &b->syms);
 	if (err == 0 || err == -ENOMEM)
 		return err;
@@ -339,6 +365,13 @@ int binary_vaddr(const struct binary *b, uint64_t file_off, uint64_t *vaddr)
 const char *binary_symbol(const struct binary *b, uint64_t vaddr)
 {
 	return b->syms ? elf_symtab_lookup(b->syms, vaddr) : NULL;
+}
+
+int binary_inlines(const struct binary *b, uint64_t vaddr, const char **names, int max)
+{
+	int n = b->inl ? inlines_at(b->inl, vaddr, names, max) : 0;
+
+	return n < 0 ? 0 : n;
 }
 
 const char *binary_build_id(const struct binary *b)

@@ -15,6 +15,7 @@ struct bincache_opts {
 	const char *debug_dir; /* NULL: "/usr/lib/debug" */
 	unsigned max;          /* binaries kept (> 0) */
 	size_t max_bytes;      /* memory their symbol tables may hold; 0: no bound but max */
+	bool inlines;          /* also open each binary's DWARF for inlined functions (costs memory) */
 };
 
 /* Where a binary is mapped: how to open it and its cache key. */
@@ -53,6 +54,10 @@ int binary_vaddr(const struct binary *b, uint64_t file_off, uint64_t *vaddr);
 
 /* The function covering ELF virtual address vaddr of b, or NULL. Valid as long as b. */
 const char *binary_symbol(const struct binary *b, uint64_t vaddr);
+
+/* The functions inlined at ELF virtual address vaddr of b, outermost first (none when b has no DWARF
+ * or bincache_opts.inlines is off): fills names (valid as long as b) and returns how many, at most max. */
+int binary_inlines(const struct binary *b, uint64_t vaddr, const char **names, int max);
 
 /* The build-id of b in lowercase hex, "" when it has none. Valid as long as b. */
 const char *binary_build_id(const struct binary *b);

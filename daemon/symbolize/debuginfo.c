@@ -73,6 +73,8 @@ static int try_build_id(const struct debuginfo_query *q, const char *debug_dir, 
 		elf_file_free(f);
 		return -ENOENT;
 	}
+	if (q->found)
+		snprintf(q->found, q->found_len, "%s", path);
 	*out = f;
 	return 0;
 }
@@ -107,6 +109,8 @@ static int try_debuglink(const struct debuginfo_query *q, const char *cand, uint
 		elf_file_free(f);
 		return -ENOENT;
 	}
+	if (q->found)
+		snprintf(q->found, q->found_len, "%s", path);
 	*out = f;
 	return 0;
 }

@@ -2,6 +2,7 @@
 #ifndef FLAMED_SYMBOLIZE_DEBUGINFO_H
 #define FLAMED_SYMBOLIZE_DEBUGINFO_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct elf_file;
@@ -12,6 +13,8 @@ struct debuginfo_query {
 	const char *debug_dir;  /* "/usr/lib/debug", as the process sees it */
 	const char *path;       /* the binary's absolute path as the process sees it (NULL: unknown) */
 	const struct elf_file *bin;
+	char *found;            /* NULL, or where the path (root included) of the file found is copied */
+	size_t found_len;
 };
 
 /* Opens the first valid candidate of:

@@ -114,6 +114,7 @@ int symbolizer_new(const struct symbolizer_opts *opts, struct symbolizer **out)
 		return -ENOMEM;
 	bo.debug_dir = opts->debug_dir;
 	bo.max_bytes = opts->max_symbol_bytes;
+	bo.inlines = opts->inline_frames;
 	bo.max = opts->max_binaries ? opts->max_binaries : DEFAULT_MAX_BINARIES;
 	err = bincache_new(&bo, &s->bins);
 	if (err)
@@ -212,6 +213,17 @@ static int name_jit(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf
 	return put_name(buf, len, name, FRAME_JIT);
 }
 
+/* Copies the functions inlined at vaddr of b into origin, cleaned like every frame name. */
+static void fill_inlined(const struct binary *b, uint64_t vaddr, struct frame_origin *origin)
+{
+	const char *names[SYMBOLIZER_MAX_INLINED];
+	int n = binary_inlines(b, vaddr, names, SYMBOLIZER_MAX_INLINED);
+
+	for (int i = 0; i < n; i++)
+		put_name(origin->inlined[i], sizeof(origin->inlined[i]), names[i], FRAME_USER);
+	origin->ninlined = n;
+}
+
 /* Names addr inside mapping m of pid: its symbol, else its perf-map symbol, else "basename+0xVADDR"
  * ("[unknown]" for memory with no file). */
 static int name_in_mapping(struct symbolizer *s, uint32_t pid, const struct procmap *m, uint64_t addr,
@@ -243,6 +255,8 @@ static int name_in_mapping(struct symbolizer *s, uint32_t pid, const struct proc
 		snprintf(origin->build_id, sizeof(origin->build_id), "%s", binary_build_id(b));
 	if (b && binary_vaddr(b, vaddr, &vaddr) == 0) {
 		name = binary_symbol(b, vaddr);
+		if (name && origin)
+			fill_inlined(b, vaddr, origin);
 		if (name)
 			return put_name(buf, len, name, FRAME_USER);
 	}
@@ -263,7 +277,7 @@ int symbolizer_user_frame(struct symbolizer *s, uint32_t pid, uint64_t addr, boo
 	int kind;
 
 	if (origin)
-		origin->module[0] = origin->build_id[0] = '\0';
+		origin->module[0] = origin->build_id[0] = '\0', origin->ninlined = 0;
 	if (is_return_addr && addr > 0)
 		addr--;
 	m = proccache_find(s->procs, pid, addr);

@@ -18,6 +18,7 @@ struct symbolizer_opts {
 	unsigned max_binaries;     /* parsed ELF files kept (LRU); 0: 512 */
 	unsigned max_processes;    /* process mapping tables (and perf-map tables) kept; 0: 4096 */
 	size_t max_symbol_bytes;   /* memory the cached binaries' symbols may hold (LRU); 0: no bound */
+	bool inline_frames;        /* name inlined functions from DWARF (opens each binary's debug info) */
 };
 
 enum frame_kind {
@@ -72,8 +73,12 @@ void symbolizer_begin_flush(struct symbolizer *s);
 int symbolizer_user(struct symbolizer *s, uint32_t pid, uint64_t addr, bool is_return_addr,
 		    char *buf, size_t len);
 
-/* Where a frame's code lives, for pprof mappings. */
+#define SYMBOLIZER_MAX_INLINED 8 /* inlined frames kept per address (the innermost) */
+
+/* Where a frame's code lives, for pprof mappings; and the functions inlined there. */
 struct frame_origin {
+	int ninlined;       /* with opts.inline_frames: functions inlined at the address, outermost first */
+	char inlined[SYMBOLIZER_MAX_INLINED][128];
 	char module[1024];  /* the binary's path as the process sees it, "[kernel]", "[vdso]", "[jit]", or "" */
 	char build_id[129]; /* lowercase hex, or "" */
 };
