@@ -191,13 +191,24 @@ static int stack_to_pprof(uint32_t pid, const char *comm, const char *folded, co
 	return err;
 }
 
+/* Seconds as pprof's int64_t nanoseconds, saturated: instants outside 1678..2262 do not fit. */
+static int64_t to_ns(int64_t seconds)
+{
+	int64_t ns;
+
+	if (__builtin_mul_overflow(seconds, INT64_C(1000000000), &ns))
+		return seconds < 0 ? INT64_MIN : INT64_MAX;
+	return ns;
+}
+
 static int write_pprof(struct store *st, const struct store_filter *f, const struct query_graph *g, FILE *out)
 {
 	struct pprof_collect c = { 0 };
 	unsigned freq = g && g->frequency ? g->frequency : DEFAULT_FREQUENCY;
+	int64_t span;
 	struct pprof_info info = {
-		.time_unix_ns = f->from * 1000000000LL,
-		.duration_ns = (f->to - f->from) * 1000000000LL,
+		.time_unix_ns = to_ns(f->from),
+		.duration_ns = __builtin_sub_overflow(f->to, f->from, &span) ? INT64_MAX : to_ns(span),
 		.period_ns = 1000000000LL / freq,
 	};
 	int err = store_query_stacks_frames(st, f, stack_to_pprof, &c);
