@@ -3,6 +3,10 @@
 # make run        build, then run the daemon in the foreground on ./flamed.db (root)
 # make test       unit, integration (root, real BPF) tests; ends with "N passed, N failed"
 # make test SANITIZE=1   the same, built with AddressSanitizer and UBSan in build-san/
+# make soak       the long resilience tests (tests/soak/: wrk on the API, churn memory, kill -9 rounds; root)
+# make fuzz       libFuzzer targets (tests/fuzz/) for FUZZ_SECONDS (60) each; make fuzz-build only builds them
+# make bench      measure overhead, ingest, queries, storage, memory (root); writes docs/BENCHMARKS.md
+# make bench QUICK=1   the same in a few minutes (5 s runs, a 1-hour history): to check the harness
 # make install    install into $(DESTDIR)$(PREFIX), the unit into $(DESTDIR)$(UNITDIR)
 
 PREFIX   ?= /usr/local
@@ -35,8 +39,9 @@ WEB_SRCS := $(wildcard web/src/*) web/build.mjs web/package.json web/package-loc
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 INTEGRATION := $(sort $(wildcard tests/integration/test_*.sh))
+SOAK := $(sort $(wildcard tests/soak/*.sh))
 
-.PHONY: all run test install uninstall clean
+.PHONY: all run test soak bench install uninstall clean fuzz fuzz-build
 .SECONDARY:
 all: $(BUILD)/flamed $(BUILD)/flamectl
 
@@ -107,6 +112,63 @@ run: all
 
 test: all $(UNIT_BINS) | $(BUILD)/.deps-test
 	BUILD=$(abspath $(BUILD)) tests/run.sh $(UNIT_BINS) $(INTEGRATION)
+
+# Minutes, not seconds: kept out of make test.
+soak: all | $(BUILD)/.deps-test
+	BUILD=$(abspath $(BUILD)) tests/run.sh $(SOAK)
+
+# Fuzzing: each tests/fuzz/fuzz_NAME.c is a libFuzzer target, linked against the daemon's sources built
+# again with ASan, UBSan and coverage in $(BUILD)/fuzz/; its seeds are tests/fuzz/corpus/NAME/.
+FUZZ_SECONDS ?= 60
+FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_OBJS := $(LIB_SRCS:%.c=$(BUILD)/fuzz/%.o) $(PROTO_SRCS:%.proto=$(BUILD)/fuzz/%.pb-c.o) $(BUILD)/daemon/dashboard.o
+
+$(BUILD)/fuzz/%.o: %.c | $(BUILD)/.deps-test
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FLAMED_CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/fuzz/%.pb-c.o: $(BUILD)/%.pb-c.c | $(BUILD)/.deps-test
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -std=gnu11 -I$(BUILD) -c $< -o $@
+$(foreach p,$(PROTO_SRCS),$(eval $(BUILD)/fuzz/$(p:.proto=.o): $(BUILD)/$(p:.proto=.pb-c.h)))
+$(BUILD)/fuzz/libflamed.a: $(FUZZ_OBJS)
+	$(AR) rcs $@ $^
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/fuzz/libflamed.a
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FLAMED_CFLAGS) -Itests/fuzz -MMD -MP -MF $@.d -MT $@ \
+		-o $@ $< $(BUILD)/fuzz/libflamed.a $(LDLIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+# Runs each target on a copy of its seeds in $(BUILD)/fuzz/corpus/NAME/ (new inputs stay there), its
+# output in $(BUILD)/fuzz/NAME.log; a crash's input goes to $(BUILD)/fuzz/crashes/ and fails make.
+fuzz: fuzz-build
+	@failed=0; mkdir -p $(BUILD)/fuzz/crashes; \
+	for t in $(FUZZ_BINS:$(BUILD)/fuzz/fuzz_%=%); do \
+		c=$(BUILD)/fuzz/corpus/$$t; log=$(BUILD)/fuzz/$$t.log; \
+		mkdir -p $$c && cp -r tests/fuzz/corpus/$$t/. $$c/; \
+		echo "fuzz $$t: $(FUZZ_SECONDS) s; new inputs go to $$c, output to $$log"; \
+		if ! $(BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=30 -print_final_stats=1 \
+			-artifact_prefix=$(BUILD)/fuzz/crashes/$$t- $$c > $$log 2>&1; then \
+			failed=1; tail -30 $$log; echo "fuzz $$t: FAILED: $$(grep -o 'written to .*' $$log)"; fi; \
+		grep -E '^(Done|stat::average_exec_per_sec)' $$log | sed 's/^/    /'; \
+	done; exit $$failed
+
+# Benchmarks: the harness bench/run.sh and its programs in $(BUILD)/bench/. gen_history applies
+# retention only when the store has store_prune.
+BENCH_LINKED := $(BUILD)/bench/gen_history $(BUILD)/bench/query_bench
+BENCH_BINS := $(BENCH_LINKED) $(BUILD)/bench/burn
+$(BUILD)/bench/gen_history.o: FLAMED_CFLAGS += $(if $(shell grep -s store_prune daemon/store.h),-DHAVE_STORE_PRUNE)
+
+bench: all $(BENCH_BINS)
+	BUILD=$(abspath $(BUILD)) QUICK=$(QUICK) bench/run.sh
+
+$(BUILD)/bench/burn: bench/burn.c | $(BUILD)/.deps
+	@mkdir -p $(@D)
+	$(CLANG) -O2 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+		-fno-optimize-sibling-calls $< -o $@
+
+$(BENCH_LINKED): $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libflamed.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR)
