@@ -58,8 +58,9 @@ struct http {
 	unsigned active; /* requests between the access handler and MHD's completion notice */
 	_Atomic uint64_t responses[CODES]; /* by status code */
 	_Atomic uint64_t too_large;        /* responses refused for passing BODY_MAX */
-	/* Their addresses tag a request (via *req_cls) as having a short or an overlong URL. */
-	char tag_url_ok, tag_url_long;
+	/* Their addresses tag a request (via *req_cls) as having a short or an overlong URL, and as
+	 * seen by the access handler once (the _seen pair). */
+	char tag_url_ok, tag_url_long, tag_seen_ok, tag_seen_long;
 };
 
 /* The query parameters; a route lists the ones it takes. */
@@ -1033,7 +1034,20 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 	pthread_mutex_unlock(&h->lock);
 }
 
-/* MHD's access handler: answers every request at its first call (no endpoint reads a body). */
+/* Does the request announce a body? */
+static bool has_body(struct MHD_Connection *conn)
+{
+	const char *len = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	return (len && strcmp(len, "0")) ||
+	       MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+}
+
+/* MHD's access handler. A request without a body is answered at the second call, once MHD has read
+ * all of it: answered at the first, MHD cannot tell that no body follows and closes the connection
+ * after the answer, so no connection is kept alive and clients that reconnect at once meet the
+ * connection limit. A request with a body (no endpoint reads one) is answered at the first call, and
+ * MHD closes that connection. */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *upload_data, size_t *upload_data_size,
 				  void **req_cls)
@@ -1044,14 +1058,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	(void)version;
 	(void)upload_data;
 	(void)upload_data_size;
-	pthread_mutex_lock(&h->lock);
-	h->active++;
-	pthread_mutex_unlock(&h->lock);
+	if (*req_cls != &h->tag_seen_ok && *req_cls != &h->tag_seen_long) {
+		*req_cls = *req_cls == &h->tag_url_long ? &h->tag_seen_long : &h->tag_seen_ok;
+		pthread_mutex_lock(&h->lock);
+		h->active++;
+		pthread_mutex_unlock(&h->lock);
+		if (!has_body(conn))
+			return MHD_YES;
+	}
 	rq.out = body_open(&rq.body);
 	if (!rq.out)
 		fail(&rq, 500, "out of memory");
 	else
-		dispatch(h, conn, url, method, *req_cls == &h->tag_url_long, &rq);
+		dispatch(h, conn, url, method, *req_cls == &h->tag_seen_long, &rq);
 	return respond(h, conn, &rq);
 }
 
