@@ -1,0 +1,109 @@
+# lib.sh - helpers of bench/run.sh: processes it starts (tracked, killed on exit), bounded waits, /proc and BPF readings, arithmetic.
+# shellcheck shell=bash
+# Sourced by run.sh, which sets BUILD, TMP and STARTED=() first.
+
+log() { echo "bench: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+# calc EXPR: floating-point arithmetic (awk), printed with up to 6 significant digits.
+calc() { awk "BEGIN { printf \"%.6g\", ($1) }"; }
+# fmt DIGITS EXPR: the same with DIGITS decimals.
+fmt() { awk "BEGIN { printf \"%.$1f\", ($2) }"; }
+# is_true EXPR: succeeds when the awk expression is non-zero.
+is_true() { awk "BEGIN { exit !($1) }"; }
+
+# track PID: remembers a process this script started, so that cleanup can end it.
+track() { STARTED+=("$1"); }
+
+# kill_tracked: ends what this script started and is still running (and their children), by pid.
+kill_tracked() {
+	local p
+	for p in "${STARTED[@]}"; do
+		if kill -0 "$p" 2>/dev/null; then
+			pkill -KILL -P "$p" 2>/dev/null || true
+			kill -KILL "$p" 2>/dev/null || true
+		fi
+	done
+	STARTED=()
+}
+
+# wait_pid PID SECONDS: waits for PID (a child) to exit, at most SECONDS, then kills it; returns its status.
+wait_pid() {
+	local pid=$1 deadline=$((SECONDS + $2)) rc=0
+	while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt "$deadline" ]; do sleep 0.1; done
+	if kill -0 "$pid" 2>/dev/null; then
+		log "pid $pid still running after $2 s; killing it"
+		pkill -KILL -P "$pid" 2>/dev/null || true
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	wait "$pid" || rc=$?
+	return $rc
+}
+
+# child_of PID: prints the pid of PID's first child, waiting up to 5 s for it to exist.
+child_of() {
+	local c _
+	for _ in $(seq 50); do
+		c=$(cat "/proc/$1/task/$1/children" 2>/dev/null || true)
+		[ -n "$c" ] && { echo "${c%% *}"; return 0; }
+		sleep 0.1
+	done
+	return 1
+}
+
+# wait_log FILE REGEX PID SECONDS: waits until FILE has a line matching REGEX (grep -E) while PID lives.
+wait_log() {
+	local deadline=$((SECONDS + $4))
+	while [ $SECONDS -lt "$deadline" ]; do
+		grep -qE "$2" "$1" 2>/dev/null && return 0
+		kill -0 "$3" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# cpu_ticks PID: utime + stime of PID (all its threads), in clock ticks.
+cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+
+# status_kb PID FIELD: a "FIELD: N kB" line of /proc/PID/status (VmRSS, VmHWM).
+status_kb() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
+
+# bpf_prog_ids PID: the BPF programs PID holds open (fds that close while this reads are skipped).
+bpf_prog_ids() { { awk '$1 == "prog_id:" { print $2 }' /proc/"$1"/fdinfo/* 2> /dev/null || true; } | sort -u; }
+
+# bpf_run_ns IDS...: the sum of run_time_ns and of run_cnt of the programs (kernel.bpf_stats_enabled).
+bpf_run_ns() {
+	local id ns=0 cnt=0 j
+	for id in "$@"; do
+		j=$(bpftool prog show id "$id" -j)
+		ns=$((ns + $(jq '.run_time_ns // 0' <<<"$j")))
+		cnt=$((cnt + $(jq '.run_cnt // 0' <<<"$j")))
+	done
+	echo "$ns $cnt"
+}
+
+# row AREA MEASUREMENT RESULT TARGET STATUS: one line of the results table.
+row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >> "$TMP/rows.tsv"; }
+
+# status_of COND: PASS when the awk expression holds, else MISS.
+status_of() { if is_true "$1"; then echo PASS; else echo MISS; fi; }
+
+# parse_kv PREFIX LINE: sets a global PREFIXkey=value for each key=value word of LINE.
+parse_kv() {
+	local kv
+	for kv in $2; do
+		[[ $kv == *=* ]] && declare -g "$1${kv%%=*}=${kv#*=}"
+	done
+	return 0
+}
+
+# join_by SEP WORDS...: the words joined by SEP.
+join_by() {
+	local sep=$1 out=$2 w
+	shift 2
+	for w in "$@"; do out+="$sep$w"; done
+	echo "$out"
+}
+
+# mb KIB: KiB as MB (10^6 bytes) with one decimal.
+mb() { fmt 1 "$1 * 1024 / 1e6"; }

@@ -1,0 +1,412 @@
+#!/bin/bash
+# run.sh - make bench: flamed's overhead next to perf, ingest rate, query latency, storage and memory; prints one table and writes docs/BENCHMARKS.md.
+# Usage: [QUICK=1] [BUILD=DIR] [BENCH_TMP=DIR] bench/run.sh   (root; `make bench` builds first)
+# shellcheck disable=SC2154 # G_* (gen_history) and Q_* (query_bench) are set by parse_kv
+set -euo pipefail
+export LC_ALL=C
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+BUILD=${BUILD:-$PWD/build}
+QUICK=${QUICK:-0}
+[ "$QUICK" = 1 ] || QUICK=0
+OUT=docs/BENCHMARKS.md
+STARTED=()
+TMP=
+BPF_STATS_WAS=
+FLAMED_PID='' TIME_PID='' BURN_UNITS=''
+. bench/lib.sh
+
+if [ "$QUICK" = 1 ]; then
+	T=5 INGEST_T=12 INGEST_HZ="999 9999" HISTORY=70m RETENTION=1h WINDOW_H=1 REPEAT=3
+else
+	T=30 INGEST_T=30 INGEST_HZ="999 1999 4999 9999" HISTORY=25h RETENTION=24h WINDOW_H=24 REPEAT=3
+fi
+OVERHEAD_HZ="19 99"
+FLUSH_INTERVAL=10   # flamed's default, used by every run
+INGEST_MAX_KEYS=1048576
+CLK_TCK=$(getconf CLK_TCK)
+
+cleanup() {
+	kill_tracked
+	if [ -n "$BPF_STATS_WAS" ]; then sysctl -q kernel.bpf_stats_enabled="$BPF_STATS_WAS" || true; fi
+	if [ -n "$TMP" ] && [ -z "${BENCH_KEEP:-}" ]; then rm -rf "$TMP"; fi
+	return 0
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+check_setup() {
+	local missing=() c
+	[ "$(id -u)" -eq 0 ] || die "needs root: it loads BPF programs, runs perf -a and drops the page cache (sudo make bench)"
+	for c in perf bpftool jq curl /usr/bin/time; do command -v "$c" > /dev/null || missing+=("$c"); done
+	[ ${#missing[@]} -eq 0 ] || die "missing ${missing[*]}: apt-get install linux-perf bpftool jq curl time"
+	for c in flamed bench/burn bench/gen_history bench/query_bench; do
+		[ -x "$BUILD/$c" ] || die "no $BUILD/$c: run make bench, not bench/run.sh alone"
+	done
+	TMP=$(mktemp -d "${BENCH_TMP:-/var/tmp}/flamed-bench.XXXXXX")
+	: > "$TMP/rows.tsv"
+	BPF_STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled)
+}
+
+# start_flamed DIR ARGS...: flamed under /usr/bin/time (its CPU at exit), logging to DIR/flamed.log;
+# returns once it samples. Sets FLAMED_PID and TIME_PID.
+start_flamed() {
+	local dir=$1
+	shift
+	/usr/bin/time -f '%e %U %S %M' -o "$dir/flamed.time" "$BUILD/flamed" "$@" > "$dir/flamed.log" 2>&1 &
+	TIME_PID=$!
+	track "$TIME_PID"
+	FLAMED_PID=$(child_of "$TIME_PID") || die "flamed did not start"
+	wait_log "$dir/flamed.log" '^flamed: sampling' "$FLAMED_PID" 60 ||
+		die "flamed did not start sampling: $(tail -3 "$dir/flamed.log")"
+}
+
+# stop_flamed DIR: SIGTERM (flamed stores what is pending), bounded wait. Sets R_TOTAL_CPU (seconds).
+stop_flamed() {
+	kill -TERM "$FLAMED_PID"
+	wait_pid "$TIME_PID" 300 || die "flamed failed: $(tail -3 "$1/flamed.log")"
+	R_TOTAL_CPU=$(tail -1 "$1/flamed.time" | awk '{ print $2 + $3 }')
+}
+
+# flamed_window DIR BURN_ARGS...: with flamed started (-v), waits for its first flush (the symbols of
+# the processes already running are then cached: the steady state of a daemon that runs for days), runs
+# the burners and measures flamed over them: R_DAEMON_S (CPU from then to its exit, the final flush
+# included), R_BPF_S, R_BPF_RUNS, R_UNITS, R_RSS/R_HWM (KiB, just before stopping), R_WALL.
+flamed_window() {
+	local dir=$1 ids=() t0 b0 b1 w0
+	shift
+	wait_log "$dir/flamed.log" 'flushed [0-9]+ samples' "$FLAMED_PID" $((FLUSH_INTERVAL + 30)) ||
+		die "flamed did not flush: $(tail -3 "$dir/flamed.log")"
+	mapfile -t ids < <(bpf_prog_ids "$FLAMED_PID")
+	[ ${#ids[@]} -gt 0 ] || die "no BPF program found in /proc/$FLAMED_PID/fdinfo"
+	t0=$(cpu_ticks "$FLAMED_PID")
+	b0=$(bpf_run_ns "${ids[@]}")
+	w0=$(date +%s.%N)
+	run_burners "$@" "$dir"
+	b1=$(bpf_run_ns "${ids[@]}")
+	R_RSS=$(status_kb "$FLAMED_PID" VmRSS) R_HWM=$(status_kb "$FLAMED_PID" VmHWM)
+	stop_flamed "$dir"
+	R_WALL=$(calc "$(date +%s.%N) - $w0")
+	R_DAEMON_S=$(calc "$R_TOTAL_CPU - $t0 / $CLK_TCK")
+	R_BPF_S=$(calc "(${b1% *} - ${b0% *}) / 1e9")
+	R_BPF_RUNS=$((${b1#* } - ${b0#* }))
+	R_UNITS=$BURN_UNITS
+}
+
+# run_burners SECONDS FANOUT DEPTH DIR: two bench/burn at once. Sets BURN_UNITS (units/s, summed).
+run_burners() {
+	local pids=() i
+	for i in 1 2; do
+		"$BUILD/bench/burn" --fanout "$2" --depth "$3" "$1" > "$4/burn$i.out" &
+		pids+=($!)
+		track $!
+	done
+	for i in 0 1; do wait_pid "${pids[$i]}" $(($1 + 60)) || die "the burn workload failed"; done
+	BURN_UNITS=$(awk '/^units_per_second/ { s += $2 } END { printf "%.0f", s }' "$4/burn1.out" "$4/burn2.out")
+}
+
+# perf_window HZ MODE DIR: perf record (MODE fp: -g; dwarf: --call-graph dwarf) over the burners, then
+# perf script | fold. Sets R_REC_S, R_SCRIPT_S (CPU seconds), R_UNITS, R_SAMPLES, R_DATA_BYTES.
+perf_window() {
+	local hz=$1 dir=$3 cg=(-g) pid
+	[ "$2" = dwarf ] && cg=(--call-graph dwarf)
+	/usr/bin/time -f '%e %U %S %M' -o "$dir/record.time" \
+		perf record -a "${cg[@]}" -F "$hz" -o "$dir/perf.data" -- sleep "$T" > "$dir/record.log" 2>&1 &
+	pid=$!
+	track "$pid"
+	run_burners "$T" 4 4 "$dir"
+	wait_pid "$pid" $((T + 600)) || die "perf record failed: $(tail -3 "$dir/record.log")"
+	# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
+	/usr/bin/time -f '%e %U %S %M' -o "$dir/script.time" timeout 3600 \
+		bash -c 'perf script -i "$1" 2> /dev/null | awk -f bench/fold.awk > "$2"' _ "$dir/perf.data" "$dir/folded" ||
+		die "perf script failed"
+	R_REC_S=$(tail -1 "$dir/record.time" | awk '{ print $2 + $3 }')
+	R_SCRIPT_S=$(tail -1 "$dir/script.time" | awk '{ print $2 + $3 }')
+	R_SAMPLES=$(awk '{ s += $NF } END { print s + 0 }' "$dir/folded")
+	R_DATA_BYTES=$(stat -c %s "$dir/perf.data")
+	R_UNITS=$BURN_UNITS
+	rm -f "$dir/perf.data"
+}
+
+# pct SECONDS: CPU seconds over T as % of one core.
+pct() { fmt 2 "100 * ($1) / $T"; }
+# change UNITS BASE: throughput change in %, signed.
+change() { fmt 1 "100 * ($1 / $2 - 1)" | sed 's/^\([0-9]\)/+\1/'; }
+
+# overhead HZ: no profiler, flamed, perf -g, perf dwarf, one after the other, the same workload.
+overhead() {
+	local hz=$1 d=$TMP/overhead-$1 base f_pct f_units g_pct g_units w_pct w_units ratio
+	local daemon_pct bpf_pct bpf_us g_detail w_detail
+	mkdir -p "$d"/{base,flamed,fp,dwarf}
+	log "overhead at $hz Hz: no profiler, flamed, perf -g, perf dwarf ($T s each)"
+	run_burners "$T" 4 4 "$d/base"
+	base=$BURN_UNITS
+
+	start_flamed "$d/flamed" --db "$d/flamed/flamed.db" --listen none --frequency "$hz" -v
+	flamed_window "$d/flamed" "$T" 4 4
+	f_pct=$(pct "$R_DAEMON_S + $R_BPF_S") f_units=$R_UNITS
+	MEM_ROWS+=("flamed at $hz Hz, overhead run ($T s)	$R_RSS	$R_HWM")
+	daemon_pct=$(pct "$R_DAEMON_S") bpf_pct=$(pct "$R_BPF_S")
+	bpf_us=$(fmt 2 "$R_BPF_RUNS ? 1e6 * $R_BPF_S / $R_BPF_RUNS : 0")
+
+	perf_window "$hz" fp "$d/fp"
+	g_pct=$(pct "$R_REC_S + $R_SCRIPT_S") g_units=$R_UNITS
+	g_detail="record $(pct "$R_REC_S")%, script+fold $(pct "$R_SCRIPT_S")%; $R_SAMPLES samples, $((R_DATA_BYTES / 1024)) KiB perf.data"
+	perf_window "$hz" dwarf "$d/dwarf"
+	w_pct=$(pct "$R_REC_S + $R_SCRIPT_S") w_units=$R_UNITS
+	w_detail="record $(pct "$R_REC_S")%, script+fold $(pct "$R_SCRIPT_S")%; $R_SAMPLES samples, $((R_DATA_BYTES / 1024)) KiB perf.data"
+
+	ratio=$(fmt 3 "$g_pct > 0 ? $f_pct / $g_pct : 0")
+	row "1. Overhead $hz Hz" "flamed: daemon CPU + BPF run time, per wall second" \
+		"$f_pct% of a core (daemon $daemon_pct%, BPF $bpf_pct%: $R_BPF_RUNS runs, $bpf_us µs each) = ${ratio}x perf -g, $(fmt 3 "$w_pct > 0 ? $f_pct / $w_pct : 0")x perf dwarf" \
+		"≤ 0.25x perf record -a -g" "$(status_of "$ratio <= 0.25")"
+	[ "$hz" = 99 ] && row "1. Overhead $hz Hz" "flamed: daemon CPU + BPF run time, per wall second" \
+		"$f_pct% of a core" "< 1% of a core" "$(status_of "$f_pct < 1")"
+	row "1. Overhead $hz Hz" "perf record -a -g, then perf script into bench/fold.awk" "$g_pct% of a core ($g_detail)" "—" "—"
+	row "1. Overhead $hz Hz" "perf record -a --call-graph dwarf, then perf script into bench/fold.awk" \
+		"$w_pct% of a core ($w_detail)" "—" "—"
+	row "1. Overhead $hz Hz" "workload throughput against no profiler (2 burners, $base units/s)" \
+		"flamed $(change "$f_units" "$base")%, perf -g $(change "$g_units" "$base")%, perf dwarf $(change "$w_units" "$base")%" "—" "—"
+}
+
+# flush_stats LOG: from flamed -v's "flushed N samples in K keys in X ms" lines after the first (the
+# warm-up flush): samples, flushes, largest keys, mean ms, max ms; and the samples its "lost stacks or
+# samples" lines count after the first flush.
+flush_stats() {
+	awk '
+		match($0, /flushed [0-9]+ samples in [0-9]+ keys in [0-9.]+ ms/) && !warm { warm = 1; next }
+		!warm { next }
+		match($0, /flushed [0-9]+ samples in [0-9]+ keys in [0-9.]+ ms/) {
+			split(substr($0, RSTART, RLENGTH), w, " ")
+			s += w[2]; n++; if (w[5] > k) k = w[5]; ms += w[8]; if (w[8] > mx) mx = w[8]
+		}
+		/lost stacks or samples:/ {
+			t = $0; sub(/.*samples: /, "", t); c = split(t, parts, ", ")
+			for (i = 1; i <= c; i++) lost += parts[i] + 0
+		}
+		END { printf "%d %d %d %.1f %.1f %d\n", s, n, k, n ? ms / n : 0, mx, lost }' "$1"
+}
+
+# ingest: flamed at rising frequencies over two burners of 65536 call chains each.
+ingest() {
+	local hz d best='' steps=() samples flushes keys mean max lost rate ok
+	log "ingest: flamed at $INGEST_HZ Hz, $INGEST_T s each"
+	for hz in $INGEST_HZ; do
+		d=$TMP/ingest-$hz
+		mkdir -p "$d"
+		start_flamed "$d" --db "$d/flamed.db" --listen none --frequency "$hz" --max-keys "$INGEST_MAX_KEYS" -v
+		flamed_window "$d" "$INGEST_T" 16 4
+		read -r samples flushes keys mean max lost <<< "$(flush_stats "$d/flamed.log")"
+		[ "$flushes" -gt 0 ] || die "no 'flushed N samples' lines in $d/flamed.log: did flamed -v change?"
+		rate=$(fmt 0 "$samples / $R_WALL")
+		ok=$(status_of "$lost <= 0.001 * $samples && $max < $FLUSH_INTERVAL * 1000")
+		steps+=("$hz Hz: $rate/s, $(pct_of "$R_DAEMON_S + $R_BPF_S" "$R_WALL")% CPU, flush mean $mean ms max $max ms, lost $lost")
+		if [ "$ok" = PASS ]; then
+			best="$rate samples/s at $hz Hz on $(nproc) CPUs ($keys keys in the largest flush)"
+			BEST_FLUSH="mean $mean ms, max $max ms, every $FLUSH_INTERVAL s ($flushes flushes of $(fmt 0 "$samples / $flushes") samples on average)"
+			BEST_MEM="flamed ingesting $rate samples/s ($hz Hz)	$R_RSS	$R_HWM"
+		fi
+	done
+	row "2. Ingest" "most samples/s drained, symbolized and stored with ≤ 0.1% lost and flushes shorter than $FLUSH_INTERVAL s" \
+		"${best:-none of the rates tried}" "—" "—"
+	row "2. Ingest" "flush duration at that rate" "${BEST_FLUSH:-—}" "—" "—"
+	row "2. Ingest" "each rate tried (--max-keys $INGEST_MAX_KEYS)" "$(join_by '; ' "${steps[@]}")" "—" "—"
+	[ -n "${BEST_MEM:-}" ] && MEM_ROWS+=("$BEST_MEM")
+	return 0
+}
+
+# pct_of SECONDS WALL: % of one core.
+pct_of() { fmt 2 "100 * ($1) / ($2)"; }
+
+# generate_history: the generated database every query and storage figure uses. Sets G_* from its key=value line.
+generate_history() {
+	local out
+	mkdir -p "$TMP/history"
+	GEN_DB=$TMP/history/flamed.db
+	log "history: generating $HISTORY of samples, retention $RETENTION"
+	out=$(timeout 7200 "$BUILD/bench/gen_history" --db "$GEN_DB" --duration "$HISTORY" --retention "$RETENTION") ||
+		die "gen_history failed"
+	parse_kv G_ "$out"
+}
+
+drop_caches() {
+	sync
+	if echo 3 2> /dev/null > /proc/sys/vm/drop_caches; then COLD=cold; else COLD="first (caches not dropped)"; fi
+}
+
+# query_row QUERY SCOPE_LABEL PID WINDOW_S TARGET_MS: one query_bench process (PID "": whole host).
+query_row() {
+	local q=$1 label=$2 pidargs=() win=$4 target=$5 out hours=$(($4 / 3600))
+	[ -n "$3" ] && pidargs=(--pid "$3")
+	drop_caches
+	out=$(timeout 3600 "$BUILD/bench/query_bench" --db "$GEN_DB" --query "$q" "${pidargs[@]}" \
+		--from $((G_to - win)) --to "$G_to" --repeat "$REPEAT") || die "query_bench $q failed"
+	parse_kv Q_ "$out"
+	[ "$Q_peak_rss_kb" -gt "$QUERY_PEAK_KB" ] && QUERY_PEAK_KB=$Q_peak_rss_kb
+	row "3. Query" "$q, $label, last $hours h" \
+		"$COLD $Q_first_ms ms, warm $Q_warm_ms ms ($(fmt 0 "$Q_output_bytes / 1024") KiB of output)" \
+		"${target:+< $target ms}${target:-—}" \
+		"${target:+$(status_of "$Q_first_ms < $target && $Q_warm_ms < $target")}${target:-—}"
+}
+
+queries() {
+	local win q target
+	QUERY_PEAK_KB=0
+	log "queries: profile, top, timeline, diff; pid $G_top_pid and whole host; last 1 h$([ "$WINDOW_H" = 1 ] || echo " and $WINDOW_H h")"
+	for win in 3600 $([ "$WINDOW_H" = 1 ] || echo $((WINDOW_H * 3600))); do
+		for q in profile top timeline diff; do
+			target=
+			[ "$q" = profile ] && [ "$win" = 86400 ] && target=100
+			query_row "$q" "one process ($G_top_comm, pid $G_top_pid)" "$G_top_pid" "$win" "$target"
+			[ "$q" = profile ] && [ "$win" = 86400 ] && target=300
+			query_row "$q" "whole host" "" "$win" "$target"
+		done
+	done
+	[ "$WINDOW_H" = 1 ] && row "3. Query" "windows of 24 h" "not run: the quick history holds 1 h" "—" "—"
+	return 0
+}
+
+storage() {
+	local hours per_sample per_row per_hour day ret
+	hours=$(calc "$G_window_seconds / 3600")
+	per_sample=$(fmt 1 "$G_db_bytes / $G_samples")
+	per_row=$(fmt 1 "$G_db_bytes / $G_rows")
+	per_hour=$(fmt 1 "$G_db_bytes / $hours / 1e6")
+	day=$(fmt 1 "$G_db_bytes / $hours * 24 / 1e6")
+	case $G_retention in
+	applied) ret="retention $RETENTION applied as flamed does (store_prune every minute of the generated time)" ;;
+	*) ret="retention not applied yet (this store has no store_prune)" ;;
+	esac
+	row "4. Storage" "generated history (bench/gen_history, 99 Hz on 2 CPUs)" \
+		"$HISTORY written, last $hours h kept: $G_samples samples ($(fmt 0 "100 * $G_samples / ($G_window_seconds * 198)")% busy), $G_rows rows, $G_stacks distinct stacks, $G_processes processes; $ret; written in $G_gen_seconds s" "—" "—"
+	row "4. Storage" "database bytes per sample" "$per_sample bytes ($per_row per row; $(fmt 1 "$G_db_bytes / 1e6") MB for $hours h)" "stated" "—"
+	row "4. Storage" "database bytes per hour" "$per_hour MB" "—" "—"
+	[ "${G_prunes_deleting:-0}" -gt 0 ] && row "4. Storage" "retention passes that deleted samples (store_prune, once a minute)" \
+		"mean $G_prune_mean_ms ms, max $G_prune_max_ms ms over $G_prunes_deleting passes (the mean is $(fmt 2 "$G_prune_mean_ms / 600")% of a core at one a minute)" "—" "—"
+	row "4. Storage" "a day of this host$([ "$WINDOW_H" = 1 ] && echo " (24 x the 1 h measured)")" "$day MB" "< 100 MB" \
+		"$(status_of "$day < 100")"
+}
+
+# serve_queries: flamed on the generated database answering the same queries over HTTP (its memory).
+serve_queries() {
+	local d=$TMP/serve port url from=$((G_to - WINDOW_H * 3600)) mid scope args=()
+	mkdir -p "$d"
+	mid=$(((from + G_to) / 2))
+	"$BUILD/flamed" --help | grep -q -- --max-db-size && args+=(--max-db-size 1024G)
+	log "memory: flamed serving the queries over HTTP"
+	start_flamed "$d" --db "$GEN_DB" --listen 127.0.0.1:0 --frequency 19 "${args[@]}"
+	wait_log "$d/flamed.log" '\(port [0-9]+\)' "$FLAMED_PID" 10 || die "flamed did not report its port"
+	port=$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$d/flamed.log" | head -1)
+	for scope in "pid=$G_top_pid&" ""; do
+		for url in "profile?${scope}from=$from&to=$G_to&format=folded" "top?${scope}from=$from&to=$G_to" \
+			"timeline?${scope}from=$from&to=$G_to&step=$((WINDOW_H * 10))" \
+			"diff?${scope}base_from=$from&base_to=$mid&from=$mid&to=$G_to&format=folded"; do
+			curl -fsS --max-time 1200 -o /dev/null "http://127.0.0.1:$port/api/v1/$url" || die "GET $url failed"
+		done
+	done
+	local rss hwm
+	rss=$(status_kb "$FLAMED_PID" VmRSS) hwm=$(status_kb "$FLAMED_PID" VmHWM)
+	stop_flamed "$d"
+	MEM_ROWS+=("flamed serving the 8 queries of the last $WINDOW_H h over HTTP	$rss	$hwm")
+}
+
+memory() {
+	local m what rss hwm
+	for m in "${MEM_ROWS[@]}"; do
+		IFS=$'\t' read -r what rss hwm <<< "$m"
+		row "5. Memory" "$what: steady (VmRSS at the end) / peak (VmHWM)" "$(mb "$rss") MB / $(mb "$hwm") MB" \
+			"steady < 50 MB" "$(status_of "$rss * 1024 < 50e6")"
+	done
+	row "5. Memory" "query_bench (store and query.h in one process), largest peak" "$(mb "$QUERY_PEAK_KB") MB" "—" "—"
+}
+
+# header LINES of the report.
+header() {
+	local commit
+	commit=$(git rev-parse --short HEAD 2> /dev/null || echo unknown)
+	git diff --quiet HEAD 2> /dev/null || commit="$commit with uncommitted changes"
+	echo "# Benchmarks"
+	echo
+	if [ "$QUICK" = 1 ]; then
+		echo "**Quick run** (\`make bench QUICK=1\`): ${T} s overhead runs and a 1 h history instead of 30 s and 24 h,"
+		echo "on a machine shared with other jobs. It shows the format and checks the harness; its numbers are"
+		echo "not the benchmark."
+		echo
+	fi
+	echo "- Date: $(date -u +%Y-%m-%dT%H:%M:%SZ) (the run took $(((SECONDS + 59) / 60)) min)"
+	echo "- Machine: $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) memory; load average before the run: $LOAD_BEFORE"
+	echo "- Kernel: $(uname -r)"
+	echo "- Command: \`make bench$([ "$QUICK" = 1 ] && echo " QUICK=1")\` ($("$BUILD/flamed" --version), commit $commit; $(perf --version))"
+	echo
+}
+
+notes() {
+	cat << EOF
+How each figure is measured:
+
+- Overhead: at each frequency, four runs of $T s one after the other: no profiler, \`flamed --frequency HZ\`
+  (flush every $FLUSH_INTERVAL s), \`perf record -a -g -F HZ\` and \`perf record -a --call-graph dwarf -F HZ\`, each over
+  the same workload: two \`bench/burn\` processes (one per core, 256 call chains). flamed's CPU is its utime + stime
+  from its first flush (/proc/PID/stat; start-up and the first symbolization of running processes left out) to
+  its exit (rusage; the last flush in), plus the \`run_time_ns\` of its BPF program over the run
+  (\`kernel.bpf_stats_enabled=1\`); perf's is the user + sys time of \`perf record\` plus that of
+  \`perf script | awk -f bench/fold.awk\`, which makes the folded stacks. Both are per second of wall time, in %
+  of one core. perf's own sampling in interrupt context is charged to the interrupted processes, not to perf:
+  it shows only in the throughput row.
+- Ingest: \`flamed -v --max-keys $INGEST_MAX_KEYS\` at each frequency for $INGEST_T s over two \`bench/burn --fanout 16 --depth 4\`
+  (65536 call chains each), after a first flush left out; samples/s counts every process on the host; flush
+  durations and losses come from flamed's log. Sustained: at most 0.1% of samples lost and every flush done within
+  the flush interval. The BPF program samples at most 10 kHz per CPU, so the rate tried tops out there.
+- Query: \`bench/gen_history\` writes the history through the store API (store_begin/store_add/store_commit, one
+  transaction per $FLUSH_INTERVAL s as flamed): services with a daily load curve and short jobs, every stack with its
+  frames, binaries and build-ids. \`bench/query_bench\` calls query.h: profile = folded stacks, top = 50 functions,
+  timeline = 360 steps, diff = the window's second half against its first, folded. Cold: a new process after
+  \`echo 3 > /proc/sys/vm/drop_caches\`, store_open included; warm: the median of $REPEAT more runs in that process.
+  Targets apply to both.
+- Storage: the database file after the generator closed it (WAL checkpointed).
+- Memory: VmRSS at the end of each run (steady) and VmHWM (peak) of flamed, from /proc/PID/status; for queries,
+  flamed (19 Hz) on the generated database answering the same 8 queries over its HTTP API (\`curl\`).
+
+## How to reproduce
+
+As root, on a host with nothing else running: \`make bench\` (about 30 minutes on 2 cores, a third of it
+generating the 24 h history; \`make bench QUICK=1\` takes about 5 minutes and checks the harness). It needs
+perf, bpftool, jq, curl and GNU time (\`apt-get install linux-perf bpftool jq curl time\`), prints the table
+and writes this file. Scratch files, 1.5 GB at most, go to /var/tmp (\`BENCH_TMP=DIR\` to change,
+\`BENCH_KEEP=1\` to keep them).
+EOF
+}
+
+report() {
+	{
+		header
+		echo "| Area | Measurement | Result | Target | Status |"
+		echo "| --- | --- | --- | --- | --- |"
+		awk -F'\t' '{ for (i = 1; i <= 5; i++) gsub(/\|/, "\\|", $i)
+			printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }' "$TMP/rows.tsv"
+		echo
+		notes
+	} > "$TMP/BENCHMARKS.md"
+	cat "$TMP/BENCHMARKS.md"
+	mkdir -p "$(dirname "$OUT")"
+	cp "$TMP/BENCHMARKS.md" "$OUT"
+	log "wrote $OUT"
+}
+
+main() {
+	MEM_ROWS=()
+	LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+	check_setup
+	sysctl -q kernel.bpf_stats_enabled=1
+	for hz in $OVERHEAD_HZ; do overhead "$hz"; done
+	ingest
+	sysctl -q kernel.bpf_stats_enabled="$BPF_STATS_WAS"
+	generate_history
+	queries
+	storage
+	serve_queries
+	memory
+	report
+}
+
+main
