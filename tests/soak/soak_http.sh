@@ -7,10 +7,11 @@ FREQ=99
 DURATION=${WRK_SECONDS:-30}
 PIDS=()
 
+# Stops the burner and wrk (SIGTERM: timeout passes it on to wrk), then lib.sh's cleanup.
 stop_all() {
 	local p
 	for p in "${PIDS[@]}"; do
-		{ kill -9 "$p" && wait "$p"; } 2> /dev/null
+		{ kill -TERM "$p" && wait "$p"; } 2> /dev/null
 	done
 	cleanup
 }
@@ -28,9 +29,10 @@ sleep 3 # a few flushes to query
 status() { curl -sf --max-time 10 "$URL/api/v1/status"; }
 cpu_ns() { awk '{ printf "%.0f\n", $1 }' "/proc/$1/schedstat"; }
 
-# wrk_run NAME PATH: 32 connections on PATH for DURATION seconds, output in $TMP/wrk.NAME.
+# wrk_run NAME PATH: 32 connections on PATH for DURATION seconds, output in $TMP/wrk.NAME (run it in
+# the background: it becomes timeout, which stops wrk if it overruns).
 wrk_run() {
-	timeout $((DURATION + 30)) wrk -t 1 -c 32 -d "${DURATION}s" --timeout 10s --latency "$URL$2" > "$TMP/wrk.$1" 2>&1
+	exec timeout $((DURATION + 30)) wrk -t 1 -c 32 -d "${DURATION}s" --timeout 10s --latency "$URL$2" > "$TMP/wrk.$1" 2>&1
 }
 # p99 NAME: the 99% line of wrk's latency distribution.
 p99() { awk '$1 == "99%" { print $2 }' "$TMP/wrk.$1"; }
@@ -79,8 +81,8 @@ secs=$(sqlite3 -batch "$TMP/flamed.db" "SELECT count(DISTINCT ts) FROM samples W
 want=$(awk -v c0="$c0" -v c1="$c1" -v f=$FREQ 'BEGIN { printf "%d", (c1 - c0) / 1e9 * f }')
 echo "the burner: $got samples stored over the $((t1 - t0)) s of load, its CPU time says $want; seen in $secs seconds"
 check "the burner was sampled in every second of the load ($secs of $((t1 - t0)))" [ "$secs" -ge $((t1 - t0 - 1)) ]
-check "its samples match its CPU time within 10% ($got vs $want)" \
-	awk -v g="$got" -v w="$want" 'BEGIN { exit !(g >= 0.9 * w && g <= 1.1 * w + 2 * 99) }'
+check "none of its samples were lost: at least 90% of what its CPU time implies ($got vs $want)" \
+	awk -v g="$got" -v w="$want" 'BEGIN { exit !(g >= 0.9 * w) }'
 stop_flamed
 check "flamed exits 0 on SIGTERM after the load" [ $? -eq 0 ]
 exit $FAILED
