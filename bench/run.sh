@@ -71,17 +71,18 @@ stop_flamed() {
 # flamed_window DIR BURN_ARGS...: with flamed started (-v), waits for its first flush (the symbols of
 # the processes already running are then cached: the steady state of a daemon that runs for days), runs
 # the burners and measures flamed over them: R_DAEMON_S (CPU from then to its exit, the final flush
-# included), R_BPF_S, R_BPF_RUNS, R_UNITS, R_RSS/R_HWM (KiB, just before stopping), R_WALL.
+# included), R_BPF_S, R_BPF_RUNS, R_UNITS, R_RSS/R_HWM (KiB, just before stopping), R_WALL (seconds from
+# the end of the first flush to the exit).
 flamed_window() {
 	local dir=$1 ids=() t0 b0 b1 w0
 	shift
 	wait_log "$dir/flamed.log" 'flushed [0-9]+ samples' "$FLAMED_PID" $((FLUSH_INTERVAL + 30)) ||
 		die "flamed did not flush: $(tail -3 "$dir/flamed.log")"
+	w0=$(date +%s.%N)
 	mapfile -t ids < <(bpf_prog_ids "$FLAMED_PID")
 	[ ${#ids[@]} -gt 0 ] || die "no BPF program found in /proc/$FLAMED_PID/fdinfo"
 	t0=$(cpu_ticks "$FLAMED_PID")
 	b0=$(bpf_run_ns "${ids[@]}")
-	w0=$(date +%s.%N)
 	run_burners "$@" "$dir"
 	b1=$(bpf_run_ns "${ids[@]}")
 	R_RSS=$(status_kb "$FLAMED_PID" VmRSS) R_HWM=$(status_kb "$FLAMED_PID" VmHWM)
@@ -170,11 +171,13 @@ overhead() {
 }
 
 # flush_stats LOG: from flamed -v's "flushed N samples in K keys in X ms" lines after the first (the
-# warm-up flush): samples, flushes, largest keys, mean ms, max ms; and the samples its "lost stacks or
-# samples" lines count after the first flush.
+# warm-up flush): samples, flushes, largest keys, mean ms, max ms; the samples its "lost stacks or
+# samples" lines count after the first flush; the first flush's ms (its samples came after its start).
 flush_stats() {
 	awk '
-		match($0, /flushed [0-9]+ samples in [0-9]+ keys in [0-9.]+ ms/) && !warm { warm = 1; next }
+		match($0, /flushed [0-9]+ samples in [0-9]+ keys in [0-9.]+ ms/) && !warm {
+			split(substr($0, RSTART, RLENGTH), w, " "); first = w[8]; warm = 1; next
+		}
 		!warm { next }
 		match($0, /flushed [0-9]+ samples in [0-9]+ keys in [0-9.]+ ms/) {
 			split(substr($0, RSTART, RLENGTH), w, " ")
@@ -184,21 +187,21 @@ flush_stats() {
 			t = $0; sub(/.*samples: /, "", t); c = split(t, parts, ", ")
 			for (i = 1; i <= c; i++) lost += parts[i] + 0
 		}
-		END { printf "%d %d %d %.1f %.1f %d\n", s, n, k, n ? ms / n : 0, mx, lost }' "$1"
+		END { printf "%d %d %d %.1f %.1f %d %.1f\n", s, n, k, n ? ms / n : 0, mx, lost, first }' "$1"
 }
 
 # ingest: flamed at rising frequencies over two burners of 65536 call chains each.
 ingest() {
-	local hz d best='' steps=() samples flushes keys mean max lost rate ok
+	local hz d best='' steps=() samples flushes keys mean max lost first rate ok
 	log "ingest: flamed at $INGEST_HZ Hz, $INGEST_T s each"
 	for hz in $INGEST_HZ; do
 		d=$TMP/ingest-$hz
 		mkdir -p "$d"
 		start_flamed "$d" --db "$d/flamed.db" --listen none --frequency "$hz" --max-keys "$INGEST_MAX_KEYS" -v
 		flamed_window "$d" "$INGEST_T" 16 4
-		read -r samples flushes keys mean max lost <<< "$(flush_stats "$d/flamed.log")"
+		read -r samples flushes keys mean max lost first <<< "$(flush_stats "$d/flamed.log")"
 		[ "$flushes" -gt 0 ] || die "no 'flushed N samples' lines in $d/flamed.log: did flamed -v change?"
-		rate=$(fmt 0 "$samples / $R_WALL")
+		rate=$(fmt 0 "$samples / ($R_WALL + $first / 1000)")
 		ok=$(status_of "$lost <= 0.001 * $samples && $max < $FLUSH_INTERVAL * 1000")
 		steps+=("$hz Hz: $rate/s, $(pct_of "$R_DAEMON_S + $R_BPF_S" "$R_WALL")% CPU, flush mean $mean ms max $max ms, lost $lost")
 		if [ "$ok" = PASS ]; then
@@ -236,17 +239,18 @@ drop_caches() {
 
 # query_row QUERY SCOPE_LABEL PID WINDOW_S TARGET_MS: one query_bench process (PID "": whole host).
 query_row() {
-	local q=$1 label=$2 pidargs=() win=$4 target=$5 out hours=$(($4 / 3600))
+	local q=$1 label=$2 pidargs=() win=$4 target=$5 out hours=$(($4 / 3600)) tcol='—' scol='—'
 	[ -n "$3" ] && pidargs=(--pid "$3")
 	drop_caches
 	out=$(timeout 3600 "$BUILD/bench/query_bench" --db "$GEN_DB" --query "$q" "${pidargs[@]}" \
 		--from $((G_to - win)) --to "$G_to" --repeat "$REPEAT") || die "query_bench $q failed"
 	parse_kv Q_ "$out"
 	[ "$Q_peak_rss_kb" -gt "$QUERY_PEAK_KB" ] && QUERY_PEAK_KB=$Q_peak_rss_kb
+	if [ -n "$target" ]; then
+		tcol="< $target ms" scol=$(status_of "$Q_first_ms < $target && $Q_warm_ms < $target")
+	fi
 	row "3. Query" "$q, $label, last $hours h" \
-		"$COLD $Q_first_ms ms, warm $Q_warm_ms ms ($(fmt 0 "$Q_output_bytes / 1024") KiB of output)" \
-		"${target:+< $target ms}${target:-—}" \
-		"${target:+$(status_of "$Q_first_ms < $target && $Q_warm_ms < $target")}${target:-—}"
+		"$COLD $Q_first_ms ms, warm $Q_warm_ms ms ($(fmt 0 "$Q_output_bytes / 1024") KiB of output)" "$tcol" "$scol"
 }
 
 queries() {
