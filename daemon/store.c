@@ -188,6 +188,7 @@ struct store {
 	sqlite3_stmt *processes, *threads, *frame_get, *time_range;
 	sqlite3_stmt *count_stacks, *count_samples, *page_count, *page_size;
 	sqlite3_stmt *prune_before, *oldest, *freelist, *gc_stacks, *gc_names, *vacuum;
+	unsigned prunes; /* store_prune calls: unused stacks are swept every PRUNE_GC_EVERY */
 	struct id_cache names, stacks, modules, frames;
 	struct pending pending;
 	struct buf key, blob; /* scratch of store_add: a cache key, a stack's frame_ids */
@@ -1691,6 +1692,10 @@ int store_get_stats(struct store *st, struct store_stats *out)
 	return 0;
 }
 
+/* The sweep of unused stacks reads the whole samples table (seconds on a day of a busy host): age
+ * retention runs it on its first call and every this many after (hourly at a call a minute). */
+#define PRUNE_GC_EVERY 60
+
 /* Rows deleted by one retention batch at most, so that a prune never holds the lock for long. */
 #define PRUNE_BATCH 200000
 /* Batches in one store_prune() call at most; what is left waits for the next call. */
@@ -1786,8 +1791,9 @@ int store_prune(struct store *st, int64_t before, uint64_t max_bytes, struct sto
 		if (r.samples_deleted - deleted_before < PRUNE_BATCH)
 			break;
 	}
-	if (!err && r.samples_deleted)
+	if (!err && r.samples_deleted && st->prunes % PRUNE_GC_EVERY == 0)
 		err = collect_garbage(st, &r);
+	st->prunes++;
 	if (!err && max_bytes)
 		err = prune_to_size(st, max_bytes, &r);
 	err = err ?: run(st, st->commit, "cannot commit pruning");

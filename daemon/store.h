@@ -175,7 +175,7 @@ struct store_prune_result {
 
 /* Retention: deletes samples older than before (unix seconds), then, while the database uses more
  * than max_bytes (0: no cap), the oldest samples an hour at a time; then the stacks and names nothing
- * refers to, and returns freed pages to the file system (databases created by this version). Works in
+ * refers to (after age deletions: at the first call and every 60th, as that reads every sample), and returns freed pages to the file system (databases created by this version). Works in
  * bounded batches: a large backlog is worked off over several calls. Not inside a flush's transaction
  * (-EINVAL), READ_WRITE only. Returns 0 or -errno; out (may be NULL) says what was done. */
 int store_prune(struct store *st, int64_t before, uint64_t max_bytes, struct store_prune_result *out);
