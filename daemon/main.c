@@ -418,12 +418,15 @@ struct daemon {
 	int last_flush_err;
 	bool stopping;             /* the loop has ended: no flush will come */
 	double last_prune;         /* monotonic seconds; 0: never */
+	double last_db_stats;      /* when the database's size and stacks were last counted */
 	double watchdog_s;         /* systemd's watchdog interval; 0: none */
 	bool store_failing;        /* the last flush could not be stored */
 	uint64_t unstored_at_failure;
 	double watchdog_sent;      /* monotonic seconds */
 	struct daemon_status status;
 };
+
+#define DB_STATS_EVERY_S 60
 
 /* Refreshes the status HTTP reads, after a flush. Called with d->lock held. */
 static void update_status(struct daemon *d, const struct sampler_stats *st, double seconds)
@@ -448,9 +451,12 @@ static void update_status(struct daemon *d, const struct sampler_stats *st, doub
 	s->sym_processes_cached = sy.processes_cached;
 	s->sym_cache_bytes = sy.symbol_bytes;
 	s->sym_binaries_evicted = sy.binaries_evicted;
-	if (!store_get_stats(d->f->store, &ss)) {
+	/* Counting rows reads whole tables (seconds on a big database): once a minute, not per flush. */
+	if ((!d->last_db_stats || now_sec() - d->last_db_stats >= DB_STATS_EVERY_S) &&
+	    !store_get_stats(d->f->store, &ss)) {
 		s->db_bytes = ss.db_bytes;
 		s->stacks_stored = ss.stacks;
+		d->last_db_stats = now_sec();
 	}
 }
 
