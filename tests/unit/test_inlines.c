@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "testutil.h"
 #include "symbolize/inlines.h"
 
 #define MAX_ADDRS 1024   /* instruction addresses compared per fixture */
@@ -76,61 +77,6 @@ struct probe {
 	uint64_t addr[MAX_ADDRS];
 	struct chain want[MAX_ADDRS];
 };
-
-/* Runs the shell command made from fmt. Returns its exit status, or -1. */
-static int run(const char *fmt, ...)
-{
-	char cmd[4 * PATH_MAX];
-	va_list ap;
-	int n, rc;
-
-	va_start(ap, fmt);
-	n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(cmd))
-		return -1;
-	rc = system(cmd);
-	if (rc == -1 || !WIFEXITED(rc))
-		return -1;
-	if (WEXITSTATUS(rc) != 0)
-		printf("# command failed (%d): %s\n", WEXITSTATUS(rc), cmd);
-	return WEXITSTATUS(rc);
-}
-
-/* Writes len bytes of data to path. Returns 0 or -1. */
-static int write_file(const char *path, const void *data, size_t len)
-{
-	FILE *fp = fopen(path, "we");
-	int rc;
-
-	if (!fp)
-		return -1;
-	rc = fwrite(data, 1, len, fp) == len ? 0 : -1;
-	if (fclose(fp) != 0)
-		rc = -1;
-	return rc;
-}
-
-/* Reads all of path into a malloc'd buffer. Returns it (NULL on failure) and its size in *len. */
-static unsigned char *read_all(const char *path, size_t *len)
-{
-	unsigned char *buf = NULL;
-	struct stat st;
-	FILE *fp = fopen(path, "re");
-
-	if (!fp)
-		return NULL;
-	if (fstat(fileno(fp), &st) == 0 && st.st_size > 0) {
-		buf = malloc((size_t)st.st_size);
-		if (buf && fread(buf, 1, (size_t)st.st_size, fp) != (size_t)st.st_size) {
-			free(buf);
-			buf = NULL;
-		}
-		*len = (size_t)st.st_size;
-	}
-	fclose(fp);
-	return buf;
-}
 
 /* The address and size nm -S prints for symbol name in file. Returns 0 or -1. */
 static int nm_symbol(const char *file, const char *name, uint64_t *addr, uint64_t *size)

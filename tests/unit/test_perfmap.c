@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "testutil.h"
 #include "symbolize/perfmap.h"
 #include "symbolize/symbolizer.h"
 
@@ -68,24 +69,6 @@ struct child {
 	char keys[MAX_KV][32];
 	uint64_t vals[MAX_KV];
 };
-
-/* Runs a shell command built from fmt; returns its exit status (-1: could not run). */
-static int run(const char *fmt, ...)
-{
-	char cmd[4 * PATH_MAX];
-	va_list ap;
-	int n, rc;
-
-	va_start(ap, fmt);
-	n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(cmd))
-		return -1;
-	rc = system(cmd);
-	if (rc == -1 || !WIFEXITED(rc))
-		return -1;
-	return WEXITSTATUS(rc);
-}
 
 /* Writes (mode "we") or appends (mode "ae") text to path. Returns 0 or -1. */
 static int put_file(const char *path, const char *mode, const char *text, size_t len)
@@ -519,7 +502,7 @@ static int build_fixture(const char *dir)
 	snprintf(path, sizeof(path), "%s/fixture.c", dir);
 	if (put_file(path, "we", fixture_src, sizeof(fixture_src) - 1) < 0)
 		return -1;
-	return run("cd '%s' && cc -O0 -o fixture fixture.c", dir) == 0 ? 0 : -1;
+	return run_quiet("cd '%s' && cc -O0 -o fixture fixture.c", dir) == 0 ? 0 : -1;
 }
 
 /* Starts the fixture (as uid when >= 0). Returns 0 or -1 (checked). */
@@ -986,7 +969,7 @@ static void test_node(const char *dir)
 	char path[PATH_MAX];
 	struct child c;
 
-	if (access("/usr/bin/node", X_OK) < 0 && run("command -v node >/dev/null 2>&1") != 0) {
+	if (access("/usr/bin/node", X_OK) < 0 && run_quiet("command -v node >/dev/null 2>&1") != 0) {
 		SKIP("node", "node is not installed");
 		return;
 	}
@@ -1023,7 +1006,7 @@ static void test_java(const char *dir)
 	struct child c;
 	int rc;
 
-	if (run("command -v java >/dev/null 2>&1 && command -v jcmd >/dev/null 2>&1") != 0) {
+	if (run_quiet("command -v java >/dev/null 2>&1 && command -v jcmd >/dev/null 2>&1") != 0) {
 		SKIP("java", "java or jcmd is not installed");
 		return;
 	}
@@ -1035,8 +1018,8 @@ static void test_java(const char *dir)
 		return;
 	}
 	map_path(c.pid, map, sizeof(map));
-	rc = run("jcmd %d Compiler.perfmap >'%s' 2>&1", (int)c.pid, out);
-	if (rc != 0 || run("grep -qiE 'unknown|not supported|exception' '%s'", out) == 0 || access(map, F_OK) < 0) {
+	rc = run_quiet("jcmd %d Compiler.perfmap >'%s' 2>&1", (int)c.pid, out);
+	if (rc != 0 || run_quiet("grep -qiE 'unknown|not supported|exception' '%s'", out) == 0 || access(map, F_OK) < 0) {
 		SKIP("java", "jcmd PID Compiler.perfmap did not write /tmp/perf-PID.map (this JDK lacks it?)");
 	} else {
 		check_runtime_map(c.pid, "java", "flamedSpin");
@@ -1059,7 +1042,7 @@ int main(void)
 	test_table_mixed(dir);
 	test_table_overlap(dir);
 	test_table_limits(dir);
-	if (run("cc --version >/dev/null 2>&1") != 0) {
+	if (run_quiet("cc --version >/dev/null 2>&1") != 0) {
 		SKIP("live fixtures", "no C compiler: apt-get install gcc");
 	} else if (build_fixture(dir) < 0) {
 		CHECK(0, "fixture: built with cc");
@@ -1077,6 +1060,6 @@ int main(void)
 	}
 	test_node(dir);
 	test_java(dir);
-	run("rm -rf -- '%s'", dir);
+	run_quiet("rm -rf -- '%s'", dir);
 	return CHECK_EXIT();
 }

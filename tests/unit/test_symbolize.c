@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "testutil.h"
 #include "symbolize/debuginfo.h"
 #include "symbolize/elf_file.h"
 #include "symbolize/elf_symbols.h"
@@ -102,61 +103,6 @@ struct child {
 	char names[MAX_ADDRS][32];
 	uint64_t addrs[MAX_ADDRS];
 };
-
-/* Runs a shell command built from fmt; returns its exit status (-1: could not run). */
-static int run(const char *fmt, ...)
-{
-	char cmd[4 * PATH_MAX];
-	va_list ap;
-	int n, rc;
-
-	va_start(ap, fmt);
-	n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(cmd))
-		return -1;
-	rc = system(cmd);
-	if (rc == -1 || !WIFEXITED(rc))
-		return -1;
-	if (WEXITSTATUS(rc) != 0)
-		printf("# command failed (%d): %s\n", WEXITSTATUS(rc), cmd);
-	return WEXITSTATUS(rc);
-}
-
-/* Writes len bytes of data to path. Returns 0 or -1. */
-static int write_file(const char *path, const void *data, size_t len)
-{
-	FILE *fp = fopen(path, "we");
-	int rc;
-
-	if (!fp)
-		return -1;
-	rc = fwrite(data, 1, len, fp) == len ? 0 : -1;
-	if (fclose(fp) != 0)
-		rc = -1;
-	return rc;
-}
-
-/* Reads all of path into a malloc'd buffer. Returns it (NULL on failure) and its size in *len. */
-static unsigned char *read_all(const char *path, size_t *len)
-{
-	unsigned char *buf = NULL;
-	struct stat st;
-	FILE *fp = fopen(path, "re");
-
-	if (!fp)
-		return NULL;
-	if (fstat(fileno(fp), &st) == 0 && st.st_size > 0) {
-		buf = malloc((size_t)st.st_size);
-		if (buf && fread(buf, 1, (size_t)st.st_size, fp) != (size_t)st.st_size) {
-			free(buf);
-			buf = NULL;
-		}
-		*len = (size_t)st.st_size;
-	}
-	fclose(fp);
-	return buf;
-}
 
 /* The value nm prints for symbol name in file, or 0. */
 static uint64_t nm_value(const char *file, const char *name)
