@@ -1491,6 +1491,21 @@ static int stacks_row(struct store *st, sqlite3_stmt *stmt, struct visit *v)
 	return v->cb.stack(comm, folded, (uint64_t)sqlite3_column_int64(stmt, 2), v->ctx);
 }
 
+/* The statement of query kind for filter f (NULL: every sample), its filter checked and bound. */
+static int filtered_query(struct store *st, const struct store_filter *f, int kind, sqlite3_stmt **out)
+{
+	int err;
+
+	if (!f)
+		f = &filter_all;
+	err = check_filter(st, f);
+	if (err)
+		return err;
+	*out = st->query[kind][f->pid >= 0 ? QV_PID : QV_ANY];
+	bind_filter(*out, f, f->pid, f->tid);
+	return 0;
+}
+
 int store_query_stacks(struct store *st, const struct store_filter *f, store_stack_cb cb, void *ctx)
 {
 	struct visit v = { .cb.stack = cb, .ctx = ctx };
@@ -1499,14 +1514,8 @@ int store_query_stacks(struct store *st, const struct store_filter *f, store_sta
 
 	if (!st || !cb)
 		return -EINVAL;
-	if (!f)
-		f = &filter_all;
-	err = check_filter(st, f);
-	if (err)
-		return err;
-	stmt = st->query[QK_STACKS][f->pid >= 0 ? QV_PID : QV_ANY];
-	bind_filter(stmt, f, f->pid, f->tid);
-	return each_row(st, stmt, stacks_row, &v, "cannot query stacks");
+	err = filtered_query(st, f, QK_STACKS, &stmt);
+	return err ? err : each_row(st, stmt, stacks_row, &v, "cannot query stacks");
 }
 
 static int frames_row(struct store *st, sqlite3_stmt *stmt, struct visit *v)
@@ -1542,13 +1551,9 @@ int store_query_stacks_frames(struct store *st, const struct store_filter *f, st
 
 	if (!st || !cb)
 		return -EINVAL;
-	if (!f)
-		f = &filter_all;
-	err = check_filter(st, f);
+	err = filtered_query(st, f, QK_FRAMES, &stmt);
 	if (err)
 		return err;
-	stmt = st->query[QK_FRAMES][f->pid >= 0 ? QV_PID : QV_ANY];
-	bind_filter(stmt, f, f->pid, f->tid);
 	err = each_row(st, stmt, frames_row, &v, "cannot query stacks");
 	fmap_clear(&fq.map);
 	free(fq.frames);
@@ -1630,13 +1635,9 @@ int store_query_timeline(struct store *st, const struct store_filter *f, int64_t
 		return -EINVAL;
 	if (step < 1)
 		return set_err(st, -EINVAL, "invalid timeline: the step must be at least 1 second");
-	if (!f)
-		f = &filter_all;
-	err = check_filter(st, f);
+	err = filtered_query(st, f, per_thread ? QK_TIMELINE_TID : QK_TIMELINE, &stmt);
 	if (err)
 		return err;
-	stmt = st->query[per_thread ? QK_TIMELINE_TID : QK_TIMELINE][f->pid >= 0 ? QV_PID : QV_ANY];
-	bind_filter(stmt, f, f->pid, f->tid);
 	sqlite3_bind_int64(stmt, 6, step);
 	return each_row(st, stmt, point_row, &v, "cannot query the timeline");
 }
