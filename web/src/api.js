@@ -24,9 +24,11 @@ const TOKEN_KEY = 'flamed-token';
 export const token = () => sessionStorage.getItem(TOKEN_KEY) || '';
 const authHeaders = () => (token() ? { Authorization: `Bearer ${token()}` } : {});
 
-// Asks for the token after a 401 (one prompt at a time); true when one was given.
+// Asks for the token after a 401 with token `sent` (one prompt at a time; none when a newer token came
+// meanwhile); true when there is a token to try.
 let asking = null;
-function askToken() {
+function askToken(sent) {
+  if (token() !== sent) return Promise.resolve(true);
   if (!asking) {
     asking = Promise.resolve().then(() => {
       const t = window.prompt('This flamed needs its API token (the first line of its --auth-token-file):');
@@ -38,11 +40,15 @@ function askToken() {
   return asking;
 }
 
-// fetch() with the token; on a 401 asks for it and tries once more.
+// fetch() with the token; on a 401 asks for it, up to three times while the token tried is refused.
 export async function authFetch(url, init = {}) {
-  let res = await fetch(url, { ...init, headers: { ...init.headers, ...authHeaders() } });
-  if (res.status === 401 && (await askToken()))
-    res = await fetch(url, { ...init, headers: { ...init.headers, ...authHeaders() } });
+  const get = () => fetch(url, { ...init, headers: { ...init.headers, ...authHeaders() } });
+  let sent = token();
+  let res = await get();
+  for (let tries = 0; res.status === 401 && tries < 3 && (await askToken(sent)); tries++) {
+    sent = token();
+    res = await get();
+  }
   return res;
 }
 
