@@ -17,7 +17,7 @@
 #include "lru.h"
 
 #define MAX_BUCKETS (1u << 16)
-#define ROOT_LEN 64
+#define ROOT_LEN BINCACHE_ROOT_LEN
 
 struct binary {
 	struct elf_segment segs[ELF_MAX_SEGMENTS];
@@ -169,9 +169,7 @@ static int open_inode(const char *path, uint64_t inode)
 	return fd;
 }
 
-/* Opens the mapped file; root gets the prefix under which the process's other files are read
- * ("/proc/PID/root", or "" when only the plain path worked). Returns the fd or -errno. */
-static int open_mapped(const struct bin_source *src, char *root)
+int bincache_open_mapped(const struct bin_source *src, char *root)
 {
 	char path[PATH_MAX + ROOT_LEN];
 	int fd, n;
@@ -259,7 +257,7 @@ static int load_binary(struct bincache *c, const struct bin_source *src, struct 
 	struct stat st;
 	int fd, n, err;
 
-	fd = open_mapped(src, root);
+	fd = bincache_open_mapped(src, root);
 	if (fd < 0)
 		return fd;
 	if (fstat(fd, &st) == 0)

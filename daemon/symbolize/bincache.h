@@ -49,6 +49,14 @@ void bincache_begin_flush(struct bincache *c);
  * The pointer is valid until the next bincache_get or bincache_free. */
 const struct binary *bincache_get(struct bincache *c, const struct bin_source *src);
 
+#define BINCACHE_ROOT_LEN 64 /* room for the root bincache_open_mapped returns */
+
+/* Opens the file mapped as src: /proc/PID/map_files/START-END, else /proc/PID/root/PATH, else PATH (both
+ * only when not deleted, and the inode must match). root (BINCACHE_ROOT_LEN bytes) gets the prefix under
+ * which the process's other files are read ("/proc/PID/root", or "" when only the plain path worked).
+ * Returns the descriptor (O_CLOEXEC) or -errno. */
+int bincache_open_mapped(const struct bin_source *src, char *root);
+
 /* Turns a file offset of b into its ELF virtual address. Returns 0 or -ENOENT (in no PT_LOAD). */
 int binary_vaddr(const struct binary *b, uint64_t file_off, uint64_t *vaddr);
 
