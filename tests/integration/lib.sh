@@ -17,7 +17,7 @@ check() {
 
 cleanup() {
 	[ -n "$FLAMED_PID" ] && kill -9 "$FLAMED_PID" 2>/dev/null
-	rm -rf "$TMP"
+	if [ -n "$KEEP_TMP" ]; then echo "KEEP_TMP: kept $TMP"; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT
 
