@@ -13,6 +13,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "profile.h"
+#include "unwind.h"
 
 #define ENOMEM 12
 #define EFAULT 14
@@ -20,6 +21,7 @@
 
 /* Knobs set by the daemon before load. */
 const volatile bool include_idle = false;
+const volatile __u32 unwind_mode = UNWIND_MODE_FP; /* enum unwind_mode */
 
 /* Generation being filled: 0 or 1. Written by the daemon through the mmaped .bss. */
 __u32 active_gen = 0;
@@ -63,9 +65,14 @@ struct {
 #define REPORTS 3
 #define REPORT_GAP_NS 5000000ULL
 
+/* Mappings of a process are asked for again at most this often (an address in none of them). */
+#define REFRESH_GAP_NS 1000000000ULL
+
 struct seen_process {
-	__u64 start;    /* start time: a reused pid starts later */
-	__u64 last_ns;  /* when it was last reported */
+	__u64 start;      /* start time: a reused pid starts later */
+	__u64 token;      /* when this entry was made: process_event.token */
+	__u64 last_ns;    /* when it was last reported */
+	__u64 refresh_ns; /* when its mappings were last asked for again */
 	__u32 reports;
 	__u32 pad;
 };
@@ -83,6 +90,32 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 64 * 1024);
 } events SEC(".maps");
+
+/* Unwind tables, one inner array of struct unwind_row per binary, each sized to its rows; written by
+ * the daemon. */
+struct unwind_table_map {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_INNER_MAP); /* inner maps of any size */
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct unwind_row)); /* no BTF type: the rows are plain bytes to the kernel */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1024); /* sized by the daemon before load */
+	__type(key, __u32);
+	__array(values, struct unwind_table_map);
+} unwind_tables SEC(".maps");
+
+/* Each process's mappings and their tables, by pid; written by the daemon. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024); /* sized by the daemon before load */
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* the daemon falls back to preallocation if refused */
+	__type(key, __u32);
+	__type(value, struct unwind_proc);
+} unwind_procs SEC(".maps");
 
 /* Never read by the program: updating it from user space waits for running programs. */
 struct barrier_inner {
@@ -124,16 +157,34 @@ static __always_inline __u64 hash_frames(const struct stack_trace *st, __u32 n)
 	return h ? h : 1;
 }
 
-/* Reads the kernel or user stack (flags) into the stacks map. Returns its key, or 0 when there is no
- * such stack (a kernel thread has no user stack, user code no kernel stack) or it was lost (counted,
+/* Stores the first n frames of st in the stacks map. Returns its key, or 0 when it was lost (counted,
  * and lost_flag set in key->flags). */
+static __always_inline __u64 store_stack(void *stacks, struct stack_trace *st, __u32 n, __u32 lost_flag,
+					 struct sample_key *key)
+{
+	__u64 h = hash_frames(st, n);
+	long err;
+
+	if (bpf_map_lookup_elem(stacks, &h))
+		return h;
+	err = bpf_map_update_elem(stacks, &h, st, BPF_NOEXIST);
+	if (err && err != -EEXIST) { /* -EEXIST: another CPU stored the same stack first */
+		key->flags |= lost_flag;
+		stat_inc(err == -ENOMEM ? STAT_STACK_NOMEM : STAT_STACK_MAP_FULL);
+		return 0;
+	}
+	return h;
+}
+
+/* Reads the kernel or user stack (flags) with bpf_get_stack() into the stacks map. Returns its key, or 0
+ * when there is no such stack (a kernel thread has no user stack, user code no kernel stack) or it was
+ * lost (counted, and lost_flag set in key->flags). */
 static __always_inline __u64 capture(void *ctx, void *stacks, __u64 flags, __u32 lost_flag, __u32 err_stat,
 				     struct sample_key *key)
 {
 	__u32 zero = 0;
 	struct stack_trace *st = bpf_map_lookup_elem(&scratch, &zero);
-	long len, err;
-	__u64 h;
+	long len;
 
 	if (!st)
 		return 0;
@@ -145,16 +196,257 @@ static __always_inline __u64 capture(void *ctx, void *stacks, __u64 flags, __u32
 		}
 		return 0;
 	}
-	h = hash_frames(st, (__u32)len / sizeof(__u64));
-	if (bpf_map_lookup_elem(stacks, &h))
-		return h;
-	err = bpf_map_update_elem(stacks, &h, st, BPF_NOEXIST);
-	if (err && err != -EEXIST) { /* -EEXIST: another CPU stored the same stack first */
-		key->flags |= lost_flag;
-		stat_inc(err == -ENOMEM ? STAT_STACK_NOMEM : STAT_STACK_MAP_FULL);
-		return 0;
+	if (flags & BPF_F_USER_STACK) {
+		stat_inc(STAT_UNWIND_FP);
+		if (len == sizeof(st->ips)) { /* as deep as kept: maybe deeper */
+			key->flags |= SAMPLE_USTACK_TRUNCATED;
+			stat_inc(STAT_UNWIND_TRUNCATED);
+		}
 	}
-	return h;
+	return store_stack(stacks, st, (__u32)len / sizeof(__u64), lost_flag, key);
+}
+
+/* x86-64 user addresses are below this (canonical lower half); kernel ones above. */
+#define USER_TOP 0x800000000000ULL
+
+/* A user stack walk in progress, shared with walk_step(). */
+struct walk {
+	__u64 ip, sp, bp; /* registers of the frame being unwound */
+	__u32 pid;
+	__u32 n;          /* frames written to scratch */
+	__u32 done;       /* WALK_* once the walk stopped */
+	__u32 used;       /* USED_* ways frames were unwound */
+};
+
+enum { WALK_ON = 0, WALK_END, WALK_FAILED, WALK_REFRESH };
+enum { USED_TABLE = 1, USED_FP = 2, USED_UNKNOWN = 4 /* an address in no known mapping */ };
+
+/* The mapping of p holding addr, or NULL. */
+static __always_inline const struct unwind_mapping *find_mapping(const struct unwind_proc *p, __u64 addr)
+{
+	__u32 lo = 0, hi = p->n, mid;
+
+	if (hi > UNWIND_MAX_MAPPINGS)
+		hi = UNWIND_MAX_MAPPINGS;
+	for (int i = 0; i < 9; i++) { /* log2(UNWIND_MAX_MAPPINGS) + 1 */
+		if (lo >= hi)
+			break;
+		mid = (lo + hi) / 2;
+		const struct unwind_mapping *m = &p->m[mid & (UNWIND_MAX_MAPPINGS - 1)];
+		if (addr < m->start)
+			hi = mid;
+		else if (addr >= m->end)
+			lo = mid + 1;
+		else
+			return m;
+	}
+	return NULL;
+}
+
+/* The row of table (nrows rows) covering ELF address pc, or NULL. */
+static __always_inline const struct unwind_row *find_row(void *table, __u32 nrows, __u32 pc)
+{
+	__u32 lo = 0, hi = nrows, mid;
+	const struct unwind_row *r;
+
+	for (int i = 0; i < UNWIND_ROW_STEPS; i++) {
+		if (lo + 1 >= hi)
+			break;
+		mid = lo + (hi - lo) / 2;
+		r = bpf_map_lookup_elem(table, &mid);
+		if (!r)
+			return NULL;
+		if (r->pc <= pc)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	r = bpf_map_lookup_elem(table, &lo);
+	return r && r->pc <= pc ? r : NULL;
+}
+
+/* One frame up with the frame pointer: [bp] is the caller's bp, [bp + 8] the return address. */
+static __always_inline long fp_step(struct walk *w)
+{
+	__u64 frame[2];
+
+	if (unwind_mode == UNWIND_MODE_DWARF) {
+		w->done = WALK_FAILED;
+		return 1;
+	}
+	w->used |= USED_FP;
+	if (!w->bp || w->bp < w->sp || bpf_probe_read_user(frame, sizeof(frame), (void *)w->bp)) {
+		w->done = WALK_END; /* the chain ends (or was never there) */
+		return 1;
+	}
+	w->sp = w->bp + 16;
+	w->bp = frame[0];
+	w->ip = frame[1];
+	if (!w->ip)
+		w->done = WALK_END;
+	return w->done != WALK_ON;
+}
+
+/* One frame up with the unwind row r. */
+static __always_inline long table_step(struct walk *w, const struct unwind_row *r)
+{
+	__u8 cfa_kind = UNWIND_CFA_KIND(r->kinds), rbp_kind = UNWIND_RBP_KIND(r->kinds);
+	__u64 cfa, ra, bp = w->bp;
+
+	if (cfa_kind == UNWIND_CFA_NONE)
+		return fp_step(w);
+	if (cfa_kind == UNWIND_CFA_END) {
+		w->done = WALK_END;
+		return 1;
+	}
+	w->used |= USED_TABLE;
+	if (cfa_kind == UNWIND_CFA_RSP)
+		cfa = w->sp + r->cfa_off;
+	else if (cfa_kind == UNWIND_CFA_RBP)
+		cfa = w->bp + r->cfa_off;
+	else if (cfa_kind == UNWIND_CFA_PLT)
+		cfa = w->sp + r->cfa_off + ((w->ip & 15) >= (__u64)(__u8)r->rbp_off ? 8 : 0);
+	else {
+		w->done = WALK_FAILED;
+		return 1;
+	}
+	if (cfa <= w->sp || bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8))) {
+		w->done = WALK_FAILED; /* a stack only grows down; or unreadable */
+		return 1;
+	}
+	if (cfa_kind != UNWIND_CFA_PLT && rbp_kind == UNWIND_RBP_CFA) {
+		if (bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + (__s64)r->rbp_off * 8)))
+			bp = 0;
+	} else if (rbp_kind == UNWIND_RBP_OTHER) {
+		bp = 0;
+	}
+	w->ip = ra;
+	w->sp = cfa;
+	w->bp = bp;
+	if (!ra)
+		w->done = WALK_END;
+	return w->done != WALK_ON;
+}
+
+/* bpf_loop callback: records the frame at w->ip and unwinds to its caller. Returns 1 to stop. */
+static long walk_step(__u64 index, void *ctx)
+{
+	struct walk *w = ctx;
+	__u32 zero = 0, n = w->n, table;
+	struct stack_trace *st = bpf_map_lookup_elem(&scratch, &zero);
+	const struct unwind_proc *p;
+	const struct unwind_mapping *m;
+	const struct unwind_row *r;
+	void *rows;
+	__u64 pc;
+
+	(void)index;
+	if (!st || n >= PROFILE_MAX_DEPTH)
+		return 1;
+	st->ips[n] = w->ip;
+	w->n = n + 1;
+	pc = n ? w->ip - 1 : w->ip; /* a return address may be past the end of its call's function */
+	p = bpf_map_lookup_elem(&unwind_procs, &w->pid);
+	m = p ? find_mapping(p, pc) : NULL;
+	if (!m) {
+		if (p)
+			w->used |= USED_UNKNOWN; /* ask for the mappings again */
+		return fp_step(w);
+	}
+	if (m->table == UNWIND_NO_TABLE)
+		return fp_step(w);
+	table = m->table;
+	rows = bpf_map_lookup_elem(&unwind_tables, &table);
+	if (!rows || pc - m->bias > 0xffffffffULL)
+		return fp_step(w);
+	r = find_row(rows, m->nrows, (__u32)(pc - m->bias));
+	if (!r)
+		return fp_step(w);
+	return table_step(w, r);
+}
+
+/* Asks the daemon to read pid's mappings again, at most once per REFRESH_GAP_NS. */
+static __always_inline void ask_refresh(__u32 pid)
+{
+	struct seen_process *known = bpf_map_lookup_elem(&seen, &pid);
+	struct process_event *e;
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!known || now - known->refresh_ns < REFRESH_GAP_NS)
+		return;
+	known->refresh_ns = now;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		stat_inc(STAT_EVENTS_LOST);
+		return;
+	}
+	e->pid = pid;
+	e->kind = PROCESS_MAPPINGS;
+	e->start_ns = known->start;
+	e->token = known->token;
+	bpf_ringbuf_submit(e, 0);
+	stat_inc(STAT_UNWIND_REFRESH);
+}
+
+/* Walks the user stack of the current task with the unwind tables of its process (and frame pointers
+ * where they have none) into the stacks map. Returns its key, or 0 (none, or lost). Used only when the
+ * process has tables (unwind_procs). */
+static __always_inline __u64 walk_user(struct bpf_perf_event_data *ctx, void *stacks, struct sample_key *key)
+{
+	__u32 zero = 0;
+	struct stack_trace *st = bpf_map_lookup_elem(&scratch, &zero);
+	struct walk w = { .pid = key->pid };
+
+	if (!st)
+		return 0;
+	if (ctx->regs.ip < USER_TOP) { /* interrupted in user mode */
+		w.ip = ctx->regs.ip;
+		w.sp = ctx->regs.sp;
+		w.bp = ctx->regs.bp;
+	} else { /* in the kernel: the registers saved at its entry */
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+		w.ip = BPF_CORE_READ(regs, ip);
+		w.sp = BPF_CORE_READ(regs, sp);
+		w.bp = BPF_CORE_READ(regs, bp);
+	}
+	if (!w.ip)
+		return 0;
+	__builtin_memset(st->ips, 0, sizeof(st->ips));
+	bpf_loop(PROFILE_MAX_DEPTH, walk_step, &w, 0);
+	if (!w.n)
+		return 0;
+	if (w.done == WALK_ON) {
+		key->flags |= SAMPLE_USTACK_TRUNCATED;
+		stat_inc(STAT_UNWIND_TRUNCATED);
+	} else if (w.done == WALK_FAILED) {
+		stat_inc(STAT_UNWIND_FAILED);
+	}
+	stat_inc((w.used & (USED_TABLE | USED_FP)) == USED_TABLE ? STAT_UNWIND_DWARF :
+		 (w.used & USED_TABLE) ? STAT_UNWIND_MIXED : STAT_UNWIND_FP);
+	if (w.used & USED_UNKNOWN)
+		ask_refresh(key->pid);
+	return store_stack(stacks, st, w.n, SAMPLE_USTACK_LOST, key);
+}
+
+/* The user stack: walked with unwind tables when the process has them (and the mode allows), else
+ * with bpf_get_stack(). */
+static __always_inline __u64 user_stack(struct bpf_perf_event_data *ctx, struct task_struct *task,
+					void *stacks, struct sample_key *key)
+{
+	const struct unwind_proc *p;
+
+	const struct seen_process *known;
+
+	if (unwind_mode != UNWIND_MODE_FP && BPF_CORE_READ(task, mm)) {
+		p = bpf_map_lookup_elem(&unwind_procs, &key->pid);
+		known = p ? bpf_map_lookup_elem(&seen, &key->pid) : NULL;
+		/* Only tables read for this image: not those of the program it exec'd from, or of a process
+		 * that had the pid before. */
+		if (known && known->token == p->token)
+			return walk_user(ctx, stacks, key);
+	}
+	return capture(ctx, stacks, BPF_F_USER_STACK, SAMPLE_USTACK_LOST, STAT_USTACK_ERROR, key);
 }
 
 static __always_inline void count(void *counts, struct sample_key *key)
@@ -193,6 +485,7 @@ static __always_inline void note_process(struct task_struct *task, __u32 pid)
 		known->last_ns = now;
 	} else {
 		fresh.last_ns = now;
+		fresh.token = now;
 		fresh.reports = 1;
 		bpf_map_update_elem(&seen, &pid, &fresh, BPF_ANY);
 	}
@@ -202,8 +495,9 @@ static __always_inline void note_process(struct task_struct *task, __u32 pid)
 		return;
 	}
 	e->pid = pid;
-	e->pad = 0;
+	e->kind = PROCESS_NEW;
 	e->start_ns = start;
+	e->token = known && known->start == start ? known->token : fresh.token;
 	bpf_ringbuf_submit(e, 0);
 }
 
@@ -228,10 +522,10 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 
 	if (gen == 0) {
 		key.kstack = capture(ctx, &stacks0, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key);
-		key.ustack = capture(ctx, &stacks0, BPF_F_USER_STACK, SAMPLE_USTACK_LOST, STAT_USTACK_ERROR, &key);
+		key.ustack = user_stack(ctx, task, &stacks0, &key);
 	} else {
 		key.kstack = capture(ctx, &stacks1, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key);
-		key.ustack = capture(ctx, &stacks1, BPF_F_USER_STACK, SAMPLE_USTACK_LOST, STAT_USTACK_ERROR, &key);
+		key.ustack = user_stack(ctx, task, &stacks1, &key);
 	}
 
 	if (key.ustack)
@@ -240,6 +534,19 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 		count(&counts0, &key);
 	else
 		count(&counts1, &key);
+	return 0;
+}
+
+/* A process that calls execve() has new mappings: forget it, so its next sample reports it as new and
+ * no table of the old program applies to the new one. */
+SEC("tp_btf/sched_process_exec")
+int process_exec(void *ctx)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+
+	(void)ctx;
+	bpf_map_delete_elem(&unwind_procs, &pid);
+	bpf_map_delete_elem(&seen, &pid);
 	return 0;
 }
 

@@ -589,6 +589,15 @@ static int arg_table(struct request *rq, int *out)
 	return fail(rq, 400, "format: wants json, text or tsv, got \"%s\"", v);
 }
 
+/* The user-stack walks of enum profile_stat, by how they went. */
+static const char *const unwind_kinds[STAT_MAX] = {
+	[STAT_UNWIND_FP] = "fp",
+	[STAT_UNWIND_DWARF] = "dwarf",
+	[STAT_UNWIND_MIXED] = "mixed",
+	[STAT_UNWIND_TRUNCATED] = "truncated",
+	[STAT_UNWIND_FAILED] = "failed",
+};
+
 /* Status as "name value" lines, one per field. */
 static void status_text(FILE *o, const struct daemon_status *s, int64_t now)
 {
@@ -608,6 +617,40 @@ static void status_text(FILE *o, const struct daemon_status *s, int64_t now)
 		finite_or_zero(s->last_flush_seconds), s->db_bytes, s->stacks_stored, s->sym_user_hits,
 		s->sym_user_misses, s->sym_kernel_hits, s->sym_kernel_misses, s->sym_binaries_cached,
 		s->sym_processes_cached, s->sym_cache_bytes, s->sym_binaries_evicted);
+	fprintf(o, "unwind_mode %s\n", s->unwind_mode ? s->unwind_mode : "");
+	for (unsigned i = 0; i < STAT_MAX; i++)
+		if (unwind_kinds[i])
+			fprintf(o, "unwind_samples_%s %" PRIu64 "\n", unwind_kinds[i], s->lost[i]);
+	fprintf(o, "unwind_refresh_requests %" PRIu64 "\nunwind_tables %" PRIu64 "\nunwind_table_bytes %" PRIu64
+		"\nunwind_table_rows %" PRIu64 "\nunwind_tables_built %" PRIu64 "\nunwind_tables_evicted %" PRIu64
+		"\nunwind_tables_refused %" PRIu64 "\nunwind_binaries_without_cfi %" PRIu64 "\nunwind_processes %"
+		PRIu64 "\nunwind_processes_refused %" PRIu64 "\nunwind_mappings_dropped %" PRIu64
+		"\nunwind_build_seconds %.6f\nunwind_requests_dropped %" PRIu64 "\n", s->lost[STAT_UNWIND_REFRESH], s->unwind.tables, s->unwind.table_bytes,
+		s->unwind.table_rows, s->unwind.tables_built, s->unwind.tables_evicted, s->unwind.tables_refused,
+		s->unwind.binaries_without, s->unwind.processes, s->unwind.processes_refused,
+		s->unwind.mappings_dropped, finite_or_zero(s->unwind.build_seconds), s->unwind.requests_dropped);
+}
+
+/* The "unwind" object of the JSON status. */
+static void status_unwind_json(FILE *o, const struct daemon_status *s)
+{
+	int n = 0;
+
+	fputs(", \"unwind\": {\"mode\": ", o);
+	json_string(o, s->unwind_mode ? s->unwind_mode : "");
+	fputs(", \"samples\": {", o);
+	for (unsigned i = 0; i < STAT_MAX; i++)
+		if (unwind_kinds[i])
+			fprintf(o, "%s\"%s\": %" PRIu64, n++ ? ", " : "", unwind_kinds[i], s->lost[i]);
+	fprintf(o, "}, \"refresh_requests\": %" PRIu64 ", \"tables\": %" PRIu64 ", \"table_bytes\": %" PRIu64
+		", \"table_rows\": %" PRIu64 ", \"tables_built\": %" PRIu64 ", \"tables_evicted\": %" PRIu64
+		", \"tables_refused\": %" PRIu64 ", \"binaries_without_cfi\": %" PRIu64 ", \"processes\": %" PRIu64
+		", \"processes_refused\": %" PRIu64 ", \"mappings_dropped\": %" PRIu64 ", \"build_seconds\": %.6f"
+		", \"requests_dropped\": %" PRIu64 "}",
+		s->lost[STAT_UNWIND_REFRESH], s->unwind.tables, s->unwind.table_bytes, s->unwind.table_rows,
+		s->unwind.tables_built, s->unwind.tables_evicted, s->unwind.tables_refused, s->unwind.binaries_without,
+		s->unwind.processes, s->unwind.processes_refused, s->unwind.mappings_dropped,
+		finite_or_zero(s->unwind.build_seconds), s->unwind.requests_dropped);
 }
 
 static void handle_status(struct http *h, struct request *rq)
@@ -642,9 +685,11 @@ static void handle_status(struct http *h, struct request *rq)
 	fprintf(o, "\"samples_pruned\": %" PRIu64 ", ", s.samples_pruned);
 	fprintf(o, "\"symbolizer\": {\"user_hits\": %" PRIu64 ", \"user_misses\": %" PRIu64 ", \"kernel_hits\": %"
 		PRIu64 ", \"kernel_misses\": %" PRIu64 ", \"binaries_cached\": %" PRIu64 ", \"processes_cached\": %"
-		PRIu64 ", \"symbol_cache_bytes\": %" PRIu64 ", \"binaries_evicted\": %" PRIu64 "}}\n", s.sym_user_hits,
+		PRIu64 ", \"symbol_cache_bytes\": %" PRIu64 ", \"binaries_evicted\": %" PRIu64 "}", s.sym_user_hits,
 		s.sym_user_misses, s.sym_kernel_hits, s.sym_kernel_misses, s.sym_binaries_cached, s.sym_processes_cached,
 		s.sym_cache_bytes, s.sym_binaries_evicted);
+	status_unwind_json(o, &s);
+	fputs("}\n", o);
 }
 
 /* Writes a metric's HELP and TYPE lines. */
@@ -719,6 +764,28 @@ static void metrics_symbolizer(FILE *o, const struct daemon_status *s)
 		   s->sym_binaries_evicted);
 }
 
+static void metrics_unwind(FILE *o, const struct daemon_status *s)
+{
+	metric(o, "flamed_unwind_samples_total", "counter", "User stacks walked, by how (truncated and failed "
+	       "also count in one of fp, dwarf and mixed).");
+	for (unsigned i = 0; i < STAT_MAX; i++)
+		if (unwind_kinds[i])
+			fprintf(o, "flamed_unwind_samples_total{kind=\"%s\"} %" PRIu64 "\n", unwind_kinds[i], s->lost[i]);
+	metric_u64(o, "flamed_unwind_refresh_requests_total", "counter",
+		   "Mappings read again: a stack met an address in none of its process's known mappings.",
+		   s->lost[STAT_UNWIND_REFRESH]);
+	metric_u64(o, "flamed_unwind_tables", "gauge", "Binaries with unwind tables loaded.", s->unwind.tables);
+	metric_u64(o, "flamed_unwind_table_bytes", "gauge", "Kernel memory the unwind tables' rows take.",
+		   s->unwind.table_bytes);
+	metric_u64(o, "flamed_unwind_tables_evicted_total", "counter",
+		   "Unused unwind tables dropped to stay within --unwind-tables-mb.", s->unwind.tables_evicted);
+	metric_u64(o, "flamed_unwind_tables_refused_total", "counter",
+		   "Unwind tables not loaded for want of room.", s->unwind.tables_refused);
+	metric_u64(o, "flamed_unwind_processes", "gauge", "Processes with unwind tables.", s->unwind.processes);
+	metric_u64(o, "flamed_unwind_processes_refused_total", "counter",
+		   "Processes not given unwind tables: --unwind-processes reached.", s->unwind.processes_refused);
+}
+
 static void metrics_http(struct http *h, FILE *o)
 {
 	metric(o, "flamed_http_requests_total", "counter", "HTTP requests answered, by status code.");
@@ -750,6 +817,7 @@ static void handle_metrics(struct http *h, struct request *rq)
 	metric_u64(o, "flamed_cpus", "gauge", "CPUs being sampled.", s.cpus);
 	metrics_samples(o, &s);
 	metrics_symbolizer(o, &s);
+	metrics_unwind(o, &s);
 	metric_u64(o, "flamed_database_bytes", "gauge", "Size of the database.", s.db_bytes);
 	metric_u64(o, "flamed_stacks_stored", "gauge", "Distinct stacks in the database.", s.stacks_stored);
 	metrics_http(h, o);

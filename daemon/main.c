@@ -25,6 +25,7 @@
 #include "window.h"
 #include "store.h"
 #include "symbolize/symbolizer.h"
+#include "unwind/unwinder.h"
 
 #define DEFAULT_DB "/var/lib/flamed/flamed.db"
 #define FRAME_NAME_MAX 240
@@ -46,7 +47,13 @@ static struct options {
 	int verbose;
 	const char *listen;
 	const char *auth_token_file;
+	unsigned unwind;           /* enum unwind_mode */
+	unsigned unwind_tables_mb;
+	unsigned unwind_processes;
 } opt = {
+	.unwind = UNWIND_MODE_AUTO,
+	.unwind_tables_mb = 64,
+	.unwind_processes = 1024,
 	.listen = "127.0.0.1:7070",
 	.db = DEFAULT_DB,
 	.frequency = 19,
@@ -114,6 +121,15 @@ static void usage(FILE *f)
 		"                         samples first (500M, 2G; default 1G)\n"
 		"  --symbol-cache-mb N    memory for the symbol tables of cached binaries, 1-65536\n"
 		"                         (default 64); the least recently used are dropped first\n"
+		"  --unwind MODE          how user stacks are walked: 'auto' (default) with the\n"
+		"                         unwind tables (.eh_frame) of a process's binaries, and\n"
+		"                         frame pointers where there are none; 'dwarf' tables\n"
+		"                         only; 'fp' frame pointers only (no tables are built)\n"
+		"  --unwind-tables-mb N   kernel memory for unwind tables, 1-65536 (default 64);\n"
+		"                         about 0.5 MiB for python3.11, 0.2 MiB for libc; tables of\n"
+		"                         binaries no process runs are dropped first\n"
+		"  --unwind-processes N   processes given unwind tables at once, 16-65536 (default\n"
+		"                         1024; 8 KiB of kernel memory each); more use frame pointers\n"
 		"  -v, --verbose          log a line per flush; twice (-vv): libbpf's debug output too\n"
 		"  -h, --help             show this help and exit\n"
 		"  -V, --version          show the version and exit\n"
@@ -167,9 +183,20 @@ static uint64_t parse_size(const char *name, const char *s)
 	return (uint64_t)v << shift;
 }
 
+static unsigned parse_unwind(const char *s)
+{
+	if (!strcmp(s, "fp"))
+		return UNWIND_MODE_FP;
+	if (!strcmp(s, "dwarf"))
+		return UNWIND_MODE_DWARF;
+	if (!strcmp(s, "auto"))
+		return UNWIND_MODE_AUTO;
+	die_usage("--unwind wants fp, dwarf or auto, not '%s'", s);
+}
+
 static void parse_options(int argc, char **argv)
 {
-	enum { O_DB = 256, O_LISTEN, O_AUTH, O_INLINE, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS };
+	enum { O_DB = 256, O_LISTEN, O_AUTH, O_INLINE, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS, O_UNWIND, O_UNWIND_MB, O_UNWIND_PROCS };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "listen", required_argument, NULL, O_LISTEN },
@@ -184,6 +211,9 @@ static void parse_options(int argc, char **argv)
 		{ "symbol-cache-mb", required_argument, NULL, O_SYMCACHE },
 		{ "retention", required_argument, NULL, O_RETENTION },
 		{ "max-db-size", required_argument, NULL, O_MAX_DB },
+		{ "unwind", required_argument, NULL, O_UNWIND },
+		{ "unwind-tables-mb", required_argument, NULL, O_UNWIND_MB },
+		{ "unwind-processes", required_argument, NULL, O_UNWIND_PROCS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -211,6 +241,9 @@ static void parse_options(int argc, char **argv)
 					  optarg);
 			break;
 		case O_MAX_DB: opt.max_db_size = parse_size("--max-db-size", optarg); break;
+		case O_UNWIND: opt.unwind = parse_unwind(optarg); break;
+		case O_UNWIND_MB: opt.unwind_tables_mb = parse_uint("--unwind-tables-mb", optarg, 1, 65536); break;
+		case O_UNWIND_PROCS: opt.unwind_processes = parse_uint("--unwind-processes", optarg, 16, 65536); break;
 		case 'v': opt.verbose++; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("flamed %s\n", FLAMED_VERSION); exit(0);
@@ -283,6 +316,8 @@ static void fold(struct flush *f, const struct sampler_sample *s)
 
 	f->nframes = 0;
 	f->folded[0] = '\0';
+	if (s->nu && (s->key->flags & SAMPLE_USTACK_TRUNCATED)) /* its outermost frames were cut */
+		push_frame(f, &len, "[truncated]", "", NULL);
 	if (s->nu) {
 		for (unsigned i = s->nu; i-- > 0;) {
 			int kind = symbolizer_user_frame(f->sym, s->key->pid, s->uips[i], i > 0, name, sizeof(name),
@@ -359,7 +394,7 @@ static void log_losses(const struct sampler_stats *now, struct sampler_stats *pr
 	for (int i = STAT_KSTACK_ERROR; i < STAT_MAX; i++) {
 		uint64_t d = now->stat[i] - prev->stat[i];
 
-		if (d && len < sizeof(line))
+		if (d && stat_names[i] && len < sizeof(line))
 			len += snprintf(line + len, sizeof(line) - len, "%s%llu %s", len ? ", " : "",
 					(unsigned long long)d, stat_names[i]);
 	}
@@ -408,6 +443,7 @@ struct daemon {
 	struct recheck_ring rechecks[RECHECK_ROUNDS];
 	uint64_t rechecks_dropped;
 	struct sampler *smp;
+	struct unwinder *unw;      /* NULL with --unwind fp */
 	struct flush *f;
 	struct http *http;
 	struct sampler_stats prev; /* for the losses logged per flush */
@@ -451,6 +487,8 @@ static void update_status(struct daemon *d, const struct sampler_stats *st, doub
 	s->sym_processes_cached = sy.processes_cached;
 	s->sym_cache_bytes = sy.symbol_bytes;
 	s->sym_binaries_evicted = sy.binaries_evicted;
+	if (d->unw)
+		unwinder_get_stats(d->unw, &s->unwind);
 	/* Counting rows reads whole tables (seconds on a big database): once a minute, not per flush. */
 	if ((!d->last_db_stats || now_sec() - d->last_db_stats >= DB_STATS_EVERY_S) &&
 	    !store_get_stats(d->f->store, &ss)) {
@@ -539,6 +577,8 @@ static int flush(struct daemon *d)
 	err = f->store_err ? f->store_err : err;
 
 	prune(d);
+	if (d->unw)
+		unwinder_request_sweep(d->unw);
 
 	pthread_mutex_lock(&d->lock);
 	if (f->store_err)
@@ -641,6 +681,8 @@ static int run_rechecks(struct daemon *d)
 			q->count--;
 			if (symbolizer_snapshot(d->f->sym, pid) == 0)
 				recheck_later(d, pid, round + 1);
+			if (d->unw)
+				unwinder_request(d->unw, pid, 0); /* libraries the dynamic loader mapped since */
 		}
 		if (q->count && (next < 0 || q->e[q->head].due < next))
 			next = q->e[q->head].due;
@@ -649,13 +691,16 @@ static int run_rechecks(struct daemon *d)
 }
 
 /* sampler_process_cb: a process was sampled for the first time; capture its mappings and binaries
- * now, in case it exits before the flush, and again shortly. */
-static void on_new_process(uint32_t pid, void *ctx)
+ * now, in case it exits before the flush, and again shortly; give it unwind tables. Or its stack met
+ * an address in none of its known mappings: read them again. */
+static void on_process_event(uint32_t pid, unsigned kind, uint64_t token, void *ctx)
 {
 	struct daemon *d = ctx;
 
-	if (symbolizer_snapshot(d->f->sym, pid) == 0) /* gone already: its samples use what is known */
+	if (kind == PROCESS_NEW && symbolizer_snapshot(d->f->sym, pid) == 0) /* gone: what is known is used */
 		recheck_later(d, pid, 0);
+	if (d->unw) /* tables are built in the unwinder's thread: they may take a second */
+		unwinder_request(d->unw, pid, token);
 }
 
 /* Tells systemd the daemon is alive, at half its watchdog interval; returns the poll timeout (ms) to
@@ -709,7 +754,7 @@ static int run(struct daemon *d, int sfd, int tfd)
 			return flush(d);
 		}
 		if (pfd[3].revents)
-			sampler_read_events(d->smp, on_new_process, d);
+			sampler_read_events(d->smp, on_process_event, d);
 		bool due = pfd[1].revents && read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks);
 		bool asked = pfd[2].revents && read(d->wake_fd, &ticks, sizeof(ticks)) == sizeof(ticks);
 		if (due || asked)
@@ -730,6 +775,9 @@ static int start(struct daemon *d)
 		.include_idle = opt.include_idle,
 		.max_stacks = opt.max_stacks ? opt.max_stacks : default_max_stacks(),
 		.max_keys = opt.max_keys,
+		.unwind_mode = opt.unwind,
+		.max_unwind_tables = 1024,
+		.max_unwind_procs = opt.unwind_processes,
 	};
 	int err;
 
@@ -745,9 +793,25 @@ static int start(struct daemon *d)
 		return err;
 	}
 	err = sampler_new(&sopts, &d->smp);
-	if (err)
+	if (err) {
 		fprintf(stderr, "flamed: cannot load and attach the BPF profiler: %s%s\n", strerror(-err),
 			err == -EPERM || err == -EACCES ? " (run as root, or grant CAP_BPF and CAP_PERFMON)" : "");
+		return err;
+	}
+	if (opt.unwind != UNWIND_MODE_FP) {
+		struct unwinder_opts uo = {
+			.max_tables = sopts.max_unwind_tables,
+			.max_procs = sopts.max_unwind_procs,
+			.max_bytes = (size_t)opt.unwind_tables_mb << 20,
+			.debug_dir = opt.debug_dir,
+			.verbose = opt.verbose > 0,
+		};
+
+		sampler_unwind_fds(d->smp, &uo.tables_fd, &uo.procs_fd);
+		err = unwinder_new(&uo, &d->unw);
+		if (err)
+			fprintf(stderr, "flamed: cannot start the unwinder: %s\n", strerror(-err));
+	}
 	return err;
 }
 
@@ -840,6 +904,7 @@ int main(int argc, char **argv)
 	d.status.start_time = time(NULL);
 	d.status.frequency = opt.frequency;
 	d.status.flush_interval = opt.flush_interval;
+	d.status.unwind_mode = opt.unwind == UNWIND_MODE_FP ? "fp" : opt.unwind == UNWIND_MODE_DWARF ? "dwarf" : "auto";
 
 	/* Signals are blocked before any thread starts, so only the main loop receives them. */
 	err = setup_fds(&sfd, &tfd);
@@ -874,6 +939,7 @@ out:
 	pthread_cond_broadcast(&d.flushed);
 	pthread_mutex_unlock(&d.lock);
 	http_free(d.http); /* before the store and sampler: requests in flight may wait on a flush */
+	unwinder_free(d.unw);
 	sampler_free(d.smp);
 	symbolizer_free(f.sym);
 	store_close(f.store);

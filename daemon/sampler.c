@@ -17,6 +17,7 @@
 struct sampler {
 	struct profile *skel;
 	struct bpf_link **links;
+	struct bpf_link *exec_link; /* forgets a process at execve() */
 	int *event_fds;
 	int ncpus_possible;
 	unsigned cpus_attached;
@@ -97,13 +98,17 @@ static int open_and_load(struct sampler *s, const struct sampler_opts *opts, boo
 		return -errno;
 	/* 2. Configure: read-only knobs, map sizes and flags must be set before load. */
 	s->skel->rodata->include_idle = opts->include_idle;
-	if ((err = bpf_map__set_max_entries(s->skel->maps.counts0, opts->max_keys)) ||
+	s->skel->rodata->unwind_mode = opts->unwind_mode;
+	if ((err = bpf_map__set_max_entries(s->skel->maps.unwind_tables, opts->max_unwind_tables ?: 1)) ||
+	    (err = bpf_map__set_max_entries(s->skel->maps.unwind_procs, opts->max_unwind_procs ?: 1)) ||
+	    (err = bpf_map__set_max_entries(s->skel->maps.counts0, opts->max_keys)) ||
 	    (err = bpf_map__set_max_entries(s->skel->maps.counts1, opts->max_keys)) ||
 	    (err = bpf_map__set_max_entries(s->skel->maps.stacks0, opts->max_stacks)) ||
 	    (err = bpf_map__set_max_entries(s->skel->maps.stacks1, opts->max_stacks)))
 		return err;
 	if (prealloc && ((err = bpf_map__set_map_flags(s->skel->maps.stacks0, 0)) ||
-			 (err = bpf_map__set_map_flags(s->skel->maps.stacks1, 0))))
+			 (err = bpf_map__set_map_flags(s->skel->maps.stacks1, 0)) ||
+			 (err = bpf_map__set_map_flags(s->skel->maps.unwind_procs, 0))))
 		return err;
 	/* 3. Load: create the maps, pass the verifier. */
 	return profile__load(s->skel);
@@ -116,7 +121,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	const struct process_event *e = data;
 
 	if (size >= sizeof(*e) && s->event_cb)
-		s->event_cb(e->pid, s->event_ctx);
+		s->event_cb(e->pid, e->kind, e->token, s->event_ctx);
 	return 0;
 }
 
@@ -154,6 +159,11 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **out)
 	/* 4. Listen for first samples of processes, then attach: one cpu-clock event per online CPU. */
 	s->events = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s, NULL);
 	if (!s->events) {
+		err = -errno;
+		goto fail;
+	}
+	s->exec_link = bpf_program__attach(s->skel->progs.process_exec);
+	if (!s->exec_link) {
 		err = -errno;
 		goto fail;
 	}
@@ -304,6 +314,12 @@ int sampler_read_events(struct sampler *s, sampler_process_cb cb, void *ctx)
 	return n;
 }
 
+void sampler_unwind_fds(const struct sampler *s, int *tables_fd, int *procs_fd)
+{
+	*tables_fd = bpf_map__fd(s->skel->maps.unwind_tables);
+	*procs_fd = bpf_map__fd(s->skel->maps.unwind_procs);
+}
+
 int sampler_get_stats(struct sampler *s, struct sampler_stats *out)
 {
 	int fd = bpf_map__fd(s->skel->maps.stats);
@@ -329,6 +345,7 @@ void sampler_free(struct sampler *s)
 	for (int i = 0; s->event_fds && i < s->ncpus_possible; i++)
 		if (s->event_fds[i] >= 0)
 			close(s->event_fds[i]);
+	bpf_link__destroy(s->exec_link);
 	ring_buffer__free(s->events);
 	profile__destroy(s->skel);
 	free(s->links);

@@ -15,6 +15,9 @@ struct sampler_opts {
 	bool include_idle;   /* count the idle task (pid 0) */
 	unsigned max_stacks; /* stack map entries per generation (kernel and user stacks share it) */
 	unsigned max_keys;   /* distinct keys counted per generation */
+	unsigned unwind_mode;      /* enum unwind_mode */
+	unsigned max_unwind_tables; /* binaries with unwind tables loaded at once (not UNWIND_MODE_FP) */
+	unsigned max_unwind_procs;  /* processes with unwind tables at once (not UNWIND_MODE_FP) */
 };
 
 /* One drained key with its stacks, valid only during the callback. */
@@ -36,8 +39,10 @@ struct sampler_stats {
 
 typedef int (*sampler_cb)(const struct sampler_sample *s, void *ctx);
 
-/* Called with the pid of a process at its first sample. */
-typedef void (*sampler_process_cb)(uint32_t pid, void *ctx);
+/* Called with the pid of a process at its first samples (PROCESS_NEW; again after an execve), or when
+ * its user stack met an address in none of the mappings it has unwind tables for (PROCESS_MAPPINGS);
+ * token names the program image (struct process_event). */
+typedef void (*sampler_process_cb)(uint32_t pid, unsigned kind, uint64_t token, void *ctx);
 
 /* Opens, sizes, loads and attaches the BPF program on every online CPU (offline ones skipped).
  * Returns 0 or -errno: -EPERM without CAP_BPF/CAP_PERFMON, -ENODEV when no CPU could be attached. */
@@ -52,6 +57,9 @@ int sampler_events_fd(const struct sampler *s);
 
 /* Calls cb for every waiting first-sample event. Returns how many, or -errno. */
 int sampler_read_events(struct sampler *s, sampler_process_cb cb, void *ctx);
+
+/* The descriptors of the unwind_tables (array of maps) and unwind_procs maps, for the unwinder. */
+void sampler_unwind_fds(const struct sampler *s, int *tables_fd, int *procs_fd);
 
 /* Reads the cumulative counters. Returns 0 or -errno. */
 int sampler_get_stats(struct sampler *s, struct sampler_stats *out);

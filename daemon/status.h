@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include "profile.h"
+#include "unwind/unwinder.h"
 
 struct daemon_status {
 	const char *version;
@@ -26,6 +27,8 @@ struct daemon_status {
 	uint64_t sym_user_hits, sym_user_misses, sym_kernel_hits, sym_kernel_misses;
 	uint64_t sym_binaries_cached, sym_processes_cached;
 	uint64_t sym_cache_bytes, sym_binaries_evicted;
+	const char *unwind_mode;   /* "fp", "dwarf" or "auto" */
+	struct unwinder_stats unwind; /* zeros with --unwind fp */
 };
 
 #endif

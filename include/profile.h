@@ -9,6 +9,15 @@
 /* sample_key.flags: a stack that was there but could not be kept. */
 #define SAMPLE_KSTACK_LOST 1u
 #define SAMPLE_USTACK_LOST 2u
+/* sample_key.flags: the user stack is deeper than PROFILE_MAX_DEPTH; its outermost frames are cut. */
+#define SAMPLE_USTACK_TRUNCATED 4u
+
+/* How user stacks are walked (the BPF program's unwind_mode). */
+enum unwind_mode {
+	UNWIND_MODE_FP = 0,    /* frame pointers only (bpf_get_stack) */
+	UNWIND_MODE_DWARF = 1, /* unwind tables only: a frame with no table ends the stack */
+	UNWIND_MODE_AUTO = 2,  /* unwind tables where a process has them, frame pointers elsewhere */
+};
 
 /* One counted key: who was on the CPU, where, and in which second (boot clock). */
 struct sample_key {
@@ -29,10 +38,17 @@ struct stack_trace {
 
 /* Sent through the events ring buffer at the first sample of a process (by pid and start time), so
  * the daemon can capture its mappings while it lives. */
+enum process_event_kind {
+	PROCESS_NEW = 0,      /* first samples of a process */
+	PROCESS_MAPPINGS = 1, /* a user stack met an address in none of its known mappings (dlopen, JIT) */
+};
+
 struct process_event {
 	__u32 pid;
-	__u32 pad;
+	__u32 kind;     /* enum process_event_kind */
 	__u64 start_ns; /* the process's start time, CLOCK_MONOTONIC ns */
+	__u64 token;    /* names this program image of the process: it changes at execve() and when the pid
+			 * is reused; unwind tables written for another token are not used */
 };
 
 /* Per-CPU counters in the stats map, indexed by these. */
@@ -45,6 +61,12 @@ enum profile_stat {
 	STAT_STACK_NOMEM,        /* stack lost: the kernel could not allocate its entry just then */
 	STAT_COUNTS_FULL,        /* sample lost: counts map full */
 	STAT_EVENTS_LOST,        /* first-sample events of new processes lost: ring buffer full */
+	STAT_UNWIND_FP,          /* user stacks walked with frame pointers only */
+	STAT_UNWIND_DWARF,       /* user stacks walked with unwind tables only */
+	STAT_UNWIND_MIXED,       /* user stacks walked with unwind tables and frame pointers */
+	STAT_UNWIND_TRUNCATED,   /* user stacks deeper than PROFILE_MAX_DEPTH, cut */
+	STAT_UNWIND_FAILED,      /* user stacks whose walk stopped early: unreadable stack, rule not followed */
+	STAT_UNWIND_REFRESH,     /* mappings re-read requests sent (an address in no known mapping) */
 	STAT_MAX,
 };
 

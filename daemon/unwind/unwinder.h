@@ -1,0 +1,69 @@
+/* unwinder.h - gives the BPF program the unwind tables of the processes it samples: each binary's rows
+ * (built once, shared by every process mapping it) in an inner map of unwind_tables, each process's
+ * mappings in unwind_procs. Tables take kernel memory up to a budget; unused ones are dropped first. */
+#ifndef FLAMED_UNWIND_UNWINDER_H
+#define FLAMED_UNWIND_UNWINDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct unwinder;
+
+struct unwinder_opts {
+	int tables_fd;        /* unwind_tables: BPF_MAP_TYPE_ARRAY_OF_MAPS with max_tables slots */
+	int procs_fd;         /* unwind_procs: pid -> struct unwind_proc, max_procs entries */
+	unsigned max_tables;  /* binaries with tables at once (> 0) */
+	unsigned max_procs;   /* processes with tables at once (> 0) */
+	size_t max_bytes;     /* kernel memory the rows of all tables may take (> 0) */
+	const char *debug_dir; /* where separate debug files are (.debug_frame); NULL: "/usr/lib/debug" */
+	bool verbose;          /* log each table built to stderr */
+};
+
+struct unwinder_stats {
+	uint64_t tables;          /* binaries with a table loaded now */
+	uint64_t table_bytes;     /* kernel memory their rows take */
+	uint64_t table_rows;
+	uint64_t tables_built;    /* tables built since start */
+	uint64_t tables_evicted;  /* unused tables dropped for room */
+	uint64_t tables_refused;  /* tables not loaded: over the budget of bytes or binaries */
+	uint64_t binaries_without; /* binaries with no usable CFI (they unwind with frame pointers) */
+	uint64_t processes;       /* processes with tables now */
+	uint64_t processes_refused; /* not given tables: unwind_procs full */
+	uint64_t mappings_dropped; /* mappings past UNWIND_MAX_MAPPINGS in a process (frame pointers) */
+	double build_seconds;     /* time spent building and loading tables */
+	uint64_t requests_dropped; /* unwinder_request calls refused: UNWINDER_QUEUE waiting */
+};
+
+#define UNWINDER_QUEUE 4096 /* requests waiting for the unwinder's thread; more are counted and dropped */
+
+/* Creates an unwinder writing to the given maps, and its thread: building a table can take a second
+ * (libLLVM: 950k rows), which must not hold up the daemon's loop. Returns 0, -EINVAL, -ENOMEM or the
+ * error of pthread_create. */
+int unwinder_new(const struct unwinder_opts *opts, struct unwinder **out);
+
+/* Asks the unwinder's thread for unwinder_add(pid, token); a request already waiting for the same pid
+ * is updated instead. Never blocks on the work. */
+void unwinder_request(struct unwinder *u, uint32_t pid, uint64_t token);
+
+/* Asks the unwinder's thread for unwinder_sweep(). */
+void unwinder_request_sweep(struct unwinder *u);
+
+/* The work of one request, in the caller's thread (tests; the daemon uses unwinder_request).
+ * Reads pid's executable mappings, builds or reuses the tables of their binaries and writes the process
+ * into unwind_procs under token (struct process_event's; 0: keep the one known). Again for a known pid:
+ * its mappings are read afresh (dlopen, exec). The BPF side uses them only while token names the
+ * image the process runs, so mappings read just before an execve are never applied to the new image.
+ * Returns 0 or -errno (-ENOENT: the process is gone). */
+int unwinder_add(struct unwinder *u, uint32_t pid, uint64_t token);
+
+/* Forgets processes that have exited, and their tables' uses (in the caller's thread, as unwinder_add). */
+void unwinder_sweep(struct unwinder *u);
+
+/* Copies the counters as of the last request done (thread-safe). */
+void unwinder_get_stats(struct unwinder *u, struct unwinder_stats *out);
+
+/* Stops the thread (after the request in progress), frees everything and empties the maps; NULL is safe. */
+void unwinder_free(struct unwinder *u);
+
+#endif
