@@ -6,7 +6,7 @@ set -eu
 
 build_pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libsqlite3-dev
 	libmicrohttpd-dev libprotobuf-c-dev protobuf-c-compiler libdw-dev"
-test_pkgs="binutils procps libc6-dbg curl libxml2-utils golang-go jq chromium libclang-rt-14-dev sqlite3 wrk"
+test_pkgs="binutils procps libc6-dbg python3.11-dbg curl libxml2-utils golang-go jq chromium libclang-rt-14-dev sqlite3 wrk"
 
 pkgs=$build_pkgs
 [ "${1:-build}" = test ] && pkgs="$build_pkgs $test_pkgs"

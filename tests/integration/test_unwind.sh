@@ -1,0 +1,121 @@
+#!/bin/bash
+# test_unwind.sh - user stacks of code built without frame pointers, walked in BPF with the unwind
+# tables flamed builds from .eh_frame: a C program built -O2 -fomit-frame-pointer whose leaf sets up no
+# frame, and Debian's own python3.11 (no frame pointers). Then the same C program with --unwind fp, to
+# show the tables are what makes the difference, and status's count of walks by kind.
+. "$(dirname "$0")/lib.sh"
+FREQ=99
+PY=/usr/bin/python3.11
+
+need_root unwind
+W=$(dirname "$0")/../workloads
+gcc -O2 -g -fomit-frame-pointer "$W/nofp.c" -o "$TMP/nofp" -ldl || { fail "build nofp"; exit 1; }
+gcc -O2 -g -fomit-frame-pointer -shared -fPIC "$W/nofplib.c" -o "$TMP/libnofp.so" || { fail "build libnofp"; exit 1; }
+for fn in main middle left right leaf_work; do
+	objdump -d --no-show-raw-insn --disassemble=$fn "$TMP/nofp"
+done > "$TMP/nofp.asm"
+check "the workload's chain has no frame pointer: no 'mov %rsp,%rbp' in it" \
+	not grep -q 'mov  *%rsp,%rbp' "$TMP/nofp.asm"
+check "its leaf sets up no frame: no push, no stack adjustment" \
+	not grep -qE 'push|sub .*,%rsp' <(objdump -d --no-show-raw-insn --disassemble=leaf_work "$TMP/nofp")
+
+run_flamed unwind --db "$TMP/flamed.db" --frequency $FREQ --flush-interval 1 --listen 127.0.0.1:0
+
+# The first python3.11 on the host waits for its table (about 1 MiB of rows, built in tens of ms) and
+# meanwhile unwinds with frame pointers: a first run loads it, the second is measured.
+$PY -c '
+import time
+end = time.monotonic() + 0.5
+while time.monotonic() < end:
+    pass
+'
+"$TMP/nofp" 6 > "$TMP/nofp.out" & wpid=$!
+# A pure-Python loop: every sample is in the interpreter, under main and Py_RunMain.
+$PY -c '
+import time
+end = time.monotonic() + 6
+n = 0
+while time.monotonic() < end:
+    n += sum(i * i for i in range(1000))
+' & ppid=$!
+wait $wpid $ppid
+"$TMP/nofp" --deep 1 & dpid=$!
+wait $dpid
+# A library loaded after the process got its tables, and a program exec'd by a process that had them.
+"$TMP/nofp" --dlopen "$TMP/libnofp.so" 1.5 & lpid=$!
+wait $lpid
+bash -c 'end=$((SECONDS + 2)); while [ $SECONDS -lt $end ]; do :; done; exec "$0" 1.5' "$TMP/nofp" & epid=$!
+wait $epid
+sleep 1.5
+curl -sf "$URL/api/v1/status" > "$TMP/status.json"
+check "status answers" [ -s "$TMP/status.json" ]
+stop_flamed
+check "flamed exits 0 on SIGTERM" [ $? -eq 0 ]
+
+# The C program: every sample whose leaf is leaf_work and that is past warm_up must carry the whole
+# chain (the caller of a frameless leaf is only found with the tables).
+"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid $wpid --since 10m > "$TMP/w.folded"
+work=$(sum_samples "$TMP/w.folded" 'leaf_work$')
+warm=$(sum_samples "$TMP/w.folded" 'warm_spin$')
+l=$(sum_samples "$TMP/w.folded" '^nofp;_start;__libc_start_main;__libc_start_call_main;main;middle;left;leaf_work$')
+r=$(sum_samples "$TMP/w.folded" '^nofp;_start;__libc_start_main;__libc_start_call_main;main;middle;right;leaf_work$')
+echo "nofp: $work samples in leaf_work: left $l, right $r; $warm in warm_spin"
+check "at least 99% of them carry _start...main;middle;left|right;leaf_work ($((l + r)) of $work)" \
+	[ "$work" -gt 100 -a $((100 * (l + r))) -ge $((99 * work)) ]
+check "left's share is 75% within 5 points ($l vs $r)" \
+	awk -v a="$l" -v b="$r" 'BEGIN { s = 100 * a / (a + b); print s; exit !(a + b > 0 && s >= 70 && s <= 80) }'
+
+# python3.11: Debian builds it without frame pointers; its static functions are named from
+# python3.11-dbg's debug file. Its main() ends in a jump to Py_BytesMain, so main has no frame of its own:
+# Py_BytesMain is what libc's __libc_start_call_main called (perf --call-graph dwarf shows the same).
+"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid $ppid --since 10m > "$TMP/p.folded"
+ptotal=$(sum_samples "$TMP/p.folded")
+pmain=$(sum_samples "$TMP/p.folded" '^python3.11;_start;__libc_start_main;__libc_start_call_main;(main;)?Py_BytesMain;Py_RunMain;')
+echo "python3.11: $pmain of $ptotal samples reach main through Py_RunMain"
+check "at least 95% of python3.11's samples reach main through Py_RunMain ($pmain of $ptotal)" \
+	[ "$ptotal" -gt 100 -a $((100 * pmain)) -ge $((95 * ptotal)) ]
+check "the interpreter loop is named" grep -q '_PyEval_EvalFrameDefault' "$TMP/p.folded"
+
+# 200 calls deep: more than the 127 frames kept, so the root is marked, not silently another frame.
+"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid $dpid --since 10m > "$TMP/d.folded"
+dtotal=$(sum_samples "$TMP/d.folded" 'deep;leaf_work$')
+dtrunc=$(sum_samples "$TMP/d.folded" '^nofp;\[truncated\];(deep;)+leaf_work$')
+echo "deep: $dtrunc of $dtotal samples in leaf_work under deep() marked [truncated]"
+check "a stack deeper than 127 frames starts with [truncated] ($dtrunc of $dtotal)" \
+	[ "$dtotal" -gt 20 -a $((100 * dtrunc)) -ge $((99 * dtotal)) ]
+check "status counts truncated stacks" jq -e '.unwind.samples.truncated >= 20' "$TMP/status.json"
+
+"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid $lpid --since 10m > "$TMP/l.folded"
+ltotal=$(sum_samples "$TMP/l.folded" 'lib_leaf$')
+lchain=$(sum_samples "$TMP/l.folded" '^nofp;_start;__libc_start_main;__libc_start_call_main;main;burn_in_library;lib_outer;lib_leaf$')
+echo "dlopen: $lchain of $ltotal samples in lib_leaf carry the whole chain"
+check "a library loaded later (dlopen) gets its table: >= 90% of its samples carry the chain ($lchain of $ltotal)" \
+	[ "$ltotal" -gt 20 -a $((10 * lchain)) -ge $((9 * ltotal)) ]
+check "status counts the requests to read mappings again" jq -e '.unwind.refresh_requests >= 1' "$TMP/status.json"
+
+"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid $epid --since 10m > "$TMP/e.folded"
+etotal=$(sum_samples "$TMP/e.folded" 'leaf_work$')
+echain=$(sum_samples "$TMP/e.folded" ';main;middle;(left|right);leaf_work$')
+echo "exec: $echain of $etotal samples in leaf_work carry the chain after bash exec'd nofp"
+check "a process that execs gets the tables of its new program ($echain of $etotal)" \
+	[ "$etotal" -gt 20 -a $((100 * echain)) -ge $((99 * etotal)) ]
+check "and bash's own samples before the exec are there" grep -q '^bash;' "$TMP/e.folded"
+
+check "status counts stacks walked with unwind tables" \
+	jq -e '.unwind.mode == "auto" and (.unwind.samples.dwarf + .unwind.samples.mixed) > 500 and .unwind.tables >= 2 and .unwind.table_bytes > 0' "$TMP/status.json"
+jq -c '.unwind' "$TMP/status.json"
+
+# The same program with frame pointers only: the frameless leaf hides its callers.
+run_flamed unwind-fp --db "$TMP/fp.db" --frequency $FREQ --flush-interval 1 --unwind fp
+"$TMP/nofp" 2 > /dev/null & fpid=$!
+wait $fpid
+sleep 1.5
+stop_flamed
+"$BUILD/flamectl" --db "$TMP/fp.db" query --pid $fpid --since 10m > "$TMP/f.folded"
+ftotal=$(sum_samples "$TMP/f.folded" 'leaf_work$')
+fchain=$(sum_samples "$TMP/f.folded" ';main;middle;(left|right);leaf_work$')
+echo "--unwind fp: $fchain of $ftotal leaf_work samples carry the chain"
+check "with --unwind fp, at most 10% do ($fchain of $ftotal)" [ "$ftotal" -gt 0 -a $((10 * fchain)) -le "$ftotal" ]
+
+check "--unwind with a bad mode is refused" not "$BUILD/flamed" --unwind sframe --db "$TMP/x.db"
+exit $FAILED
