@@ -26,10 +26,21 @@
 #define FILL_CHUNK 65536     /* rows copied into an inner map per batch update */
 #define MAX_ENTRIES_PER_SLOT 4 /* binaries remembered (with or without a table) per table slot */
 
-/* One binary: its identity, where its rows are, the segments that turn addresses into ELF ones. */
-struct table {
+#define TABLE_IDS 4 /* files (containers' copies of one build) that share a table by build-id */
+
+/* A file, as fstat sees it: a replaced or rewritten binary is another file. */
+struct file_id {
 	uint64_t dev, ino, size;
 	int64_t mtime_ns;
+};
+
+/* One binary: the files it was found as, where its rows are, the segments that turn addresses into ELF
+ * ones. */
+struct table {
+	struct file_id ids[TABLE_IDS];
+	size_t nids;
+	uint8_t build_id[ELF_BUILD_ID_MAX];
+	int build_id_len; /* 0: none */
 	uint32_t slot;    /* in unwind_tables; UNWIND_NO_TABLE: no rows loaded */
 	uint32_t nrows;
 	bool refused;     /* had rows, not loaded for want of room: may be tried again once unused */
@@ -77,6 +88,15 @@ static double mono_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Makes the thread's counters those unwinder_get_stats returns. */
+static void publish(struct unwinder *u)
+{
+	pthread_mutex_lock(&u->mu);
+	u->published = u->st;
+	u->published.requests_dropped = u->dropped;
+	pthread_mutex_unlock(&u->mu);
+}
+
 /* The thread: takes requests one at a time, does them without the lock, publishes the counters. */
 static void *worker(void *arg)
 {
@@ -104,8 +124,6 @@ static void *worker(void *arg)
 		else
 			unwinder_add(u, rq.pid, rq.token);
 		pthread_mutex_lock(&u->mu);
-		u->published = u->st;
-		u->published.requests_dropped = u->dropped;
 	}
 	pthread_mutex_unlock(&u->mu);
 	return NULL;
@@ -263,73 +281,40 @@ static int load_rows(struct unwinder *u, uint32_t slot, const struct unwind_row 
 	return err;
 }
 
-/* Builds the rows of the binary open on fd (taken over): its .eh_frame, else a separate debug file's
- * .debug_frame. Fills t->segs. Returns 0 with *rows and *n set, or -errno. */
-static int build_rows(struct unwinder *u, int fd, const char *root, const char *path, struct table *t,
+/* Builds the rows of the binary open on fd (ef its parsed copy): its .eh_frame, else a separate debug
+ * file's .debug_frame. Returns 0 with *rows and *n set, or -errno. */
+static int build_rows(struct unwinder *u, int fd, const struct elf_file *ef, const char *root, const char *path,
 		      struct unwind_row **rows, size_t *n)
 {
 	char found[PATH_MAX] = "";
-	struct debuginfo_query q = { .root = root, .debug_dir = u->debug_dir, .path = path,
+	struct debuginfo_query q = { .root = root, .debug_dir = u->debug_dir, .path = path, .bin = ef,
 				     .found = found, .found_len = sizeof(found) };
-	struct elf_file *ef, *dbg;
+	struct elf_file *dbg;
 	struct cfi_stats cs;
-	int cfd = dup(fd), dfd, err, nsegs;
+	int dfd, err;
 
-	if (cfd < 0) {
-		close(fd);
-		return -errno;
-	}
-	err = elf_file_from_fd(fd, &ef);
-	if (err) {
-		close(cfd);
-		return err;
-	}
-	nsegs = elf_file_segments(ef, t->segs, ELF_MAX_SEGMENTS);
-	t->nsegs = nsegs > 0 ? (size_t)nsegs : 0;
-	err = cfi_build(cfd, -1, UNWIND_MAX_ROWS, rows, n, &cs);
-	if (err == -ENOENT) {
-		q.bin = ef;
-		if (debuginfo_find(&q, &dbg) == 0) {
-			elf_file_free(dbg);
-			dfd = elf_file_open_fd(found);
-			if (dfd >= 0) {
-				err = cfi_build(cfd, dfd, UNWIND_MAX_ROWS, rows, n, &cs);
-				close(dfd);
-			}
+	err = cfi_build(fd, -1, UNWIND_MAX_ROWS, rows, n, &cs);
+	if (err == -ENOENT && debuginfo_find(&q, &dbg) == 0) {
+		elf_file_free(dbg);
+		dfd = elf_file_open_fd(found);
+		if (dfd >= 0) {
+			err = cfi_build(fd, dfd, UNWIND_MAX_ROWS, rows, n, &cs);
+			close(dfd);
 		}
 	}
-	elf_file_free(ef);
-	close(cfd);
 	return err;
 }
 
-/* Builds and loads the table of the binary open on fd (taken over) into a new entry. Returns the entry
- * (its slot UNWIND_NO_TABLE when it has no usable rows or no room) or NULL (out of memory). */
-static struct table *new_table(struct unwinder *u, int fd, const struct stat *stt, const char *root,
-			       const char *path)
+/* Builds and loads the rows of t's binary (open on fd, parsed as ef). */
+static void fill_table(struct unwinder *u, struct table *t, int fd, const struct elf_file *ef, const char *root,
+		       const char *path)
 {
 	struct unwind_row *rows = NULL;
-	struct table *t;
 	double t0 = mono_now();
 	size_t n = 0;
 	int err;
 
-	if (u->ntables == u->cap_tables && !evict_one(u, false)) {
-		close(fd);
-		return NULL;
-	}
-	t = calloc(1, sizeof(*t));
-	if (!t) {
-		close(fd);
-		return NULL;
-	}
-	t->dev = stt->st_dev;
-	t->ino = stt->st_ino;
-	t->size = stt->st_size;
-	t->mtime_ns = (int64_t)stt->st_mtim.tv_sec * 1000000000LL + stt->st_mtim.tv_nsec;
-	t->slot = UNWIND_NO_TABLE;
-	t->last_used = u->sweeps;
-	err = build_rows(u, fd, root, path, t, &rows, &n);
+	err = build_rows(u, fd, ef, root, path, &rows, &n);
 	if (err || n < 2) {
 		u->st.binaries_without++;
 	} else if ((t->slot = make_room(u, n)) == UNWIND_NO_TABLE) {
@@ -348,12 +333,71 @@ static struct table *new_table(struct unwinder *u, int fd, const struct stat *st
 		u->st.table_bytes += (uint64_t)n * sizeof(struct unwind_row);
 	}
 	free(rows);
-	u->tables[u->ntables++] = t;
 	u->st.build_seconds += mono_now() - t0;
 	if (u->o.verbose)
 		fprintf(stderr, "flamed: unwind table of %s: %zu rows, %zu KiB, %s, %.1f ms\n", path, n,
 			n * sizeof(struct unwind_row) >> 10, t->nrows ? "loaded" : t->refused ? "no room" : "none usable",
 			(mono_now() - t0) * 1e3);
+}
+
+/* A loaded table of the same build as ef (by build-id) with room for another file, or NULL. */
+static struct table *same_build(struct unwinder *u, const uint8_t *id, int len)
+{
+	for (size_t i = 0; len > 0 && i < u->ntables; i++) {
+		struct table *t = u->tables[i];
+
+		if (t->build_id_len == len && !memcmp(t->build_id, id, (size_t)len) && t->slot != UNWIND_NO_TABLE &&
+		    t->nids < TABLE_IDS)
+			return t;
+	}
+	return NULL;
+}
+
+/* The table of the binary open on fd (taken over), file id: another file of a build already loaded
+ * shares its table; else a new entry is built. Returns it (its slot UNWIND_NO_TABLE when it has no
+ * usable rows or no room) or NULL (not ELF, out of memory). */
+static struct table *new_table(struct unwinder *u, int fd, const struct file_id *id, const char *root,
+			       const char *path)
+{
+	uint8_t bid[ELF_BUILD_ID_MAX];
+	struct elf_file *ef;
+	struct table *t;
+	int cfd = dup(fd), nsegs, bid_len;
+
+	if (cfd < 0) {
+		close(fd);
+		return NULL;
+	}
+	if (elf_file_from_fd(fd, &ef)) { /* takes fd over */
+		close(cfd);
+		return NULL;
+	}
+	bid_len = elf_file_build_id(ef, bid, sizeof(bid));
+	t = same_build(u, bid, bid_len);
+	if (t) {
+		t->ids[t->nids++] = *id;
+		goto out;
+	}
+	if (u->ntables == u->cap_tables && !evict_one(u, false))
+		goto out;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		goto out;
+	t->ids[0] = *id;
+	t->nids = 1;
+	if (bid_len > 0) {
+		memcpy(t->build_id, bid, (size_t)bid_len);
+		t->build_id_len = bid_len;
+	}
+	t->slot = UNWIND_NO_TABLE;
+	t->last_used = u->sweeps;
+	nsegs = elf_file_segments(ef, t->segs, ELF_MAX_SEGMENTS);
+	t->nsegs = nsegs > 0 ? (size_t)nsegs : 0;
+	fill_table(u, t, cfd, ef, root, path);
+	u->tables[u->ntables++] = t;
+out:
+	elf_file_free(ef);
+	close(cfd);
 	return t;
 }
 
@@ -364,6 +408,7 @@ static struct table *table_for(struct unwinder *u, uint32_t pid, const struct pr
 	struct bin_source src = { .pid = pid, .start = m->start, .end = m->end, .inode = m->inode,
 				  .path = m->path, .deleted = m->deleted };
 	char root[BINCACHE_ROOT_LEN];
+	struct file_id id;
 	struct stat st;
 	int fd;
 
@@ -376,20 +421,23 @@ static struct table *table_for(struct unwinder *u, uint32_t pid, const struct pr
 		close(fd);
 		return NULL;
 	}
+	id = (struct file_id){ st.st_dev, st.st_ino, st.st_size, (int64_t)st.st_mtim.tv_sec * 1000000000LL +
+			       st.st_mtim.tv_nsec };
 	for (size_t i = 0; i < u->ntables; i++) {
 		struct table *t = u->tables[i];
 
-		if (t->ino == (uint64_t)st.st_ino && t->dev == (uint64_t)st.st_dev && t->size == (uint64_t)st.st_size &&
-		    t->mtime_ns == (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec) {
-			close(fd);
+		for (size_t j = 0; j < t->nids; j++) {
+			if (memcmp(&t->ids[j], &id, sizeof(id)))
+				continue;
 			if (t->refused && !t->users) { /* try again: room may have come */
 				drop_table(u, i);
-				break;
+				return new_table(u, fd, &id, root, m->path);
 			}
+			close(fd);
 			return t;
 		}
 	}
-	return new_table(u, fd, &st, root, m->path);
+	return new_table(u, fd, &id, root, m->path);
 }
 
 static struct proc *find_proc(struct unwinder *u, uint32_t pid)
@@ -470,6 +518,7 @@ int unwinder_add(struct unwinder *u, uint32_t pid, uint64_t token)
 	if (!p && u->nprocs == u->o.max_procs) {
 		procmaps_free(maps, n);
 		u->st.processes_refused++;
+		publish(u);
 		return -ENOSPC;
 	}
 	used = calloc(UNWIND_MAX_MAPPINGS, sizeof(*used));
@@ -498,9 +547,9 @@ int unwinder_add(struct unwinder *u, uint32_t pid, uint64_t token)
 		release(p);
 		*p = u->procs[--u->nprocs];
 		u->st.processes--;
-		return err;
 	}
-	return 0;
+	publish(u);
+	return err;
 }
 
 void unwinder_sweep(struct unwinder *u)
@@ -526,12 +575,13 @@ void unwinder_sweep(struct unwinder *u)
 		else
 			i++;
 	}
+	publish(u);
 }
 
 void unwinder_get_stats(struct unwinder *u, struct unwinder_stats *out)
 {
 	pthread_mutex_lock(&u->mu);
-	*out = u->thread_started ? u->published : u->st;
+	*out = u->published;
 	pthread_mutex_unlock(&u->mu);
 }
 

@@ -1,0 +1,287 @@
+/* test_unwinder.c - the unwinder against real BPF maps (root): a process's mappings and biases, rows in
+ * the kernel equal to cfi_build's, tables shared by build-id, the byte and process budgets, sweeping
+ * exited processes, the request thread, and the maps emptied at the end. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/types.h>
+#include <bpf/bpf.h>
+
+#include "check.h"
+#include "testutil.h"
+#include "unwind.h"
+#include "unwind/cfi.h"
+#include "unwind/unwinder.h"
+
+#define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
+
+struct maps {
+	int tmpl, tables, procs;
+};
+
+/* A function of this binary whose address is looked up. */
+__attribute__((noinline)) int probe_function(int x)
+{
+	return x * 3 + 1;
+}
+
+/* Makes maps like profile.bpf.c's. Returns 0 or -errno. */
+static int make_maps(struct maps *m, unsigned max_tables, unsigned max_procs)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, inner, .map_flags = BPF_F_INNER_MAP);
+	LIBBPF_OPTS(bpf_map_create_opts, outer);
+	LIBBPF_OPTS(bpf_map_create_opts, hash, .map_flags = BPF_F_NO_PREALLOC);
+
+	m->tmpl = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_tmpl", 4, sizeof(struct unwind_row), 1, &inner);
+	if (m->tmpl < 0)
+		return -errno;
+	outer.inner_map_fd = m->tmpl;
+	m->tables = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "t_tables", 4, 4, max_tables, &outer);
+	m->procs = bpf_map_create(BPF_MAP_TYPE_HASH, "t_procs", 4, sizeof(struct unwind_proc), max_procs, &hash);
+	return m->tables < 0 || m->procs < 0 ? -errno : 0;
+}
+
+static void close_maps(struct maps *m)
+{
+	close(m->tmpl);
+	close(m->tables);
+	close(m->procs);
+}
+
+static struct unwinder *new_unwinder(const struct maps *m, unsigned max_tables, unsigned max_procs, size_t bytes)
+{
+	struct unwinder_opts o = { .tables_fd = m->tables, .procs_fd = m->procs, .max_tables = max_tables,
+				   .max_procs = max_procs, .max_bytes = bytes };
+	struct unwinder *u = NULL;
+	int err = unwinder_new(&o, &u);
+
+	CHECK(err == 0, "unwinder_new (%d)", err);
+	return u;
+}
+
+/* The mapping of v holding addr, or NULL. */
+static const struct unwind_mapping *mapping_of(const struct unwind_proc *v, uint64_t addr)
+{
+	for (__u32 i = 0; i < v->n && i < UNWIND_MAX_MAPPINGS; i++)
+		if (addr >= v->m[i].start && addr < v->m[i].end)
+			return &v->m[i];
+	return NULL;
+}
+
+/* Checks that the kernel's row for addr (in mapping um) is cfi_build's row of file for the same ELF address. */
+static void check_row(const struct maps *m, const struct unwind_mapping *um, uint64_t addr, const char *file,
+		      const char *what)
+{
+	struct unwind_row *rows = NULL, got;
+	const struct unwind_row *want;
+	__u32 inner_id, lo = 0, hi, mid;
+	size_t n = 0;
+	int fd = open(file, O_RDONLY | O_CLOEXEC), inner = -1, err;
+
+	CHECK(um && um->table != UNWIND_NO_TABLE, "%s: its mapping has a table", what);
+	if (!um || um->table == UNWIND_NO_TABLE || fd < 0)
+		goto out;
+	err = cfi_build(fd, -1, UNWIND_MAX_ROWS, &rows, &n, NULL);
+	CHECK(err == 0 && n == um->nrows, "%s: the table has cfi_build's %zu rows (%u)", what, n, um->nrows);
+	if (bpf_map_lookup_elem(m->tables, &um->table, &inner_id) == 0)
+		inner = bpf_map_get_fd_by_id(inner_id);
+	CHECK(inner >= 0, "%s: its inner map is in slot %u", what, um->table);
+	if (inner < 0 || err)
+		goto out;
+	/* The BPF side's search: the last row whose pc is <= the ELF address. */
+	for (hi = um->nrows; lo + 1 < hi;) {
+		mid = lo + (hi - lo) / 2;
+		if (bpf_map_lookup_elem(inner, &mid, &got) || got.pc > addr - um->bias)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	bpf_map_lookup_elem(inner, &lo, &got);
+	want = cfi_lookup(rows, n, addr - um->bias);
+	CHECK(want && !memcmp(want, &got, sizeof(got)),
+	      "%s: the kernel's row for ELF address 0x%" PRIx64 " is cfi_lookup's (pc 0x%x kinds 0x%x)", what,
+	      (uint64_t)(addr - um->bias), got.pc, got.kinds);
+out:
+	free(rows);
+	if (inner >= 0)
+		close(inner);
+	if (fd >= 0)
+		close(fd);
+}
+
+static int count_entries(int fd)
+{
+	__u32 key, next;
+	int n;
+
+	if (bpf_map_get_next_key(fd, NULL, &key))
+		return 0;
+	for (n = 1; !bpf_map_get_next_key(fd, &key, &next); n++)
+		key = next;
+	return n;
+}
+
+/* A child that sleeps until killed, run from path. Returns its pid. */
+static pid_t sleeper(const char *path)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		execl(path, path, "--sleep", (char *)NULL);
+		_exit(127);
+	}
+	usleep(200 * 1000); /* let it exec and map its libraries */
+	return pid;
+}
+
+static void test_self(const struct maps *m)
+{
+	struct unwinder *u = new_unwinder(m, 16, 8, 64 << 20);
+	struct unwind_proc *v = calloc(1, sizeof(*v));
+	struct unwinder_stats st;
+	__u32 pid = (__u32)getpid();
+	bool sorted = true;
+	int err;
+
+	if (!u || !v)
+		goto out;
+	err = unwinder_add(u, pid, 42);
+	CHECK(err == 0, "unwinder_add(self) (%d)", err);
+	CHECK(bpf_map_lookup_elem(m->procs, &pid, v) == 0, "the process is in the procs map");
+	CHECK(v->token == 42 && v->n >= 3, "with its token and its mappings (%u)", v->n);
+	for (__u32 i = 1; i < v->n; i++)
+		sorted = sorted && v->m[i - 1].end <= v->m[i].start;
+	CHECK(sorted, "mappings sorted and disjoint");
+	check_row(m, mapping_of(v, (uintptr_t)&probe_function), (uintptr_t)&probe_function, "/proc/self/exe",
+		  "this test's probe_function");
+	check_row(m, mapping_of(v, (uintptr_t)&getpid), (uintptr_t)&getpid, LIBC, "libc's getpid");
+	unwinder_get_stats(u, &st);
+	CHECK(st.tables >= 2 && st.table_bytes == st.table_rows * sizeof(struct unwind_row) && st.processes == 1,
+	      "stats: %" PRIu64 " tables, %" PRIu64 " bytes, %" PRIu64 " process", st.tables, st.table_bytes,
+	      st.processes);
+	err = unwinder_add(u, pid, 0);
+	CHECK(err == 0 && bpf_map_lookup_elem(m->procs, &pid, v) == 0 && v->token == 42,
+	      "adding again with token 0 keeps the token");
+	unwinder_get_stats(u, &st);
+	CHECK(st.tables_built == st.tables, "adding again builds nothing (%" PRIu64 " built)", st.tables_built);
+	CHECK(unwinder_add(u, 0x3fffffff, 1) == -ENOENT, "a pid that does not exist: -ENOENT");
+out:
+	unwinder_free(u);
+	CHECK(count_entries(m->procs) == 0, "unwinder_free empties the procs map");
+	free(v);
+}
+
+/* A copy of this binary (another file, the same build-id) shares its table. */
+static void test_shared_build(const struct maps *m, const char *dir)
+{
+	struct unwinder *u = new_unwinder(m, 16, 8, 64 << 20);
+	struct unwinder_stats a, b;
+	char copy[PATH_MAX];
+	pid_t child;
+
+	if (!u)
+		return;
+	snprintf(copy, sizeof(copy), "%s/copy", dir);
+	run("cp /proc/%d/exe %s", (int)getpid(), copy);
+	unwinder_add(u, (__u32)getpid(), 1);
+	unwinder_get_stats(u, &a);
+	child = sleeper(copy);
+	CHECK(unwinder_add(u, (__u32)child, 2) == 0, "unwinder_add(a copy of this binary)");
+	unwinder_get_stats(u, &b);
+	CHECK(b.tables == a.tables && b.tables_built == a.tables_built,
+	      "the copy shares the table of its build-id: %" PRIu64 " tables before, %" PRIu64 " after", a.tables,
+	      b.tables);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	unwinder_sweep(u);
+	unwinder_get_stats(u, &b);
+	CHECK(b.processes == 1 && count_entries(m->procs) == 1, "sweeping forgets the exited process (%" PRIu64 " left)",
+	      b.processes);
+	unwinder_free(u);
+}
+
+static void test_budgets(const struct maps *m)
+{
+	struct unwinder *u = new_unwinder(m, 16, 1, 1024);
+	struct unwind_proc *v = calloc(1, sizeof(*v));
+	struct unwinder_stats st;
+	__u32 pid = (__u32)getpid();
+	bool none = true;
+
+	if (!u || !v)
+		goto out;
+	CHECK(unwinder_add(u, pid, 7) == 0, "with 1 KiB for tables the process is still added");
+	bpf_map_lookup_elem(m->procs, &pid, v);
+	for (__u32 i = 0; i < v->n; i++)
+		none = none && v->m[i].table == UNWIND_NO_TABLE;
+	unwinder_get_stats(u, &st);
+	CHECK(none && st.tables == 0 && st.tables_refused >= 2,
+	      "no table fits: its mappings have none (frame pointers), %" PRIu64 " refused", st.tables_refused);
+	CHECK(unwinder_add(u, (__u32)getppid(), 8) == -ENOSPC, "a second process past max_procs 1: -ENOSPC");
+	unwinder_get_stats(u, &st);
+	CHECK(st.processes == 1 && st.processes_refused == 1, "counted as refused (%" PRIu64 ")",
+	      st.processes_refused);
+out:
+	unwinder_free(u);
+	free(v);
+}
+
+static void test_thread(const struct maps *m)
+{
+	struct unwinder *u = new_unwinder(m, 16, 8, 64 << 20);
+	struct unwinder_stats st = { 0 };
+
+	if (!u)
+		return;
+	unwinder_request(u, (__u32)getpid(), 9);
+	unwinder_request(u, (__u32)getpid(), 10); /* merged with the one waiting, or done after it */
+	for (int i = 0; i < 500 && st.processes == 0; i++) {
+		usleep(10 * 1000);
+		unwinder_get_stats(u, &st);
+	}
+	CHECK(st.processes == 1 && st.tables >= 2, "a request is done by the unwinder's thread (%" PRIu64 " tables)",
+	      st.tables);
+	unwinder_request_sweep(u);
+	unwinder_free(u); /* joins the thread with a sweep perhaps pending */
+	CHECK(count_entries(m->procs) == 0, "freed with requests in flight: the maps are empty");
+}
+
+int main(int argc, char **argv)
+{
+	char dir[] = "/tmp/test_unwinder.XXXXXX";
+	struct maps m;
+	int err;
+
+	if (argc > 1 && !strcmp(argv[1], "--sleep")) {
+		pause();
+		return 0;
+	}
+	err = make_maps(&m, 16, 8);
+	if (err) {
+		SKIP("unwinder", "cannot create BPF maps here (needs root or CAP_BPF)");
+		return 0;
+	}
+	if (!mkdtemp(dir))
+		return 1;
+	test_self(&m);
+	test_shared_build(&m, dir);
+	close_maps(&m);
+	make_maps(&m, 16, 8);
+	test_budgets(&m);
+	close_maps(&m);
+	make_maps(&m, 16, 8);
+	test_thread(&m);
+	close_maps(&m);
+	run("rm -rf %s", dir);
+	return CHECK_EXIT();
+}
