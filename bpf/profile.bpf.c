@@ -117,6 +117,24 @@ struct {
 	__type(value, struct unwind_proc);
 } unwind_procs SEC(".maps");
 
+/* Rows found lately, per CPU, by (table, ELF address): a hot stack's frames are found again in one
+ * lookup instead of a binary search of a few dozen map lookups. Direct-mapped. */
+#define ROW_CACHE 1024
+struct row_cache_slot {
+	__u32 table; /* unwind_mapping.table (slot and generation); 0: empty */
+	__u32 pc;
+	struct unwind_row row;
+};
+struct row_cache {
+	struct row_cache_slot s[ROW_CACHE];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct row_cache);
+} row_cache SEC(".maps");
+
 /* Never read by the program: updating it from user space waits for running programs. */
 struct barrier_inner {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -219,6 +237,20 @@ struct walk {
 };
 
 enum { WALK_ON = 0, WALK_END, WALK_FAILED, WALK_REFRESH };
+
+/* The walk lives in a map, not on the stack: the verifier then checks walk_step once for any frame
+ * count instead of once per distinct count. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct walk);
+} walks SEC(".maps");
+
+/* What walk_step gets from walk_user besides the map. */
+struct walk_ctx {
+	const struct unwind_proc *proc; /* the process's mappings */
+};
 enum { USED_TABLE = 1, USED_FP = 2, USED_UNKNOWN = 4 /* an address in no known mapping */ };
 
 /* The mapping of p holding addr, or NULL. */
@@ -331,38 +363,45 @@ static __always_inline long table_step(struct walk *w, const struct unwind_row *
 /* bpf_loop callback: records the frame at w->ip and unwinds to its caller. Returns 1 to stop. */
 static long walk_step(__u64 index, void *ctx)
 {
-	struct walk *w = ctx;
-	__u32 zero = 0, n = w->n, table;
+	const struct walk_ctx *wc = ctx;
+	__u32 zero = 0, n, table, slot, rpc;
 	struct stack_trace *st = bpf_map_lookup_elem(&scratch, &zero);
-	const struct unwind_proc *p;
+	struct row_cache *cache = bpf_map_lookup_elem(&row_cache, &zero);
+	struct walk *w = bpf_map_lookup_elem(&walks, &zero);
 	const struct unwind_mapping *m;
 	const struct unwind_row *r;
+	struct row_cache_slot *c;
 	void *rows;
 	__u64 pc;
 
 	(void)index;
-	if (!st || n >= PROFILE_MAX_DEPTH)
+	if (!st || !cache || !w || !wc->proc)
+		return 1;
+	n = w->n;
+	if (n >= PROFILE_MAX_DEPTH)
 		return 1;
 	st->ips[n] = w->ip;
 	w->n = n + 1;
 	pc = n ? w->ip - 1 : w->ip; /* a return address may be past the end of its call's function */
-	p = bpf_map_lookup_elem(&unwind_procs, &w->pid);
-	m = p ? find_mapping(p, pc) : NULL;
-	if (!m) {
-		if (p)
-			w->used |= USED_UNKNOWN; /* ask for the mappings again */
-		return fp_step(w);
-	}
-	if (m->table == UNWIND_NO_TABLE)
+	m = find_mapping(wc->proc, pc);
+	if (!m)
+		w->used |= USED_UNKNOWN; /* ask for the mappings again */
+	if (!m || m->table == UNWIND_NO_TABLE || pc - m->bias > 0xffffffffULL)
 		return fp_step(w);
 	table = m->table;
-	rows = bpf_map_lookup_elem(&unwind_tables, &table);
-	if (!rows || pc - m->bias > 0xffffffffULL)
-		return fp_step(w);
-	r = find_row(rows, m->nrows, (__u32)(pc - m->bias));
-	if (!r)
-		return fp_step(w);
-	return table_step(w, r);
+	rpc = (__u32)(pc - m->bias);
+	c = &cache->s[(rpc * 0x9e3779b1u ^ table) & (ROW_CACHE - 1)];
+	if (c->table != table || c->pc != rpc) {
+		slot = UNWIND_SLOT(table);
+		rows = bpf_map_lookup_elem(&unwind_tables, &slot);
+		r = rows ? find_row(rows, m->nrows, rpc) : NULL;
+		if (!r)
+			return fp_step(w);
+		c->table = table;
+		c->pc = rpc;
+		c->row = *r;
+	}
+	return table_step(w, &c->row);
 }
 
 /* Asks the daemon to read pid's mappings again, at most once per REFRESH_GAP_NS. */
@@ -391,42 +430,46 @@ static __always_inline void ask_refresh(__u32 pid)
 /* Walks the user stack of the current task with the unwind tables of its process (and frame pointers
  * where they have none) into the stacks map. Returns its key, or 0 (none, or lost). Used only when the
  * process has tables (unwind_procs). */
-static __always_inline __u64 walk_user(struct bpf_perf_event_data *ctx, void *stacks, struct sample_key *key)
+static __always_inline __u64 walk_user(struct bpf_perf_event_data *ctx, const struct unwind_proc *p, void *stacks,
+				       struct sample_key *key)
 {
 	__u32 zero = 0;
 	struct stack_trace *st = bpf_map_lookup_elem(&scratch, &zero);
-	struct walk w = { .pid = key->pid };
+	struct walk *w = bpf_map_lookup_elem(&walks, &zero);
+	struct walk_ctx wc = { .proc = p };
 
-	if (!st)
+	if (!st || !w)
 		return 0;
+	w->pid = key->pid;
+	w->n = w->done = w->used = 0;
 	if (ctx->regs.ip < USER_TOP) { /* interrupted in user mode */
-		w.ip = ctx->regs.ip;
-		w.sp = ctx->regs.sp;
-		w.bp = ctx->regs.bp;
+		w->ip = ctx->regs.ip;
+		w->sp = ctx->regs.sp;
+		w->bp = ctx->regs.bp;
 	} else { /* in the kernel: the registers saved at its entry */
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 
-		w.ip = BPF_CORE_READ(regs, ip);
-		w.sp = BPF_CORE_READ(regs, sp);
-		w.bp = BPF_CORE_READ(regs, bp);
+		w->ip = BPF_CORE_READ(regs, ip);
+		w->sp = BPF_CORE_READ(regs, sp);
+		w->bp = BPF_CORE_READ(regs, bp);
 	}
-	if (!w.ip)
+	if (!w->ip)
 		return 0;
 	__builtin_memset(st->ips, 0, sizeof(st->ips));
-	bpf_loop(PROFILE_MAX_DEPTH, walk_step, &w, 0);
-	if (!w.n)
+	bpf_loop(PROFILE_MAX_DEPTH, walk_step, &wc, 0);
+	if (!w->n)
 		return 0;
-	if (w.done == WALK_ON) {
+	if (w->done == WALK_ON) {
 		key->flags |= SAMPLE_USTACK_TRUNCATED;
 		stat_inc(STAT_UNWIND_TRUNCATED);
-	} else if (w.done == WALK_FAILED) {
+	} else if (w->done == WALK_FAILED) {
 		stat_inc(STAT_UNWIND_FAILED);
 	}
-	stat_inc((w.used & (USED_TABLE | USED_FP)) == USED_TABLE ? STAT_UNWIND_DWARF :
-		 (w.used & USED_TABLE) ? STAT_UNWIND_MIXED : STAT_UNWIND_FP);
-	if (w.used & USED_UNKNOWN)
+	stat_inc((w->used & (USED_TABLE | USED_FP)) == USED_TABLE ? STAT_UNWIND_DWARF :
+		 (w->used & USED_TABLE) ? STAT_UNWIND_MIXED : STAT_UNWIND_FP);
+	if (w->used & USED_UNKNOWN)
 		ask_refresh(key->pid);
-	return store_stack(stacks, st, w.n, SAMPLE_USTACK_LOST, key);
+	return store_stack(stacks, st, w->n, SAMPLE_USTACK_LOST, key);
 }
 
 /* The user stack: walked with unwind tables when the process has them (and the mode allows), else
@@ -444,7 +487,7 @@ static __always_inline __u64 user_stack(struct bpf_perf_event_data *ctx, struct 
 		/* Only tables read for this image: not those of the program it exec'd from, or of a process
 		 * that had the pid before. */
 		if (known && known->token == p->token)
-			return walk_user(ctx, stacks, key);
+			return walk_user(ctx, p, stacks, key);
 	}
 	return capture(ctx, stacks, BPF_F_USER_STACK, SAMPLE_USTACK_LOST, STAT_USTACK_ERROR, key);
 }

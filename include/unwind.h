@@ -42,8 +42,16 @@ struct unwind_row {
 #define UNWIND_MAX_ROWS (1u << UNWIND_ROW_STEPS)
 #define UNWIND_NO_TABLE 0xffffffffu
 
+/* unwind_mapping.table: the slot of unwind_tables in the low 16 bits, and in the high ones a generation
+ * the daemon changes each time it loads another binary into the slot (1 to UNWIND_MAX_GEN), so that
+ * what the BPF side cached of a slot's old rows is never taken for the new ones. */
+#define UNWIND_SLOT(table) ((table) & 0xffffu)
+#define UNWIND_TABLE(slot, gen) ((__u32)(slot) | (__u32)(gen) << 16)
+#define UNWIND_MAX_GEN 0x7fffu
+#define UNWIND_MAX_SLOTS 0x10000u
+
 /* One executable mapping: addresses in [start, end) are ELF address addr - bias of the binary whose
- * rows are inner map `table` of unwind_tables (nrows rows), or have none (UNWIND_NO_TABLE). */
+ * rows are inner map UNWIND_SLOT(table) of unwind_tables (nrows rows), or have none (UNWIND_NO_TABLE). */
 struct unwind_mapping {
 	__u64 start, end;
 	__u64 bias;

@@ -42,6 +42,7 @@ struct table {
 	uint8_t build_id[ELF_BUILD_ID_MAX];
 	int build_id_len; /* 0: none */
 	uint32_t slot;    /* in unwind_tables; UNWIND_NO_TABLE: no rows loaded */
+	uint32_t tag;     /* UNWIND_TABLE(slot, generation of the slot when loaded) */
 	uint32_t nrows;
 	bool refused;     /* had rows, not loaded for want of room: may be tried again once unused */
 	struct elf_segment segs[ELF_MAX_SEGMENTS];
@@ -63,6 +64,7 @@ struct unwinder {
 	struct table **tables; /* every binary remembered, max_tables * MAX_ENTRIES_PER_SLOT */
 	size_t ntables, cap_tables;
 	bool *slot_used;       /* max_tables */
+	uint16_t *slot_gen;    /* max_tables: loads into each slot so far, 1 to UNWIND_MAX_GEN (wrapping) */
 	struct proc *procs;    /* max_procs */
 	size_t nprocs;
 	struct unwind_proc *value; /* the BPF value being written */
@@ -165,7 +167,7 @@ int unwinder_new(const struct unwinder_opts *opts, struct unwinder **out)
 	struct unwinder *u;
 	int err;
 
-	if (!opts->max_tables || !opts->max_procs || !opts->max_bytes || opts->tables_fd < 0 || opts->procs_fd < 0)
+	if (!opts->max_tables || opts->max_tables > UNWIND_MAX_SLOTS || !opts->max_procs || !opts->max_bytes || opts->tables_fd < 0 || opts->procs_fd < 0)
 		return -EINVAL;
 	u = calloc(1, sizeof(*u));
 	if (!u)
@@ -176,12 +178,13 @@ int unwinder_new(const struct unwinder_opts *opts, struct unwinder **out)
 	u->cap_tables = (size_t)opts->max_tables * MAX_ENTRIES_PER_SLOT;
 	u->tables = calloc(u->cap_tables, sizeof(*u->tables));
 	u->slot_used = calloc(opts->max_tables, sizeof(*u->slot_used));
+	u->slot_gen = calloc(opts->max_tables, sizeof(*u->slot_gen));
 	u->procs = calloc(opts->max_procs, sizeof(*u->procs));
 	u->value = calloc(1, sizeof(*u->value));
 	u->fill_keys = malloc(FILL_CHUNK * sizeof(*u->fill_keys));
 	pthread_mutex_init(&u->mu, NULL);
 	pthread_cond_init(&u->wake, NULL);
-	if (!u->tables || !u->slot_used || !u->procs || !u->value || !u->fill_keys) {
+	if (!u->tables || !u->slot_used || !u->slot_gen || !u->procs || !u->value || !u->fill_keys) {
 		unwinder_free(u);
 		return -ENOMEM;
 	}
@@ -326,6 +329,8 @@ static void fill_table(struct unwinder *u, struct table *t, int fd, const struct
 		u->st.tables_refused++;
 	} else {
 		u->slot_used[t->slot] = true;
+		u->slot_gen[t->slot] = u->slot_gen[t->slot] % UNWIND_MAX_GEN + 1;
+		t->tag = UNWIND_TABLE(t->slot, u->slot_gen[t->slot]);
 		t->nrows = (uint32_t)n;
 		u->st.tables++;
 		u->st.tables_built++;
@@ -498,7 +503,7 @@ static void fill_value(struct unwinder *u, uint32_t pid, const struct procmap *m
 		if (t->slot == UNWIND_NO_TABLE || elf_segments_vaddr(t->segs, t->nsegs, maps[i].offset, &vaddr))
 			continue;
 		um->bias = maps[i].start - vaddr;
-		um->table = t->slot;
+		um->table = t->tag;
 		um->nrows = t->nrows;
 	}
 }
@@ -604,6 +609,7 @@ void unwinder_free(struct unwinder *u)
 		drop_table(u, u->ntables - 1);
 	free(u->tables);
 	free(u->slot_used);
+	free(u->slot_gen);
 	free(u->procs);
 	free(u->value);
 	free(u->fill_keys);

@@ -84,7 +84,7 @@ static void check_row(const struct maps *m, const struct unwind_mapping *um, uin
 {
 	struct unwind_row *rows = NULL, got;
 	const struct unwind_row *want;
-	__u32 inner_id, lo = 0, hi, mid;
+	__u32 inner_id, lo = 0, hi, mid, slot;
 	size_t n = 0;
 	int fd = open(file, O_RDONLY | O_CLOEXEC), inner = -1, err;
 
@@ -93,9 +93,12 @@ static void check_row(const struct maps *m, const struct unwind_mapping *um, uin
 		goto out;
 	err = cfi_build(fd, -1, UNWIND_MAX_ROWS, &rows, &n, NULL);
 	CHECK(err == 0 && n == um->nrows, "%s: the table has cfi_build's %zu rows (%u)", what, n, um->nrows);
-	if (bpf_map_lookup_elem(m->tables, &um->table, &inner_id) == 0)
+	slot = UNWIND_SLOT(um->table);
+	CHECK(um->table >> 16 >= 1 && um->table >> 16 <= UNWIND_MAX_GEN, "%s: the table carries a generation (%u)", what,
+	      um->table >> 16);
+	if (bpf_map_lookup_elem(m->tables, &slot, &inner_id) == 0)
 		inner = bpf_map_get_fd_by_id(inner_id);
-	CHECK(inner >= 0, "%s: its inner map is in slot %u", what, um->table);
+	CHECK(inner >= 0, "%s: its inner map is in slot %u", what, slot);
 	if (inner < 0 || err)
 		goto out;
 	/* The BPF side's search: the last row whose pc is <= the ELF address. */
