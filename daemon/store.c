@@ -1,4 +1,4 @@
-/* store.c - the SQLite store: each distinct folded stack once, samples referencing it, one transaction per flush. */
+/* store.c - the SQLite store: schema and its upgrades, each distinct folded stack once, samples referencing it, one transaction per flush. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -13,23 +13,18 @@
 #include <sqlite3.h>
 
 #include "store.h"
+#include "store_impl.h"
 
-#define SCHEMA_VERSION 2
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
 #define BUSY_TIMEOUT_MS 5000         /* how long a reader or writer waits for a lock */
 #define NAME_MAX_BYTES 255           /* longest process or thread name accepted */
-#define STACK_MAX_BYTES (64 * 1024)  /* longest folded stack accepted */
-#define FRAMES_MAX (STACK_MAX_BYTES / 2 + 1) /* most frames a stack can have ("a;a;...") */
 #define MODULE_MAX_BYTES 4096        /* longest module path accepted */
 #define BUILD_ID_MAX_CHARS 128       /* longest build-id accepted, in hex digits */
-#define VARINT_MAX_BYTES 10          /* a 64-bit value as LEB128 */
 #define CACHE_MAX_ENTRIES 65536      /* per cache; the cache is emptied when full */
 #define CACHE_MAX_BYTES (16u << 20)  /* key text per cache; the cache is emptied when over */
 #define PENDING_MAX_ROWS 65536       /* rows merged in memory before they are written out early */
-#define FRAME_MAP_MAX_ENTRIES 16384  /* frames a query keeps resolved; emptied between stacks when over */
-#define FRAME_MAP_MAX_BYTES (4u << 20)
 
 /* Tables added by schema version 2: the binaries and the frames of stacks stored with frames. A
  * stack's frames are stacks.frame_ids: frames.id of each frame, root first, as unsigned LEB128
@@ -40,18 +35,25 @@
 	"CREATE TABLE IF NOT EXISTS frames(id INTEGER PRIMARY KEY, name TEXT NOT NULL,"             \
 	" module_id INTEGER NOT NULL, UNIQUE(name, module_id));"
 
-/* The indexes of samples. Both cover every column a query reads, so no query reads the table:
- * samples_ts_cover serves whole-host queries over a window (and min/max of ts), samples_pid_cover
- * per-pid queries and the lookups of a pid's or thread's newest name. The price: each sample is
- * stored three times (table and two indexes), about 1.5x the bytes of schema 1's samples(pid, ts)
- * and samples(ts), and inserts take about 20% longer (measured on 200k rows). samples_ts_cover
- * leaves out thread_id, which only per-pid queries read. A WITHOUT ROWID table clustered on
- * (ts, ...) would save one copy but needs a unique key, and rows of one key may repeat (a flush
- * writes out early, flushes may share a second). */
-#define SCHEMA_INDEXES_SQL                                                                         \
-	"CREATE INDEX IF NOT EXISTS samples_ts_cover ON samples(ts, pid, tid, comm_id, stack_id, count);" \
-	"CREATE INDEX IF NOT EXISTS samples_pid_cover ON samples(pid, ts, tid, comm_id, thread_id,"  \
-	" stack_id, count);"
+/* Schema version 3. Raw rows keep two plain indexes: samples(ts) for whole-host pieces and
+ * samples(pid, ts) for one process's. Version 2's covering indexes (every column, twice) made raw rows
+ * 82 bytes each; now that a query reads raw rows only for what no rollup answers (at most a few
+ * minutes of a window that reaches the present, its ragged edges, thread queries), table lookups are
+ * cheap and a row costs about 55 bytes.
+ * Rollups: one row per (span: 60 or 3600, bucket start, pid, process name, part) whose stacks column
+ * holds (stack id gap, count) varint pairs, stack ids ascending (rollup.h); total is their sum and last
+ * the second of the newest sample. A process with more than ROLLUP_PART_BYTES of pairs in a bucket gets
+ * more parts. WITHOUT ROWID: the key is the table, no second copy.
+ * Stacks stored with frames keep folded = '': their text is the frames' names joined by ';'. */
+#define SCHEMA_V3_SQL                                                                              \
+	"DROP INDEX IF EXISTS samples_ts_cover;"                                                    \
+	"DROP INDEX IF EXISTS samples_pid_cover;"                                                   \
+	"CREATE INDEX IF NOT EXISTS samples_ts ON samples(ts);"                                     \
+	"CREATE INDEX IF NOT EXISTS samples_pid_ts ON samples(pid, ts);"                            \
+	"CREATE TABLE IF NOT EXISTS rollups(span INTEGER NOT NULL, bucket INTEGER NOT NULL,"        \
+	" pid INTEGER NOT NULL, comm_id INTEGER NOT NULL, part INTEGER NOT NULL, last INTEGER NOT NULL," \
+	" total INTEGER NOT NULL, stacks BLOB NOT NULL, PRIMARY KEY(span, bucket, pid, comm_id, part))" \
+	" WITHOUT ROWID;"
 
 /* The whole schema, created in one transaction when the database is new. */
 static const char schema_sql[] =
@@ -64,136 +66,20 @@ static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS samples(ts INTEGER NOT NULL, pid INTEGER NOT NULL,"
 	" tid INTEGER NOT NULL, comm_id INTEGER NOT NULL, thread_id INTEGER NOT NULL,"
 	" stack_id INTEGER NOT NULL, count INTEGER NOT NULL);"
-	SCHEMA_INDEXES_SQL
+	SCHEMA_V3_SQL
 	"INSERT INTO meta(key, value) VALUES ('schema_version', " STR(SCHEMA_VERSION) ");";
 
-/* Version 1 -> 2, run inside the transaction that opens the database: a column for frames, their
- * tables, covering indexes in place of samples(pid, ts) and samples(ts). Keeps every row. */
+/* Version 1 -> 2, run inside the transaction that opens the database: a column for frames and their
+ * tables. (Version 2's covering indexes are not built: version 3 goes back to version 1's.) */
 static const char migrate_v2_sql[] =
 	"ALTER TABLE stacks ADD COLUMN frame_ids BLOB;"
 	SCHEMA_FRAMES_SQL
-	SCHEMA_INDEXES_SQL
-	"DROP INDEX IF EXISTS samples_pid_ts;"
-	"DROP INDEX IF EXISTS samples_ts;"
 	"UPDATE meta SET value = 2 WHERE key = 'schema_version';";
 
-/* Parameters of every query: ?1 from, ?2 to, ?3 pid, ?4 tid (NULL: any), ?5 process name (NULL:
- * any), ?6 step. A query over one pid names pid first so that SQLite seeks samples_pid_cover; the
- * tid and name tests read columns of either index and need no variant. */
-#define WHERE_ANY " WHERE ts >= ?1 AND ts < ?2"
-#define WHERE_PID " WHERE pid = ?3 AND ts >= ?1 AND ts < ?2"
-#define AND_TID " AND (?4 IS NULL OR tid = ?4)"
-#define AND_COMM " AND (?5 IS NULL OR comm_id = (SELECT id FROM names WHERE name = ?5))"
-
-/* By (process name, stack): sum per id pair first, then name the survivors. */
-#define STACKS_SQL(where)                                                                          \
-	"SELECT n.name, s.folded, a.c FROM (SELECT comm_id, stack_id, sum(count) AS c FROM samples"  \
-	where AND_TID AND_COMM " GROUP BY comm_id, stack_id) AS a JOIN names AS n ON n.id = a.comm_id" \
-	" JOIN stacks AS s ON s.id = a.stack_id ORDER BY a.c DESC, n.name, s.folded"
-
-/* By (pid, process name, stack), with the stack's frame ids (ids: "s.frame_ids", or "NULL" for a
- * version 1 database read as it is). */
-#define FRAMES_SQL(where, ids)                                                                     \
-	"SELECT a.pid, n.name, s.folded, " ids ", a.c FROM (SELECT pid, comm_id, stack_id,"           \
-	" sum(count) AS c FROM samples" where AND_TID AND_COMM " GROUP BY pid, comm_id, stack_id)"    \
-	" AS a JOIN names AS n ON n.id = a.comm_id JOIN stacks AS s ON s.id = a.stack_id"             \
-	" ORDER BY a.c DESC, a.pid, n.name, s.folded"
-
-/* Step starts: flamed_step(ts, from, step) is from + ((ts - from) / step) * step without overflow. */
-#define TIMELINE_SQL(where)                                                                        \
-	"SELECT flamed_step(ts, ?1, ?6) AS t, 0, sum(count) FROM samples" where AND_TID AND_COMM     \
-	" GROUP BY t ORDER BY t"
-#define TIMELINE_TID_SQL(where)                                                                    \
-	"SELECT flamed_step(ts, ?1, ?6) AS t, tid, sum(count) FROM samples" where AND_TID AND_COMM   \
-	" GROUP BY t, tid ORDER BY t, tid"
-
-/* Per pid, named by the process name of its newest sample in the window (ties within one second:
- * the row written last), found by a seek of samples_pid_cover. */
-static const char processes_sql[] =
-	"SELECT a.pid, n.name, a.c, a.first, a.last FROM (SELECT pid, sum(count) AS c,"
-	" min(ts) AS first, max(ts) AS last FROM samples" WHERE_ANY AND_COMM " GROUP BY pid) AS a"
-	" JOIN names AS n ON n.id = (SELECT comm_id FROM samples AS s WHERE s.pid = a.pid"
-	" AND s.ts = a.last" AND_COMM " ORDER BY s.rowid DESC LIMIT 1)"
-	" ORDER BY a.c DESC, a.pid";
-
-/* Per tid of pid ?3, named by the thread name of its newest sample in the window. */
-static const char threads_sql[] =
-	"SELECT a.tid, n.name, a.c FROM (SELECT tid, sum(count) AS c, max(ts) AS last FROM samples"
-	WHERE_PID AND_COMM " GROUP BY tid) AS a"
-	" JOIN names AS n ON n.id = (SELECT thread_id FROM samples AS s WHERE s.pid = ?3"
-	" AND s.ts = a.last AND s.tid = a.tid" AND_COMM " ORDER BY s.rowid DESC LIMIT 1)"
-	" ORDER BY a.c DESC, a.tid";
-
-/* Queries with a whole-host and a one-pid variant. */
-enum { QV_ANY, QV_PID, QV_MAX };
-enum { QK_STACKS, QK_FRAMES, QK_TIMELINE, QK_TIMELINE_TID, QK_MAX };
-
-static const char *const query_sql[QK_MAX][QV_MAX] = {
-	[QK_STACKS] = { STACKS_SQL(WHERE_ANY), STACKS_SQL(WHERE_PID) },
-	[QK_FRAMES] = { FRAMES_SQL(WHERE_ANY, "s.frame_ids"), FRAMES_SQL(WHERE_PID, "s.frame_ids") },
-	[QK_TIMELINE] = { TIMELINE_SQL(WHERE_ANY), TIMELINE_SQL(WHERE_PID) },
-	[QK_TIMELINE_TID] = { TIMELINE_TID_SQL(WHERE_ANY), TIMELINE_TID_SQL(WHERE_PID) },
-};
-
-/* QK_FRAMES on a version 1 database (read-only, not migrated): no stack has frames. */
-static const char *const frames_v1_sql[QV_MAX] = { FRAMES_SQL(WHERE_ANY, "NULL"), FRAMES_SQL(WHERE_PID, "NULL") };
-
-/* One entry of a text -> id cache; key NULL marks a free slot. */
-struct cache_slot {
-	char *key;
-	size_t len;
-	uint64_t hash;
-	int64_t id;
-	bool tag; /* the stacks cache: the row has frame_ids */
-};
-
-/* Open-addressing table of text -> row id, at most half full, bounded in entries and bytes. */
-struct id_cache {
-	struct cache_slot *slots;
-	size_t cap;   /* a power of two, or 0 before the first entry */
-	size_t n;
-	size_t bytes; /* key text held */
-};
-
-/* One row waiting for the commit; count 0 marks a free slot. */
-struct pending_row {
-	int64_t ts;
-	int64_t comm_id, thread_id, stack_id;
-	uint32_t pid, tid;
-	uint64_t count;
-};
-
-/* Rows of the open transaction, duplicates merged. */
-struct pending {
-	struct pending_row *rows;
-	size_t cap; /* a power of two, or 0 */
-	size_t n;
-};
-
-/* A growable byte buffer. */
-struct buf {
-	unsigned char *p;
-	size_t cap;
-};
-
-struct store {
-	sqlite3 *db;
-	enum store_mode mode;
-	int64_t version; /* schema version; 1 only for a version 1 database opened read-only */
-	bool in_tx;
-	sqlite3_stmt *name_get, *name_put, *stack_get, *stack_put, *stack_set_frames, *sample_put;
-	sqlite3_stmt *module_get, *module_put, *frame_id_get, *frame_put;
-	sqlite3_stmt *begin, *commit, *rollback;
-	sqlite3_stmt *query[QK_MAX][QV_MAX];
-	sqlite3_stmt *processes, *threads, *frame_get, *time_range;
-	sqlite3_stmt *count_stacks, *count_samples, *page_count, *page_size;
-	sqlite3_stmt *prune_before, *oldest, *freelist, *gc_stacks, *gc_names, *vacuum;
-	unsigned prunes; /* store_prune calls: unused stacks are swept every PRUNE_GC_EVERY */
-	struct id_cache names, stacks, modules, frames;
-	struct pending pending;
-	struct buf key, blob; /* scratch of store_add: a cache key, a stack's frame_ids */
-	char errmsg[512];
-};
+/* Version 2 -> 3: plain indexes for raw rows, the rollups table; stacks lose their text in C. */
+static const char migrate_v3_sql[] =
+	SCHEMA_V3_SQL
+	"UPDATE meta SET value = 3 WHERE key = 'schema_version';";
 
 /* 64-bit FNV-1a of len bytes. */
 static uint64_t fnv1a(const char *s, size_t len)
@@ -252,9 +138,7 @@ static int errno_of(sqlite3 *db, int rc)
 	}
 }
 
-/* Records a message of our own and returns err. */
-__attribute__((format(printf, 3, 4)))
-static int set_err(struct store *st, int err, const char *fmt, ...)
+int store_set_err(struct store *st, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -283,30 +167,50 @@ static void abandon(struct store *st)
 	st->in_tx = false;
 }
 
-/* Records SQLite's error for what was being done, resets stmt (may be NULL) and, when SQLite rolled
- * the open transaction back by itself, abandons it. Returns the error as -errno. */
-static int fail(struct store *st, sqlite3_stmt *stmt, int rc, const char *what)
+int store_fail(struct store *st, sqlite3_stmt *stmt, int rc, const char *what)
 {
 	int err = errno_of(st->db, rc);
 
 	snprintf(st->errmsg, sizeof(st->errmsg), "%s: %s", what,
 		 st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
-	if (stmt)
+	if (stmt) {
 		sqlite3_reset(stmt);
+		sqlite3_clear_bindings(stmt);
+	}
 	if (st->in_tx && sqlite3_get_autocommit(st->db))
 		abandon(st);
-	return err;
+	return err ? err : -EIO;
 }
 
-/* Steps a statement that returns no row, then resets it. */
-static int run(struct store *st, sqlite3_stmt *stmt, const char *what)
+int store_run(struct store *st, sqlite3_stmt *stmt, const char *what)
 {
 	int rc = sqlite3_step(stmt);
 
 	if (rc != SQLITE_DONE)
-		return fail(st, stmt, rc, what);
+		return store_fail(st, stmt, rc, what);
 	sqlite3_reset(stmt);
+	sqlite3_clear_bindings(stmt);
 	return 0;
+}
+
+int store_step_int(struct store *st, sqlite3_stmt *stmt, int64_t *out, bool *found, const char *what)
+{
+	int rc = sqlite3_step(stmt);
+
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return store_fail(st, stmt, rc, what);
+	*found = rc == SQLITE_ROW && sqlite3_column_type(stmt, 0) != SQLITE_NULL;
+	if (*found)
+		*out = sqlite3_column_int64(stmt, 0);
+	sqlite3_reset(stmt);
+	sqlite3_clear_bindings(stmt);
+	return 0;
+}
+
+void store_forget_ids(struct store *st)
+{
+	cache_clear(&st->stacks);
+	cache_clear(&st->names);
 }
 
 /* Runs one constant SQL text that returns one integer (or none: *found false). */
@@ -317,7 +221,7 @@ static int sql_int(struct store *st, const char *sql, int64_t *out, bool *found)
 	int err = 0;
 
 	if (rc != SQLITE_OK)
-		return fail(st, NULL, rc, "cannot read the database");
+		return store_fail(st, NULL, rc, "cannot read the database");
 	rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW) {
 		*out = sqlite3_column_int64(stmt, 0);
@@ -327,9 +231,9 @@ static int sql_int(struct store *st, const char *sql, int64_t *out, bool *found)
 		if (found)
 			*found = false;
 		else
-			err = set_err(st, -EIO, "cannot read the database: no result");
+			err = store_set_err(st, -EIO, "cannot read the database: no result");
 	} else {
-		err = fail(st, stmt, rc, "cannot read the database");
+		err = store_fail(st, stmt, rc, "cannot read the database");
 	}
 	sqlite3_finalize(stmt);
 	return err;
@@ -340,7 +244,7 @@ static int sql_exec(struct store *st, const char *sql, const char *what)
 {
 	int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
 
-	return rc == SQLITE_OK ? 0 : fail(st, NULL, rc, what);
+	return rc == SQLITE_OK ? 0 : store_fail(st, NULL, rc, what);
 }
 
 /* Frees every key and the table. */
@@ -496,15 +400,62 @@ static int pending_add(struct pending *p, const struct pending_row *r)
 	return 0;
 }
 
-/* Inserts every pending row and empties the table (inside the open transaction). */
+/* Adds the pending rows older than the minute rollups' fold mark to every rollup that already holds
+ * their bucket: a fold never reads them again, so this keeps rollups equal to the raw rows. */
+static int merge_late_rows(struct store *st)
+{
+	const struct pending *p = &st->pending;
+	struct rollup_map late[ROLLUP_LEVELS];
+	int err = 0;
+
+	for (int l = 0; l < ROLLUP_LEVELS; l++)
+		rollup_map_init(&late[l], 0);
+	for (size_t i = 0; !err && i < p->cap; i++) {
+		const struct pending_row *r = &p->rows[i];
+
+		for (int l = 0; !err && r->count && l < ROLLUP_LEVELS; l++) {
+			int64_t b = rollup_floor(r->ts, rollup_span[l]);
+
+			if (b >= st->tiers.kept[l] && b < st->tiers.folded[l] - rollup_span[l] + 1)
+				err = rollup_map_add(&late[l], b, r->pid, r->comm_id, r->stack_id, r->count, r->ts);
+		}
+	}
+	if (err)
+		err = store_set_err(st, err, "out of memory for samples that came after their minute was folded");
+	for (int l = 0; !err && l < ROLLUP_LEVELS; l++) {
+		size_t n = rollup_map_compact(&late[l]);
+
+		rollup_cells_sort(late[l].cells, n);
+		err = store_write_rollups(st, l, late[l].cells, n, true);
+	}
+	for (int l = 0; l < ROLLUP_LEVELS; l++)
+		rollup_map_free(&late[l]);
+	return err;
+}
+
+/* Whether a pending row is older than what the minute rollups hold already. */
+static bool any_late(const struct store *st)
+{
+	const struct pending *p = &st->pending;
+
+	if (st->tiers.folded[0] == INT64_MIN)
+		return false;
+	for (size_t i = 0; i < p->cap; i++)
+		if (p->rows[i].count && p->rows[i].ts < st->tiers.folded[0])
+			return true;
+	return false;
+}
+
+/* Inserts every pending row (merging late ones into rollups) and empties the table (inside the open
+ * transaction). */
 static int pending_flush(struct store *st)
 {
 	struct pending *p = &st->pending;
 	sqlite3_stmt *s = st->sample_put;
+	int err;
 
 	for (size_t i = 0; i < p->cap; i++) {
 		const struct pending_row *r = &p->rows[i];
-		int err;
 
 		if (!r->count)
 			continue;
@@ -515,7 +466,12 @@ static int pending_flush(struct store *st)
 		sqlite3_bind_int64(s, 5, r->thread_id);
 		sqlite3_bind_int64(s, 6, r->stack_id);
 		sqlite3_bind_int64(s, 7, (sqlite3_int64)r->count);
-		err = run(st, s, "cannot write samples");
+		err = store_run(st, s, "cannot write samples");
+		if (err)
+			return err;
+	}
+	if (any_late(st)) {
+		err = merge_late_rows(st);
 		if (err)
 			return err;
 	}
@@ -525,8 +481,7 @@ static int pending_flush(struct store *st)
 	return 0;
 }
 
-/* Makes room for n bytes. */
-static int buf_reserve(struct buf *b, size_t n)
+int store_buf_reserve(struct buf *b, size_t n)
 {
 	unsigned char *p;
 
@@ -555,12 +510,13 @@ static int get_or_put(struct store *st, sqlite3_stmt *get, sqlite3_stmt *put, co
 	if (rc == SQLITE_ROW) {
 		*id = sqlite3_column_int64(get, 0);
 		sqlite3_reset(get);
+		sqlite3_reset(put);
 		return 0;
 	}
 	if (rc != SQLITE_DONE)
-		return fail(st, get, rc, what);
+		return store_fail(st, get, rc, what);
 	sqlite3_reset(get);
-	err = run(st, put, what);
+	err = store_run(st, put, what);
 	if (err)
 		return err;
 	*id = sqlite3_last_insert_rowid(st->db);
@@ -592,8 +548,8 @@ static int module_id(struct store *st, const char *path, const char *build_id, i
 	uint64_t hash;
 	int err;
 
-	if (buf_reserve(&st->key, len) < 0)
-		return set_err(st, -ENOMEM, "out of memory for a module");
+	if (store_buf_reserve(&st->key, len) < 0)
+		return store_set_err(st, -ENOMEM, "out of memory for a module");
 	key = (const char *)st->key.p;
 	memcpy(st->key.p, path, plen + 1);
 	memcpy(st->key.p + plen + 1, build_id, blen);
@@ -618,8 +574,8 @@ static int frame_id(struct store *st, const char *name, int64_t module, int64_t 
 	uint64_t hash;
 	int err;
 
-	if (buf_reserve(&st->key, len) < 0)
-		return set_err(st, -ENOMEM, "out of memory for a frame");
+	if (store_buf_reserve(&st->key, len) < 0)
+		return store_set_err(st, -ENOMEM, "out of memory for a frame");
 	key = (const char *)st->key.p;
 	memcpy(st->key.p, &module, sizeof(module));
 	memcpy(st->key.p + sizeof(module), name, nlen);
@@ -636,27 +592,13 @@ static int frame_id(struct store *st, const char *name, int64_t module, int64_t 
 	return err;
 }
 
-/* Writes v as an unsigned LEB128 varint (at most VARINT_MAX_BYTES); returns the bytes written. */
-static size_t put_varint(unsigned char *p, uint64_t v)
-{
-	size_t n = 0;
-
-	do {
-		unsigned char b = v & 0x7f;
-
-		v >>= 7;
-		p[n++] = b | (v ? 0x80 : 0);
-	} while (v);
-	return n;
-}
-
 /* Encodes s's frames as frame_ids into st->blob (ids found or added); *len its bytes. */
 static int encode_frames(struct store *st, const struct store_sample *s, size_t *len)
 {
 	size_t n = 0;
 
-	if (buf_reserve(&st->blob, (size_t)s->nframes * VARINT_MAX_BYTES) < 0)
-		return set_err(st, -ENOMEM, "out of memory for a stack's frames");
+	if (store_buf_reserve(&st->blob, (size_t)s->nframes * ROLLUP_VARINT_MAX) < 0)
+		return store_set_err(st, -ENOMEM, "out of memory for a stack's frames");
 	for (unsigned i = 0; i < s->nframes; i++) {
 		const struct store_frame *f = &s->frames[i];
 		int64_t module = 0, frame = 0;
@@ -666,19 +608,55 @@ static int encode_frames(struct store *st, const struct store_sample *s, size_t 
 		err = err ?: frame_id(st, f->name, module, &frame);
 		if (err)
 			return err;
-		n += put_varint(st->blob.p + n, (uint64_t)frame);
+		n += rollup_put_varint(st->blob.p + n, (uint64_t)frame);
 	}
 	*len = n;
 	return 0;
 }
 
-/* Looks a stack up by text (rows with the same hash are compared by text, so a hash collision gets
- * a row of its own): *found, and then its *id and whether it *has_frames. */
+/* Whether frame_ids (blob[0..len)) spells folded[0..flen): the names of its frames joined by ';'. */
+static int frames_spell(struct store *st, const unsigned char *blob, size_t len, const char *folded, size_t flen,
+			bool *same)
+{
+	size_t pos = 0, off = 0;
+	int err = 0;
+
+	*same = false;
+	while (!err && pos < len) {
+		const char *end = off <= flen ? memchr(folded + off, ';', flen - off) : NULL;
+		size_t seg = end ? (size_t)(end - folded) - off : flen - off;
+		const unsigned char *name;
+		uint64_t id;
+		int rc;
+
+		if (off > flen)
+			return 0; /* more frames than the text has */
+		if (rollup_get_varint(blob, len, &pos, &id) < 0 || id > INT64_MAX)
+			return store_set_err(st, -EIO, "a stack's frame ids are damaged");
+		sqlite3_bind_int64(st->frame_get, 1, (int64_t)id);
+		rc = sqlite3_step(st->frame_get);
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+			return store_fail(st, st->frame_get, rc, "cannot read frames");
+		name = rc == SQLITE_ROW ? sqlite3_column_text(st->frame_get, 0) : NULL;
+		if (!name || (size_t)sqlite3_column_bytes(st->frame_get, 0) != seg || memcmp(name, folded + off, seg)) {
+			sqlite3_reset(st->frame_get);
+			return 0;
+		}
+		sqlite3_reset(st->frame_get);
+		off += seg + 1;
+	}
+	*same = !err && off == flen + 1;
+	return err;
+}
+
+/* Looks a stack up by text (rows with the same hash are compared by text, or by their frames' names
+ * for a row stored without text, so a hash collision gets a row of its own): *found, and then its
+ * *id and whether it *has_frames. */
 static int stack_find(struct store *st, const char *folded, size_t len, uint64_t hash, int64_t *id,
 		      bool *has_frames, bool *found)
 {
 	const struct cache_slot *e = cache_find(&st->stacks, folded, len, hash);
-	int rc = SQLITE_DONE;
+	int rc = SQLITE_DONE, err = 0;
 	bool hit = false;
 
 	if (e) {
@@ -688,49 +666,58 @@ static int stack_find(struct store *st, const char *folded, size_t len, uint64_t
 		return 0;
 	}
 	sqlite3_bind_int64(st->stack_get, 1, (sqlite3_int64)hash);
-	while (!hit && (rc = sqlite3_step(st->stack_get)) == SQLITE_ROW) {
+	while (!hit && !err && (rc = sqlite3_step(st->stack_get)) == SQLITE_ROW) {
 		const unsigned char *text = sqlite3_column_text(st->stack_get, 1);
 		size_t n = (size_t)sqlite3_column_bytes(st->stack_get, 1);
+		const unsigned char *blob = sqlite3_column_blob(st->stack_get, 2);
+		size_t blen = (size_t)sqlite3_column_bytes(st->stack_get, 2);
 
-		if (text && n == len && memcmp(text, folded, len) == 0) {
+		if (n)
+			hit = text && n == len && memcmp(text, folded, len) == 0;
+		else if (blob)
+			err = frames_spell(st, blob, blen, folded, len, &hit);
+		if (hit) {
 			*id = sqlite3_column_int64(st->stack_get, 0);
-			*has_frames = sqlite3_column_int(st->stack_get, 2) != 0;
-			hit = true;
+			*has_frames = blob != NULL;
 		}
 	}
-	if (!hit && rc != SQLITE_DONE)
-		return fail(st, st->stack_get, rc, "cannot read stacks");
+	if (!err && !hit && rc != SQLITE_DONE)
+		return store_fail(st, st->stack_get, rc, "cannot read stacks");
 	sqlite3_reset(st->stack_get);
+	if (err)
+		return err;
 	if (hit)
 		cache_put(&st->stacks, folded, len, hash, *id, *has_frames);
 	*found = hit;
 	return 0;
 }
 
-/* Adds a stack row, with st->blob's blob_len bytes as frame_ids when frames, else NULL. */
+/* Adds a stack row: with frames, st->blob's blob_len bytes as frame_ids and no text; else the text. */
 static int stack_insert(struct store *st, const char *folded, size_t len, uint64_t hash, bool frames,
 			size_t blob_len, int64_t *id)
 {
 	int err;
 
 	sqlite3_bind_int64(st->stack_put, 1, (sqlite3_int64)hash);
-	sqlite3_bind_text(st->stack_put, 2, folded, (int)len, SQLITE_STATIC);
-	if (frames)
+	if (frames) {
+		sqlite3_bind_text(st->stack_put, 2, "", 0, SQLITE_STATIC);
 		sqlite3_bind_blob(st->stack_put, 3, st->blob.p, (int)blob_len, SQLITE_STATIC);
-	else
+	} else {
+		sqlite3_bind_text(st->stack_put, 2, folded, (int)len, SQLITE_STATIC);
 		sqlite3_bind_null(st->stack_put, 3);
-	err = run(st, st->stack_put, "cannot write a stack");
+	}
+	err = store_run(st, st->stack_put, "cannot write a stack");
 	if (!err)
 		*id = sqlite3_last_insert_rowid(st->db);
 	return err;
 }
 
-/* Fills in the frame_ids of a stack stored without them. */
+/* Fills in the frame_ids of a stack stored without them; its text goes (the frames spell it). */
 static int stack_add_frames(struct store *st, int64_t id, size_t blob_len)
 {
 	sqlite3_bind_int64(st->stack_set_frames, 1, id);
 	sqlite3_bind_blob(st->stack_set_frames, 2, st->blob.p, (int)blob_len, SQLITE_STATIC);
-	return run(st, st->stack_set_frames, "cannot write a stack's frames");
+	return store_run(st, st->stack_set_frames, "cannot write a stack's frames");
 }
 
 /* The id of s's stack, from the cache, the table, or a new row. The frames of the first sample of a
@@ -771,14 +758,14 @@ static int validate_module(struct store *st, const struct store_frame *f, unsign
 	size_t n;
 
 	if (f->module && strnlen(f->module, MODULE_MAX_BYTES + 1) > MODULE_MAX_BYTES)
-		return set_err(st, -EINVAL, "invalid sample: frame %u's module path is longer than %d bytes", i,
-			       MODULE_MAX_BYTES);
+		return store_set_err(st, -EINVAL, "invalid sample: frame %u's module path is longer than %d bytes", i,
+				     MODULE_MAX_BYTES);
 	n = strnlen(b, BUILD_ID_MAX_CHARS + 1);
 	if (n > BUILD_ID_MAX_CHARS)
-		return set_err(st, -EINVAL, "invalid sample: frame %u's build-id is longer than %d hex digits", i,
-			       BUILD_ID_MAX_CHARS);
+		return store_set_err(st, -EINVAL, "invalid sample: frame %u's build-id is longer than %d hex digits", i,
+				     BUILD_ID_MAX_CHARS);
 	if (strspn(b, "0123456789abcdef") != n)
-		return set_err(st, -EINVAL, "invalid sample: frame %u's build-id is not lowercase hex", i);
+		return store_set_err(st, -EINVAL, "invalid sample: frame %u's build-id is not lowercase hex", i);
 	return 0;
 }
 
@@ -796,9 +783,11 @@ static int validate_frames(struct store *st, const struct store_sample *s)
 		int err;
 
 		if (!*p)
-			return set_err(st, -EINVAL, "invalid sample: %u frames given, the stack has %u", s->nframes, i);
+			return store_set_err(st, -EINVAL, "invalid sample: %u frames given, the stack has %u",
+					     s->nframes, i);
 		if (!f->name || strnlen(f->name, len + 1) != len || memcmp(f->name, p, len) != 0)
-			return set_err(st, -EINVAL, "invalid sample: frame %u's name is not the stack's frame %u", i, i);
+			return store_set_err(st, -EINVAL, "invalid sample: frame %u's name is not the stack's frame %u",
+					     i, i);
 		err = validate_module(st, f, i);
 		if (err)
 			return err;
@@ -807,7 +796,7 @@ static int validate_frames(struct store *st, const struct store_sample *s)
 			p++;
 	}
 	if (*p)
-		return set_err(st, -EINVAL, "invalid sample: %u frames given, the stack has more", s->nframes);
+		return store_set_err(st, -EINVAL, "invalid sample: %u frames given, the stack has more", s->nframes);
 	return 0;
 }
 
@@ -817,22 +806,24 @@ static int validate(struct store *st, const struct store_sample *s)
 	size_t len;
 
 	if (!s->folded || !s->folded[0])
-		return set_err(st, -EINVAL, "invalid sample: the stack is empty");
+		return store_set_err(st, -EINVAL, "invalid sample: the stack is empty");
 	len = strnlen(s->folded, STACK_MAX_BYTES + 1);
 	if (len > STACK_MAX_BYTES)
-		return set_err(st, -EINVAL, "invalid sample: the stack is longer than %d bytes", STACK_MAX_BYTES);
+		return store_set_err(st, -EINVAL, "invalid sample: the stack is longer than %d bytes", STACK_MAX_BYTES);
 	if (strpbrk(s->folded, "\n\r"))
-		return set_err(st, -EINVAL, "invalid sample: the stack contains a line break");
+		return store_set_err(st, -EINVAL, "invalid sample: the stack contains a line break");
 	if (s->folded[0] == ';' || s->folded[len - 1] == ';' || strstr(s->folded, ";;"))
-		return set_err(st, -EINVAL, "invalid sample: the stack has an empty frame: '%s'", s->folded);
+		return store_set_err(st, -EINVAL, "invalid sample: the stack has an empty frame: '%s'", s->folded);
 	if (s->count == 0)
-		return set_err(st, -EINVAL, "invalid sample: the count is 0");
+		return store_set_err(st, -EINVAL, "invalid sample: the count is 0");
 	if (s->count > (uint64_t)INT64_MAX)
-		return set_err(st, -EINVAL, "invalid sample: the count is too large");
+		return store_set_err(st, -EINVAL, "invalid sample: the count is too large");
 	if (!s->comm || !s->thread)
-		return set_err(st, -EINVAL, "invalid sample: the %s name is missing", s->comm ? "thread" : "process");
-	if (strnlen(s->comm, NAME_MAX_BYTES + 1) > NAME_MAX_BYTES || strnlen(s->thread, NAME_MAX_BYTES + 1) > NAME_MAX_BYTES)
-		return set_err(st, -EINVAL, "invalid sample: a name is longer than %d bytes", NAME_MAX_BYTES);
+		return store_set_err(st, -EINVAL, "invalid sample: the %s name is missing",
+				     s->comm ? "thread" : "process");
+	if (strnlen(s->comm, NAME_MAX_BYTES + 1) > NAME_MAX_BYTES ||
+	    strnlen(s->thread, NAME_MAX_BYTES + 1) > NAME_MAX_BYTES)
+		return store_set_err(st, -EINVAL, "invalid sample: a name is longer than %d bytes", NAME_MAX_BYTES);
 	return validate_frames(st, s);
 }
 
@@ -841,18 +832,18 @@ static int prepare(struct store *st, sqlite3_stmt **stmt, const char *sql)
 {
 	int rc = sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, stmt, NULL);
 
-	return rc == SQLITE_OK ? 0 : fail(st, NULL, rc, "cannot prepare a statement");
+	return rc == SQLITE_OK ? 0 : store_fail(st, NULL, rc, "cannot prepare a statement");
 }
 
-/* The statements that write, prepared in READ_WRITE mode only. */
+/* The statements of flushes, prepared in READ_WRITE mode only. */
 static int prepare_writes(struct store *st)
 {
 	int err = 0;
 
 	err = err ?: prepare(st, &st->name_put, "INSERT INTO names(name) VALUES (?1)");
-	err = err ?: prepare(st, &st->stack_get, "SELECT id, folded, frame_ids IS NOT NULL FROM stacks WHERE hash = ?1");
+	err = err ?: prepare(st, &st->stack_get, "SELECT id, folded, frame_ids FROM stacks WHERE hash = ?1");
 	err = err ?: prepare(st, &st->stack_put, "INSERT INTO stacks(hash, folded, frame_ids) VALUES (?1, ?2, ?3)");
-	err = err ?: prepare(st, &st->stack_set_frames, "UPDATE stacks SET frame_ids = ?2 WHERE id = ?1");
+	err = err ?: prepare(st, &st->stack_set_frames, "UPDATE stacks SET frame_ids = ?2, folded = '' WHERE id = ?1");
 	err = err ?: prepare(st, &st->module_get, "SELECT id FROM modules WHERE path = ?1 AND build_id = ?2");
 	err = err ?: prepare(st, &st->module_put, "INSERT INTO modules(path, build_id) VALUES (?1, ?2)");
 	err = err ?: prepare(st, &st->frame_id_get, "SELECT id FROM frames WHERE name = ?1 AND module_id = ?2");
@@ -864,40 +855,34 @@ static int prepare_writes(struct store *st)
 	err = err ?: prepare(st, &st->begin, "BEGIN IMMEDIATE");
 	err = err ?: prepare(st, &st->commit, "COMMIT");
 	err = err ?: prepare(st, &st->rollback, "ROLLBACK");
-	/* Retention: bounded batches of the oldest samples (through the ts index), then what no sample
-	 * refers to any more. */
-	err = err ?: prepare(st, &st->prune_before,
-			     "DELETE FROM samples WHERE rowid IN (SELECT rowid FROM samples WHERE ts < ?1 LIMIT ?2)");
-	err = err ?: prepare(st, &st->oldest, "SELECT min(ts) FROM samples");
-	err = err ?: prepare(st, &st->freelist, "PRAGMA freelist_count");
-	err = err ?: prepare(st, &st->gc_stacks, "DELETE FROM stacks WHERE id NOT IN (SELECT stack_id FROM samples)");
-	err = err ?: prepare(st, &st->gc_names,
-			     "DELETE FROM names WHERE id NOT IN (SELECT comm_id FROM samples)"
-			     " AND id NOT IN (SELECT thread_id FROM samples)");
-	err = err ?: prepare(st, &st->vacuum, "PRAGMA incremental_vacuum");
-	return err;
+	err = err ?: prepare(st, &st->meta_put, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)");
+	err = err ?: prepare(st, &st->rollup_tail,
+			     "SELECT part, last, total, stacks FROM rollups WHERE span = ?1 AND bucket = ?2 AND pid = ?3"
+			     " AND comm_id = ?4 ORDER BY part DESC LIMIT 1");
+	err = err ?: prepare(st, &st->rollup_put,
+			     "INSERT INTO rollups(span, bucket, pid, comm_id, part, last, total, stacks)"
+			     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+	err = err ?: prepare(st, &st->rollup_set,
+			     "UPDATE rollups SET last = ?6, total = ?7, stacks = ?8 WHERE span = ?1 AND bucket = ?2"
+			     " AND pid = ?3 AND comm_id = ?4 AND part = ?5");
+	return err ?: store_prepare_fold(st);
 }
 
-/* The statements that read; a version 1 database (read-only) has no frames to read. */
-static int prepare_reads(struct store *st)
+/* The statements every store needs (a version 1 database has no frames to read). */
+static int prepare_common(struct store *st)
 {
 	int err = 0;
 
 	err = err ?: prepare(st, &st->name_get, "SELECT id FROM names WHERE name = ?1");
-	for (int k = 0; k < QK_MAX; k++)
-		for (int v = 0; v < QV_MAX; v++)
-			err = err ?: prepare(st, &st->query[k][v],
-					     k == QK_FRAMES && st->version < 2 ? frames_v1_sql[v] : query_sql[k][v]);
-	err = err ?: prepare(st, &st->processes, processes_sql);
-	err = err ?: prepare(st, &st->threads, threads_sql);
 	if (st->version >= 2)
 		err = err ?: prepare(st, &st->frame_get,
 				     "SELECT f.name, m.path, m.build_id FROM frames AS f"
 				     " JOIN modules AS m ON m.id = f.module_id WHERE f.id = ?1");
-	err = err ?: prepare(st, &st->time_range,
-			     "SELECT (SELECT min(ts) FROM samples), (SELECT max(ts) FROM samples)");
+	err = err ?: prepare(st, &st->meta_get, "SELECT key, value FROM meta");
 	err = err ?: prepare(st, &st->count_stacks, "SELECT count(*) FROM stacks");
 	err = err ?: prepare(st, &st->count_samples, "SELECT count(*) FROM samples");
+	if (st->version >= 3)
+		err = err ?: prepare(st, &st->count_rollups, "SELECT count(*) FROM rollups");
 	err = err ?: prepare(st, &st->page_count, "PRAGMA page_count");
 	err = err ?: prepare(st, &st->page_size, "PRAGMA page_size");
 	return err;
@@ -905,8 +890,9 @@ static int prepare_reads(struct store *st)
 
 static int prepare_all(struct store *st)
 {
-	int err = prepare_reads(st);
+	int err = prepare_common(st);
 
+	err = err ?: store_prepare_queries(st);
 	return err || st->mode != STORE_READ_WRITE ? err : prepare_writes(st);
 }
 
@@ -939,21 +925,152 @@ static int check_schema(struct store *st, int64_t *version)
 	if (err)
 		return err;
 	if (v == 0)
-		return set_err(st, -EINVAL, "not a flamed database (no meta table): pass the path of flamed's database");
+		return store_set_err(st, -EINVAL, "not a flamed database (no meta table): pass the path of flamed's database");
 	err = sql_int(st, "SELECT value FROM meta WHERE key = 'schema_version'", &v, &found);
 	if (err)
 		return err;
 	if (!found || v < 1)
-		return set_err(st, -EINVAL, "not a flamed database (no schema version): pass the path of flamed's database");
+		return store_set_err(st, -EINVAL, "not a flamed database (no schema version): pass the path of flamed's database");
 	if (v > SCHEMA_VERSION)
-		return set_err(st, -ENOTSUP, "the database was written by a newer flamed (schema version %lld, this one knows %d): upgrade flamed and flamectl",
-			       (long long)v, SCHEMA_VERSION);
+		return store_set_err(st, -ENOTSUP, "the database was written by a newer flamed (schema version %lld, this one knows %d): upgrade flamed and flamectl",
+				     (long long)v, SCHEMA_VERSION);
 	*version = v;
 	return 0;
 }
 
-/* Inside the open transaction: creates the schema of an empty database, checks it, and brings a
- * version 1 database to the current version. */
+/* The names of frames, by id, read once for the upgrade to version 3. */
+struct frame_names {
+	char **name; /* [id], NULL where no frame has that id */
+	int64_t n;   /* ids 0 .. n-1 */
+};
+
+static void frame_names_free(struct frame_names *fn)
+{
+	for (int64_t i = 0; i < fn->n; i++)
+		free(fn->name[i]);
+	free(fn->name);
+}
+
+/* Reads every frame's name (ids are dense from 1: bounded by the number of rows, at most 2^26). */
+static int frame_names_load(struct store *st, struct frame_names *fn)
+{
+	sqlite3_stmt *stmt = NULL;
+	int64_t max = 0;
+	int rc, err;
+
+	err = sql_int(st, "SELECT coalesce(max(id), 0) FROM frames", &max, NULL);
+	if (err)
+		return err;
+	if (max < 0 || max >= (1 << 26))
+		return store_set_err(st, -E2BIG, "frame ids up to %lld: too many to upgrade in memory", (long long)max);
+	fn->n = max + 1;
+	fn->name = calloc((size_t)fn->n, sizeof(*fn->name));
+	if (!fn->name)
+		return store_set_err(st, -ENOMEM, "out of memory upgrading the database");
+	rc = sqlite3_prepare_v2(st->db, "SELECT id, name FROM frames", -1, &stmt, NULL);
+	if (rc != SQLITE_OK)
+		return store_fail(st, NULL, rc, "cannot read frames");
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(stmt, 0);
+		const char *name = (const char *)sqlite3_column_text(stmt, 1);
+
+		if (id > 0 && id < fn->n && name && !(fn->name[id] = strdup(name))) {
+			sqlite3_finalize(stmt);
+			return store_set_err(st, -ENOMEM, "out of memory upgrading the database");
+		}
+	}
+	err = rc == SQLITE_DONE ? 0 : store_fail(st, NULL, rc, "cannot read frames");
+	sqlite3_finalize(stmt);
+	return err;
+}
+
+/* Whether frame_ids spells folded exactly, by the names in fn. */
+static bool spells(const struct frame_names *fn, const unsigned char *blob, size_t len, const char *folded)
+{
+	size_t pos = 0;
+	const char *p = folded;
+
+	while (pos < len) {
+		uint64_t id;
+		size_t n;
+
+		if (rollup_get_varint(blob, len, &pos, &id) < 0 || id >= (uint64_t)fn->n || !fn->name[id])
+			return false;
+		n = strlen(fn->name[id]);
+		if (strncmp(p, fn->name[id], n) || (p[n] != ';' && p[n] != '\0') || (p[n] == '\0' && pos < len))
+			return false;
+		p += n + (p[n] == ';');
+	}
+	return len && !*p && p[-1] != ';';
+}
+
+/* A growable list of row ids. */
+struct id_list {
+	int64_t *id;
+	size_t n, cap;
+};
+
+static int id_list_add(struct store *st, struct id_list *l, int64_t id)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 1024;
+		int64_t *p = reallocarray(l->id, cap, sizeof(*p));
+
+		if (!p)
+			return store_set_err(st, -ENOMEM, "out of memory upgrading the database");
+		l->id = p;
+		l->cap = cap;
+	}
+	l->id[l->n++] = id;
+	return 0;
+}
+
+/* Version 3 keeps no text for stacks stored with frames: their frames' names spell it. A stack whose
+ * frames do not spell its text (none should) keeps its text. */
+static int drop_stack_texts(struct store *st)
+{
+	struct id_list ids = { 0 };
+	struct frame_names fn = { 0 };
+	sqlite3_stmt *get = NULL, *set = NULL;
+	int rc, err = frame_names_load(st, &fn);
+
+	if (err)
+		goto out;
+	/* The ids first, then the updates: a table is not changed under a statement reading it. */
+	rc = sqlite3_prepare_v2(st->db, "SELECT id, folded, frame_ids FROM stacks WHERE frame_ids IS NOT NULL"
+				" AND folded <> ''", -1, &get, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(st->db, "UPDATE stacks SET folded = '' WHERE id = ?1", -1, &set, NULL);
+	if (rc != SQLITE_OK) {
+		err = store_fail(st, NULL, rc, "cannot upgrade the stacks to schema version 3");
+		goto out;
+	}
+	while (!err && (rc = sqlite3_step(get)) == SQLITE_ROW) {
+		const char *folded = (const char *)sqlite3_column_text(get, 1);
+		const unsigned char *blob = sqlite3_column_blob(get, 2);
+
+		if (folded && spells(&fn, blob, (size_t)sqlite3_column_bytes(get, 2), folded))
+			err = id_list_add(st, &ids, sqlite3_column_int64(get, 0));
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = store_fail(st, NULL, rc, "cannot upgrade the stacks to schema version 3");
+	for (size_t i = 0; !err && i < ids.n; i++) {
+		sqlite3_bind_int64(set, 1, ids.id[i]);
+		rc = sqlite3_step(set);
+		sqlite3_reset(set);
+		if (rc != SQLITE_DONE)
+			err = store_fail(st, NULL, rc, "cannot upgrade the stacks to schema version 3");
+	}
+out:
+	sqlite3_finalize(get);
+	sqlite3_finalize(set);
+	frame_names_free(&fn);
+	free(ids.id);
+	return err;
+}
+
+/* Inside the open transaction: creates the schema of an empty database, checks it, and brings an
+ * older database to the current version, step by step. */
 static int setup_schema(struct store *st)
 {
 	int64_t tables = 0;
@@ -967,6 +1084,12 @@ static int setup_schema(struct store *st)
 		err = sql_exec(st, migrate_v2_sql, "cannot upgrade the database to schema version 2");
 		if (!err)
 			st->version = 2;
+	}
+	if (!err && st->version == 2) {
+		err = sql_exec(st, migrate_v3_sql, "cannot upgrade the database to schema version 3");
+		err = err ?: drop_stack_texts(st);
+		if (!err)
+			st->version = 3;
 	}
 	return err;
 }
@@ -986,10 +1109,10 @@ static int setup_write(struct store *st)
 		return err;
 	rc = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode=WAL", -1, &stmt, NULL);
 	if (rc != SQLITE_OK)
-		return fail(st, NULL, rc, "cannot switch to WAL mode");
+		return store_fail(st, NULL, rc, "cannot switch to WAL mode");
 	rc = sqlite3_step(stmt);
 	if (rc != SQLITE_ROW) {
-		err = fail(st, stmt, rc, "cannot switch to WAL mode");
+		err = store_fail(st, stmt, rc, "cannot switch to WAL mode");
 		sqlite3_finalize(stmt);
 		return err;
 	}
@@ -997,7 +1120,7 @@ static int setup_write(struct store *st)
 	wal = mode && strcmp((const char *)mode, "wal") == 0;
 	sqlite3_finalize(stmt);
 	if (!wal)
-		return set_err(st, -ENOLCK, "cannot use WAL mode on this file system: put the database on a local file system");
+		return store_set_err(st, -ENOLCK, "cannot use WAL mode on this file system: put the database on a local file system");
 
 	err = sql_exec(st, "PRAGMA synchronous=NORMAL", "cannot set synchronous=NORMAL");
 	if (err)
@@ -1019,12 +1142,12 @@ static int connect_db(struct store *st, const char *name, int flags)
 	int rc = sqlite3_open_v2(name, &st->db, flags, NULL);
 
 	if (rc != SQLITE_OK)
-		return st->db ? fail(st, NULL, rc, "cannot open the database") : -ENOMEM;
+		return st->db ? store_fail(st, NULL, rc, "cannot open the database") : -ENOMEM;
 	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
 	rc = sqlite3_create_function_v2(st->db, "flamed_step", 3, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
 					NULL, step_fn, NULL, NULL, NULL);
 	if (rc != SQLITE_OK)
-		return fail(st, NULL, rc, "cannot register an SQL function");
+		return store_fail(st, NULL, rc, "cannot register an SQL function");
 	return st->mode == STORE_READ_WRITE ? setup_write(st) : check_schema(st, &st->version);
 }
 
@@ -1108,6 +1231,7 @@ int store_open(const char *path, enum store_mode mode, struct store **out)
 	if (!st)
 		return -ENOMEM;
 	st->mode = mode;
+	store_set_rollups(st, NULL);
 	snprintf(st->errmsg, sizeof(st->errmsg), "no error");
 
 	if (mode == STORE_READ_WRITE) {
@@ -1140,11 +1264,15 @@ int store_open(const char *path, enum store_mode mode, struct store **out)
 static void finalize_all(struct store *st)
 {
 	sqlite3_stmt *const stmts[] = {
-		st->name_get, st->name_put, st->stack_get, st->stack_put, st->stack_set_frames,
-		st->sample_put, st->module_get, st->module_put, st->frame_id_get, st->frame_put,
-		st->begin, st->commit, st->rollback, st->processes, st->threads, st->frame_get,
-		st->time_range, st->count_stacks, st->count_samples, st->page_count, st->page_size,
-		st->prune_before, st->oldest, st->freelist, st->gc_stacks, st->gc_names, st->vacuum,
+		st->name_put, st->stack_get, st->stack_put, st->stack_set_frames, st->sample_put, st->module_get,
+		st->module_put, st->frame_id_get, st->frame_put, st->begin, st->commit, st->rollback, st->meta_put,
+		st->rollup_tail, st->rollup_put, st->rollup_set, st->raw_delete, st->raw_oldest, st->raw_newest, st->raw_next,
+		st->raw_fold, st->rollup_delete, st->rollup_next, st->rollup_fold, st->freelist, st->gc_raw,
+		st->gc_rollups, st->gc_stack_ids, st->gc_stack_delete, st->gc_names, st->vacuum, st->meta_get,
+		st->name_get, st->name_of, st->stack_of, st->stacks_all, st->stacks_max, st->frame_get,
+		st->frames_all, st->frames_max, st->raw_procs, st->rollup_procs, st->threads, st->raw_range, st->rollup_first,
+		st->rollup_newest, st->count_stacks, st->count_samples, st->count_rollups, st->page_count,
+		st->page_size,
 	};
 
 	for (size_t i = 0; i < sizeof(stmts) / sizeof(stmts[0]); i++)
@@ -1169,6 +1297,7 @@ void store_close(struct store *st)
 	pending_free(&st->pending);
 	buf_free(&st->key);
 	buf_free(&st->blob);
+	buf_free(&st->text);
 	free(st);
 }
 
@@ -1184,14 +1313,18 @@ int store_begin(struct store *st)
 	if (!st)
 		return -EINVAL;
 	if (st->mode == STORE_READ_ONLY)
-		return set_err(st, -EROFS, "the store was opened read-only");
+		return store_set_err(st, -EROFS, "the store was opened read-only");
 	if (st->in_tx)
-		return set_err(st, -EINVAL, "a transaction is already open: commit or roll it back first");
-	err = run(st, st->begin, "cannot start a transaction");
+		return store_set_err(st, -EINVAL, "a transaction is already open: commit or roll it back first");
+	err = store_run(st, st->begin, "cannot start a transaction");
 	if (err)
 		return err;
 	st->in_tx = true;
-	return 0;
+	/* What the rollups hold, for samples older than that (another writer may have folded). */
+	err = store_load_tiers(st, &st->tiers);
+	if (err)
+		abandon(st);
+	return err;
 }
 
 int store_add(struct store *st, const struct store_sample *s)
@@ -1202,9 +1335,9 @@ int store_add(struct store *st, const struct store_sample *s)
 	if (!st)
 		return -EINVAL;
 	if (!s)
-		return set_err(st, -EINVAL, "invalid sample: NULL");
+		return store_set_err(st, -EINVAL, "invalid sample: NULL");
 	if (!st->in_tx)
-		return set_err(st, -EINVAL, "no open transaction (store_begin not called, or an error rolled it back)");
+		return store_set_err(st, -EINVAL, "no open transaction (store_begin not called, or an error rolled it back)");
 	err = validate(st, s);
 	if (err)
 		return err;
@@ -1218,9 +1351,9 @@ int store_add(struct store *st, const struct store_sample *s)
 	if (!err) {
 		err = pending_add(&st->pending, &r);
 		if (err == -EOVERFLOW)
-			return set_err(st, err, "invalid sample: its count merged with an earlier one's exceeds 2^63-1");
+			return store_set_err(st, err, "invalid sample: its count merged with an earlier one's exceeds 2^63-1");
 		if (err)
-			set_err(st, err, "out of memory for pending samples");
+			store_set_err(st, err, "out of memory for pending samples");
 	}
 	/* Bound the memory of one flush: write the merged rows out early. Queries sum rows, so a later
 	 * duplicate getting a row of its own changes nothing they show. */
@@ -1238,10 +1371,10 @@ int store_commit(struct store *st)
 	if (!st)
 		return -EINVAL;
 	if (!st->in_tx)
-		return set_err(st, -EINVAL, "no open transaction (store_begin not called, or an error rolled it back)");
+		return store_set_err(st, -EINVAL, "no open transaction (store_begin not called, or an error rolled it back)");
 	err = pending_flush(st);
 	if (!err)
-		err = run(st, st->commit, "cannot commit");
+		err = store_run(st, st->commit, "cannot commit");
 	if (err) {
 		if (st->in_tx)
 			abandon(st);
@@ -1258,408 +1391,245 @@ void store_rollback(struct store *st)
 		abandon(st);
 }
 
-/* Every sample. */
-static const struct store_filter filter_all = { .pid = -1, .tid = -1, .from = INT64_MIN, .to = INT64_MAX };
-
-/* Checks a filter's pid and tid; -EINVAL with the reason in errmsg. */
-static int check_filter(struct store *st, const struct store_filter *f)
-{
-	if (f->pid < -1 || f->pid > UINT32_MAX || f->tid < -1 || f->tid > UINT32_MAX)
-		return set_err(st, -EINVAL, "invalid filter: pid and tid are -1 (any) or 0 to 4294967295");
-	return 0;
-}
-
-/* Binds the filter parameters: ?1 from, ?2 to, ?3 pid (only when pid >= 0: the one-pid variant),
- * ?4 tid (-1: NULL, any), ?5 process name (NULL: any). The name must outlive the query. */
-static void bind_filter(sqlite3_stmt *stmt, const struct store_filter *f, int64_t pid, int64_t tid)
-{
-	sqlite3_bind_int64(stmt, 1, f->from);
-	sqlite3_bind_int64(stmt, 2, f->to);
-	if (pid >= 0)
-		sqlite3_bind_int64(stmt, 3, pid);
-	if (tid >= 0)
-		sqlite3_bind_int64(stmt, 4, tid);
-	else
-		sqlite3_bind_null(stmt, 4);
-	if (f->comm)
-		sqlite3_bind_text(stmt, 5, f->comm, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(stmt, 5);
-}
-
-/* A frame's name, module and build-id, read once per query: text holds the three, each NUL-ended. */
-struct frame_text {
-	int64_t id; /* 0: a free slot (row ids start at 1) */
-	char *text;
-	size_t module_off, build_id_off;
+/* The meta keys of the rollup markers: raw_from, then kept and folded per level. */
+static const char *const marker_keys[1 + 2 * ROLLUP_LEVELS] = {
+	"raw_from", "kept_60", "folded_60", "kept_3600", "folded_3600",
 };
 
-/* Open-addressing table of frame id -> text, at most half full. */
-struct frame_map {
-	struct frame_text *slots;
-	size_t cap; /* a power of two, or 0 */
-	size_t n;
-	size_t bytes;
-};
-
-/* The state of one store_query_stacks_frames: resolved frames, and the array handed to the callback. */
-struct frames_query {
-	struct frame_map map;
-	struct store_frame *frames;
-	size_t cap;
-};
-
-/* What a query's row function hands each row to. */
-struct visit {
-	union {
-		store_stack_cb stack;
-		store_frames_cb frames;
-		store_process_cb process;
-		store_thread_cb thread;
-		store_point_cb point;
-	} cb;
-	void *ctx;
-	struct frames_query *fq; /* store_query_stacks_frames only */
-};
-
-typedef int (*row_fn)(struct store *st, sqlite3_stmt *stmt, struct visit *v);
-
-/* Steps a bound query, handing each row to row; stops at its first non-zero return, which it
- * returns. Resets the statement and drops its bindings. */
-static int each_row(struct store *st, sqlite3_stmt *stmt, row_fn row, struct visit *v, const char *what)
+/* The marker of key i in t. */
+static int64_t *marker(struct rollup_tiers *t, int i)
 {
-	int rc, ret = 0;
-
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		ret = row(st, stmt, v);
-		if (ret)
-			break;
-	}
-	if (!ret && rc != SQLITE_DONE)
-		ret = fail(st, stmt, rc, what);
-	sqlite3_reset(stmt);
-	sqlite3_clear_bindings(stmt);
-	return ret;
+	return i == 0 ? &t->raw_from : (i - 1) % 2 == 0 ? &t->kept[(i - 1) / 2] : &t->folded[(i - 1) / 2];
 }
 
-static void fmap_clear(struct frame_map *m)
+int store_load_tiers(struct store *st, struct rollup_tiers *t)
 {
-	for (size_t i = 0; i < m->cap; i++)
-		free(m->slots[i].text);
-	free(m->slots);
-	memset(m, 0, sizeof(*m));
-}
-
-/* The slot of id: its entry, or the free slot where it goes. The map has a free slot. */
-static struct frame_text *fmap_slot(const struct frame_map *m, int64_t id)
-{
-	size_t i = ((uint64_t)id * 0x9e3779b97f4a7c15ULL) >> 20;
-
-	for (i &= m->cap - 1; m->slots[i].id && m->slots[i].id != id; i = (i + 1) & (m->cap - 1))
-		;
-	return &m->slots[i];
-}
-
-/* Doubles the map (first size 256); entries keep their text, so pointers to it stay valid. */
-static int fmap_grow(struct frame_map *m)
-{
-	struct frame_map bigger = { .cap = m->cap ? m->cap * 2 : 256, .n = m->n, .bytes = m->bytes };
-
-	bigger.slots = calloc(bigger.cap, sizeof(*bigger.slots));
-	if (!bigger.slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->slots[i].id)
-			*fmap_slot(&bigger, m->slots[i].id) = m->slots[i];
-	free(m->slots);
-	*m = bigger;
-	return 0;
-}
-
-/* Reads frame id's name, module path and build-id into e. */
-static int fetch_frame(struct store *st, int64_t id, struct frame_text *e)
-{
-	const unsigned char *col[3];
-	size_t len[3], off = 0;
 	int rc;
 
-	sqlite3_bind_int64(st->frame_get, 1, id);
-	rc = sqlite3_step(st->frame_get);
-	if (rc == SQLITE_DONE) {
-		sqlite3_reset(st->frame_get);
-		return set_err(st, -EIO, "a stack names frame %lld, which is not stored: the database is damaged",
-			       (long long)id);
+	for (int i = 0; i < 1 + 2 * ROLLUP_LEVELS; i++)
+		*marker(t, i) = INT64_MIN;
+	if (st->version < 3)
+		return 0;
+	while ((rc = sqlite3_step(st->meta_get)) == SQLITE_ROW) {
+		const char *key = (const char *)sqlite3_column_text(st->meta_get, 0);
+
+		for (int i = 0; key && i < 1 + 2 * ROLLUP_LEVELS; i++)
+			if (!strcmp(key, marker_keys[i]))
+				*marker(t, i) = sqlite3_column_int64(st->meta_get, 1);
 	}
-	if (rc != SQLITE_ROW)
-		return fail(st, st->frame_get, rc, "cannot read frames");
-	for (int i = 0; i < 3; i++) {
-		col[i] = sqlite3_column_text(st->frame_get, i);
-		len[i] = (size_t)sqlite3_column_bytes(st->frame_get, i);
-	}
-	e->text = col[0] && col[1] && col[2] ? malloc(len[0] + len[1] + len[2] + 3) : NULL;
-	for (int i = 0; e->text && i < 3; i++) {
-		memcpy(e->text + off, col[i], len[i] + 1);
-		off += len[i] + 1;
-	}
-	sqlite3_reset(st->frame_get);
-	if (!e->text)
-		return set_err(st, -ENOMEM, "out of memory reading frames");
-	e->id = id;
-	e->module_off = len[0] + 1;
-	e->build_id_off = len[0] + len[1] + 2;
+	if (rc != SQLITE_DONE)
+		return store_fail(st, st->meta_get, rc, "cannot read the rollup markers");
+	sqlite3_reset(st->meta_get);
 	return 0;
 }
 
-/* Fills out with frame id's strings, from the map or the database. */
-static int resolve_frame(struct store *st, struct frame_map *m, int64_t id, struct store_frame *out)
+int store_save_tiers(struct store *st, const struct rollup_tiers *t)
 {
-	struct frame_text *e;
-	int err;
+	int err = 0;
 
-	if ((m->n + 1) * 2 > m->cap && fmap_grow(m) < 0)
-		return set_err(st, -ENOMEM, "out of memory reading frames");
-	e = fmap_slot(m, id);
-	if (!e->id) {
-		err = fetch_frame(st, id, e);
-		if (err)
-			return err;
-		m->n++;
-		m->bytes += e->build_id_off + strlen(e->text + e->build_id_off) + 1;
+	for (int i = 0; !err && i < 1 + 2 * ROLLUP_LEVELS; i++) {
+		int64_t v = *marker((struct rollup_tiers *)t, i);
+
+		if (v == INT64_MIN)
+			continue;
+		sqlite3_bind_text(st->meta_put, 1, marker_keys[i], -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st->meta_put, 2, v);
+		err = store_run(st, st->meta_put, "cannot write the rollup markers");
 	}
-	out->name = e->text;
-	out->module = e->text + e->module_off;
-	out->build_id = e->text + e->build_id_off;
-	return 0;
-}
-
-/* Reads one unsigned LEB128 varint at *pos; -EIO when it is cut short or too long. */
-static int get_varint(const unsigned char *p, size_t len, size_t *pos, uint64_t *v)
-{
-	uint64_t x = 0;
-
-	for (unsigned shift = 0; *pos < len && shift < 64; shift += 7) {
-		unsigned char b = p[(*pos)++];
-
-		x |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			*v = x;
-			return 0;
-		}
-	}
-	return -EIO;
-}
-
-/* Decodes a stack's frame_ids into fq->frames (*n of them), each resolved to its strings. */
-static int decode_frames(struct store *st, struct frames_query *fq, const unsigned char *blob, size_t len,
-			 unsigned *n)
-{
-	size_t count = 0, pos = 0;
-
-	for (size_t i = 0; i < len; i++)
-		count += !(blob[i] & 0x80);
-	if (count > FRAMES_MAX)
-		return set_err(st, -EIO, "a stack has more than %d frames: the database is damaged", FRAMES_MAX);
-	if (count > fq->cap) {
-		struct store_frame *frames = reallocarray(fq->frames, count, sizeof(*frames));
-
-		if (!frames)
-			return set_err(st, -ENOMEM, "out of memory reading frames");
-		fq->frames = frames;
-		fq->cap = count;
-	}
-	for (size_t i = 0; i < count; i++) {
-		uint64_t id = 0;
-		int err;
-
-		if (get_varint(blob, len, &pos, &id) < 0 || id == 0 || id > INT64_MAX)
-			return set_err(st, -EIO, "a stack's frame ids are damaged");
-		err = resolve_frame(st, &fq->map, (int64_t)id, &fq->frames[i]);
-		if (err)
-			return err;
-	}
-	*n = (unsigned)count;
-	return 0;
-}
-
-static int stacks_row(struct store *st, sqlite3_stmt *stmt, struct visit *v)
-{
-	const char *comm = (const char *)sqlite3_column_text(stmt, 0);
-	const char *folded = (const char *)sqlite3_column_text(stmt, 1);
-
-	if (!comm || !folded)
-		return set_err(st, -ENOMEM, "out of memory reading a stack");
-	return v->cb.stack(comm, folded, (uint64_t)sqlite3_column_int64(stmt, 2), v->ctx);
-}
-
-/* The statement of query kind for filter f (NULL: every sample), its filter checked and bound. */
-static int filtered_query(struct store *st, const struct store_filter *f, int kind, sqlite3_stmt **out)
-{
-	int err;
-
-	if (!f)
-		f = &filter_all;
-	err = check_filter(st, f);
-	if (err)
-		return err;
-	*out = st->query[kind][f->pid >= 0 ? QV_PID : QV_ANY];
-	bind_filter(*out, f, f->pid, f->tid);
-	return 0;
-}
-
-int store_query_stacks(struct store *st, const struct store_filter *f, store_stack_cb cb, void *ctx)
-{
-	struct visit v = { .cb.stack = cb, .ctx = ctx };
-	sqlite3_stmt *stmt;
-	int err;
-
-	if (!st || !cb)
-		return -EINVAL;
-	err = filtered_query(st, f, QK_STACKS, &stmt);
-	return err ? err : each_row(st, stmt, stacks_row, &v, "cannot query stacks");
-}
-
-static int frames_row(struct store *st, sqlite3_stmt *stmt, struct visit *v)
-{
-	struct frames_query *fq = v->fq;
-	const char *comm = (const char *)sqlite3_column_text(stmt, 1);
-	const char *folded = (const char *)sqlite3_column_text(stmt, 2);
-	const unsigned char *blob = sqlite3_column_blob(stmt, 3);
-	size_t len = (size_t)sqlite3_column_bytes(stmt, 3);
-	unsigned n = 0;
-	int err;
-
-	if (!comm || !folded)
-		return set_err(st, -ENOMEM, "out of memory reading a stack");
-	/* Bounded: emptied between stacks, never while the callback holds pointers into it. */
-	if (fq->map.n > FRAME_MAP_MAX_ENTRIES || fq->map.bytes > FRAME_MAP_MAX_BYTES)
-		fmap_clear(&fq->map);
-	if (blob) {
-		err = decode_frames(st, fq, blob, len, &n);
-		if (err)
-			return err;
-	}
-	return v->cb.frames((uint32_t)sqlite3_column_int64(stmt, 0), comm, folded, n ? fq->frames : NULL, n,
-			    (uint64_t)sqlite3_column_int64(stmt, 4), v->ctx);
-}
-
-int store_query_stacks_frames(struct store *st, const struct store_filter *f, store_frames_cb cb, void *ctx)
-{
-	struct frames_query fq = { 0 };
-	struct visit v = { .cb.frames = cb, .ctx = ctx, .fq = &fq };
-	sqlite3_stmt *stmt;
-	int err;
-
-	if (!st || !cb)
-		return -EINVAL;
-	err = filtered_query(st, f, QK_FRAMES, &stmt);
-	if (err)
-		return err;
-	err = each_row(st, stmt, frames_row, &v, "cannot query stacks");
-	fmap_clear(&fq.map);
-	free(fq.frames);
 	return err;
 }
 
-static int process_row(struct store *st, sqlite3_stmt *stmt, struct visit *v)
+/* Decodes a rollup blob into pairs (appended to *out, growing it); -EIO when damaged. */
+static int decode_pairs(struct store *st, const void *blob, size_t len, struct rollup_pair **out, size_t *n,
+			size_t *cap)
 {
-	struct store_process p = {
-		.pid = (uint32_t)sqlite3_column_int64(stmt, 0),
-		.comm = (const char *)sqlite3_column_text(stmt, 1),
-		.samples = (uint64_t)sqlite3_column_int64(stmt, 2),
-		.first_seen = sqlite3_column_int64(stmt, 3),
-		.last_seen = sqlite3_column_int64(stmt, 4),
-	};
+	struct rollup_reader r;
+	struct rollup_pair p;
+	int rc;
 
-	if (!p.comm)
-		return set_err(st, -ENOMEM, "out of memory reading a process");
-	return v->cb.process(&p, v->ctx);
+	rollup_reader_init(&r, blob, len);
+	while ((rc = rollup_next(&r, &p)) == 1) {
+		if (*n == *cap) {
+			size_t c = *cap ? *cap * 2 : 1024;
+			struct rollup_pair *np = reallocarray(*out, c, sizeof(*np));
+
+			if (!np)
+				return store_set_err(st, -ENOMEM, "out of memory for rollups");
+			*out = np;
+			*cap = c;
+		}
+		(*out)[(*n)++] = p;
+	}
+	return rc < 0 ? store_set_err(st, -EIO, "a rollup row is damaged") : 0;
 }
 
-int store_query_processes(struct store *st, const struct store_filter *f, store_process_cb cb, void *ctx)
+/* Merges two pair arrays sorted by stack id into out (room for na + nb); returns its length. */
+static size_t merge_pairs(const struct rollup_pair *a, size_t na, const struct rollup_pair *b, size_t nb,
+			  struct rollup_pair *out)
 {
-	struct visit v = { .cb.process = cb, .ctx = ctx };
+	size_t i = 0, j = 0, n = 0;
 
-	if (!st || !cb)
-		return -EINVAL;
-	if (!f)
-		f = &filter_all;
-	bind_filter(st->processes, f, -1, -1);
-	return each_row(st, st->processes, process_row, &v, "cannot query processes");
+	while (i < na || j < nb) {
+		if (j == nb || (i < na && a[i].stack_id < b[j].stack_id)) {
+			out[n++] = a[i++];
+		} else if (i == na || b[j].stack_id < a[i].stack_id) {
+			out[n++] = b[j++];
+		} else {
+			out[n] = a[i++];
+			out[n].count = b[j].count > (uint64_t)INT64_MAX - out[n].count ? (uint64_t)INT64_MAX
+											 : out[n].count + b[j].count;
+			n++, j++;
+		}
+	}
+	return n;
 }
 
-static int thread_row(struct store *st, sqlite3_stmt *stmt, struct visit *v)
+/* Writes one rollup row (insert, or update of an existing part). */
+static int put_rollup(struct store *st, sqlite3_stmt *stmt, int level, const struct rollup_cell *key, int64_t part,
+		      int64_t last, const struct rollup_pair *p, size_t n)
 {
-	struct store_thread t = {
-		.tid = (uint32_t)sqlite3_column_int64(stmt, 0),
-		.name = (const char *)sqlite3_column_text(stmt, 1),
-		.samples = (uint64_t)sqlite3_column_int64(stmt, 2),
-	};
-
-	if (!t.name)
-		return set_err(st, -ENOMEM, "out of memory reading a thread");
-	return v->cb.thread(&t, v->ctx);
-}
-
-int store_query_threads(struct store *st, const struct store_filter *f, store_thread_cb cb, void *ctx)
-{
-	struct visit v = { .cb.thread = cb, .ctx = ctx };
-
-	if (!st || !cb)
-		return -EINVAL;
-	if (!f || f->pid < 0 || f->pid > UINT32_MAX)
-		return set_err(st, -EINVAL, "invalid filter: threads need a pid from 0 to 4294967295");
-	bind_filter(st->threads, f, f->pid, -1);
-	return each_row(st, st->threads, thread_row, &v, "cannot query threads");
-}
-
-static int point_row(struct store *st, sqlite3_stmt *stmt, struct visit *v)
-{
-	struct store_point p = {
-		.ts = sqlite3_column_int64(stmt, 0),
-		.tid = (uint32_t)sqlite3_column_int64(stmt, 1),
-		.count = (uint64_t)sqlite3_column_int64(stmt, 2),
-	};
-
-	(void)st;
-	return v->cb.point(&p, v->ctx);
-}
-
-int store_query_timeline(struct store *st, const struct store_filter *f, int64_t step, int per_thread,
-			 store_point_cb cb, void *ctx)
-{
-	struct visit v = { .cb.point = cb, .ctx = ctx };
-	sqlite3_stmt *stmt;
+	uint64_t total = 0;
+	size_t len = 0;
 	int err;
 
-	if (!st || !cb)
-		return -EINVAL;
-	if (step < 1)
-		return set_err(st, -EINVAL, "invalid timeline: the step must be at least 1 second");
-	err = filtered_query(st, f, per_thread ? QK_TIMELINE_TID : QK_TIMELINE, &stmt);
-	if (err)
-		return err;
-	sqlite3_bind_int64(stmt, 6, step);
-	return each_row(st, stmt, point_row, &v, "cannot query the timeline");
+	if (store_buf_reserve(&st->blob, rollup_encode_bound(n)) < 0)
+		return store_set_err(st, -ENOMEM, "out of memory for rollups");
+	for (size_t i = 0; i < n; i++)
+		total = p[i].count > (uint64_t)INT64_MAX - total ? (uint64_t)INT64_MAX : total + p[i].count;
+	if (rollup_encode(p, n, st->blob.p, &len) < 0)
+		return store_set_err(st, -EIO, "cannot encode a rollup row: stack ids out of order");
+	sqlite3_bind_int64(stmt, 1, rollup_span[level]);
+	sqlite3_bind_int64(stmt, 2, key->bucket);
+	sqlite3_bind_int64(stmt, 3, key->pid);
+	sqlite3_bind_int64(stmt, 4, key->comm_id);
+	sqlite3_bind_int64(stmt, 5, part);
+	sqlite3_bind_int64(stmt, 6, last);
+	sqlite3_bind_int64(stmt, 7, (int64_t)total);
+	sqlite3_bind_blob(stmt, 8, st->blob.p, (int)len, SQLITE_STATIC);
+	err = store_run(st, stmt, "cannot write rollups");
+	return err;
 }
 
-int store_time_range(struct store *st, int64_t *oldest, int64_t *newest)
+/* The newest part of a rollup row's key: *part -1 when there is none, else its number, last and pairs. */
+static int rollup_tail(struct store *st, int level, const struct rollup_cell *key, int64_t *part, int64_t *last,
+		       struct rollup_pair **pairs, size_t *n, size_t *cap)
 {
-	sqlite3_stmt *stmt;
+	sqlite3_stmt *s = st->rollup_tail;
 	int rc, err = 0;
 
-	if (!st || !oldest || !newest)
-		return -EINVAL;
-	stmt = st->time_range;
-	rc = sqlite3_step(stmt);
-	if (rc != SQLITE_ROW)
-		return fail(st, stmt, rc == SQLITE_DONE ? SQLITE_ERROR : rc, "cannot read the time range");
-	if (sqlite3_column_type(stmt, 0) == SQLITE_NULL) {
-		err = set_err(st, -ENOENT, "no samples stored");
-	} else {
-		*oldest = sqlite3_column_int64(stmt, 0);
-		*newest = sqlite3_column_int64(stmt, 1);
+	*part = -1;
+	*n = 0;
+	sqlite3_bind_int64(s, 1, rollup_span[level]);
+	sqlite3_bind_int64(s, 2, key->bucket);
+	sqlite3_bind_int64(s, 3, key->pid);
+	sqlite3_bind_int64(s, 4, key->comm_id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*part = sqlite3_column_int64(s, 0);
+		*last = sqlite3_column_int64(s, 1);
+		err = decode_pairs(st, sqlite3_column_blob(s, 3), (size_t)sqlite3_column_bytes(s, 3), pairs, n, cap);
+	} else if (rc != SQLITE_DONE) {
+		return store_fail(st, s, rc, "cannot read rollups");
 	}
-	sqlite3_reset(stmt);
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return err;
+}
+
+/* The bytes of v as a varint. */
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >>= 7)
+		n++;
+	return n;
+}
+
+/* Writes pairs as rows of at most ROLLUP_PART_BYTES encoded bytes (each part's ids encoded from 0),
+ * numbered from part on; the first replaces row `part` when update. */
+static int write_parts(struct store *st, int level, const struct rollup_cell *key, int64_t part, bool update,
+		       int64_t last, const struct rollup_pair *p, size_t n)
+{
+	size_t i = 0;
+	int err = 0;
+
+	do {
+		size_t k = 0, bytes = 0;
+		int64_t prev = 0;
+
+		while (i + k < n) {
+			size_t b = varint_len((uint64_t)(p[i + k].stack_id - prev)) + varint_len(p[i + k].count);
+
+			if (k && bytes + b > ROLLUP_PART_BYTES)
+				break;
+			bytes += b;
+			prev = p[i + k].stack_id;
+			k++;
+		}
+		err = put_rollup(st, update ? st->rollup_set : st->rollup_put, level, key, part++, last, p + i, k);
+		update = false;
+		i += k;
+	} while (!err && i < n);
+	return err;
+}
+
+/* Writes one group's pairs; merge: into its newest part (read, merged, written back), which may
+ * spill into new parts. */
+static int write_group(struct store *st, int level, const struct rollup_cell *key, int64_t last,
+		       const struct rollup_pair *p, size_t n, bool merge, struct rollup_pair **tmp, size_t *tn,
+		       size_t *tcap)
+{
+	int64_t part = -1, old_last = INT64_MIN;
+	struct rollup_pair *m;
+	size_t mn;
+	int err;
+
+	if (!merge)
+		return write_parts(st, level, key, 0, false, last, p, n);
+	err = rollup_tail(st, level, key, &part, &old_last, tmp, tn, tcap);
+	if (err || part < 0)
+		return err ?: write_parts(st, level, key, 0, false, last, p, n);
+	m = reallocarray(NULL, *tn + n, sizeof(*m));
+	if (!m)
+		return store_set_err(st, -ENOMEM, "out of memory for rollups");
+	mn = merge_pairs(*tmp, *tn, p, n, m);
+	err = write_parts(st, level, key, part, true, last > old_last ? last : old_last, m, mn);
+	free(m);
+	return err;
+}
+
+int store_write_rollups(struct store *st, int level, const struct rollup_cell *c, size_t n, bool merge)
+{
+	struct rollup_pair *pairs = NULL, *tmp = NULL;
+	size_t cap = 0, tn = 0, tcap = 0;
+	int err = 0;
+
+	for (size_t i = 0; !err && i < n;) {
+		size_t j = i, k = 0;
+		int64_t last = INT64_MIN;
+
+		while (j < n && c[j].bucket == c[i].bucket && c[j].pid == c[i].pid && c[j].comm_id == c[i].comm_id)
+			j++;
+		if (j - i > cap) {
+			struct rollup_pair *np = reallocarray(pairs, j - i, sizeof(*np));
+
+			if (!np) {
+				err = store_set_err(st, -ENOMEM, "out of memory for rollups");
+				break;
+			}
+			pairs = np;
+			cap = j - i;
+		}
+		for (size_t x = i; x < j; x++) {
+			pairs[k++] = (struct rollup_pair){ .stack_id = c[x].stack_id, .count = c[x].count };
+			last = c[x].last > last ? c[x].last : last;
+		}
+		err = write_group(st, level, &c[i], last, pairs, k, merge, &tmp, &tn, &tcap);
+		i = j;
+	}
+	free(pairs);
+	free(tmp);
 	return err;
 }
 
@@ -1669,7 +1639,7 @@ static int stmt_u64(struct store *st, sqlite3_stmt *stmt, uint64_t *out)
 	int rc = sqlite3_step(stmt);
 
 	if (rc != SQLITE_ROW)
-		return fail(st, stmt, rc == SQLITE_DONE ? SQLITE_ERROR : rc, "cannot read statistics");
+		return store_fail(st, stmt, rc == SQLITE_DONE ? SQLITE_ERROR : rc, "cannot read statistics");
 	*out = (uint64_t)sqlite3_column_int64(stmt, 0);
 	sqlite3_reset(stmt);
 	return 0;
@@ -1685,133 +1655,12 @@ int store_get_stats(struct store *st, struct store_stats *out)
 	memset(out, 0, sizeof(*out));
 	err = stmt_u64(st, st->count_stacks, &out->stacks);
 	err = err ?: stmt_u64(st, st->count_samples, &out->sample_rows);
+	if (!err && st->count_rollups)
+		err = stmt_u64(st, st->count_rollups, &out->rollup_rows);
 	err = err ?: stmt_u64(st, st->page_count, &pages);
 	err = err ?: stmt_u64(st, st->page_size, &page_size);
 	if (err)
 		return err;
 	out->db_bytes = pages * page_size;
-	return 0;
-}
-
-/* The sweep of unused stacks reads the whole samples table (seconds on a day of a busy host): age
- * retention runs it on its first call and every this many after (hourly at a call a minute). */
-#define PRUNE_GC_EVERY 60
-
-/* Rows deleted by one retention batch at most, so that a prune never holds the lock for long. */
-#define PRUNE_BATCH 200000
-/* Batches in one store_prune() call at most; what is left waits for the next call. */
-#define PRUNE_MAX_BATCHES 10
-/* When over the size cap, the oldest data goes this many seconds at a time. */
-#define PRUNE_SIZE_STEP 3600
-
-/* Deletes up to PRUNE_BATCH samples older than before; adds how many to *deleted. */
-static int prune_batch(struct store *st, int64_t before, uint64_t *deleted)
-{
-	int err;
-
-	sqlite3_bind_int64(st->prune_before, 1, before);
-	sqlite3_bind_int64(st->prune_before, 2, PRUNE_BATCH);
-	err = run(st, st->prune_before, "cannot delete old samples");
-	if (!err)
-		*deleted += (uint64_t)sqlite3_changes(st->db);
-	return err;
-}
-
-/* Bytes the database uses: its pages less the free ones (which new data reuses). */
-static int used_bytes(struct store *st, uint64_t *out)
-{
-	uint64_t pages = 0, page_size = 0, free_pages = 0;
-	int err = stmt_u64(st, st->page_count, &pages);
-
-	err = err ?: stmt_u64(st, st->page_size, &page_size);
-	err = err ?: stmt_u64(st, st->freelist, &free_pages);
-	*out = (pages - (free_pages < pages ? free_pages : pages)) * page_size;
-	return err;
-}
-
-static int collect_garbage(struct store *st, struct store_prune_result *r);
-
-/* Deletes the oldest samples, PRUNE_SIZE_STEP seconds at a time, with the stacks only they used,
- * while more than max_bytes are used, and then down to 90% of it: room for some flushes before the
- * next trim. */
-static int prune_to_size(struct store *st, uint64_t max_bytes, struct store_prune_result *r)
-{
-	uint64_t used = 0;
-	int err = 0;
-
-	for (int i = 0; i < PRUNE_MAX_BATCHES && !err; i++) {
-		uint64_t oldest;
-		int rc;
-
-		err = used_bytes(st, &used);
-		if (err || used <= (i ? max_bytes / 10 * 9 : max_bytes))
-			break;
-		rc = sqlite3_step(st->oldest);
-		if (rc != SQLITE_ROW || sqlite3_column_type(st->oldest, 0) == SQLITE_NULL) {
-			sqlite3_reset(st->oldest);
-			break; /* no samples left: the rest is stacks and names, collected below */
-		}
-		oldest = (uint64_t)sqlite3_column_int64(st->oldest, 0);
-		sqlite3_reset(st->oldest);
-		err = prune_batch(st, (int64_t)oldest + PRUNE_SIZE_STEP, &r->samples_deleted);
-		if (!err && (int64_t)oldest + PRUNE_SIZE_STEP > r->cut)
-			r->cut = (int64_t)oldest + PRUNE_SIZE_STEP;
-		err = err ?: collect_garbage(st, r);
-	}
-	return err;
-}
-
-/* Deletes stacks and names no sample refers to; their cached ids go too. */
-static int collect_garbage(struct store *st, struct store_prune_result *r)
-{
-	int err = run(st, st->gc_stacks, "cannot delete unused stacks");
-
-	if (!err)
-		r->stacks_deleted += (uint64_t)sqlite3_changes(st->db);
-	err = err ?: run(st, st->gc_names, "cannot delete unused names");
-	cache_clear(&st->stacks);
-	cache_clear(&st->names);
-	return err;
-}
-
-int store_prune(struct store *st, int64_t before, uint64_t max_bytes, struct store_prune_result *out)
-{
-	struct store_prune_result r = { .cut = before };
-	uint64_t deleted_before;
-	int err;
-
-	if (!st || st->mode != STORE_READ_WRITE || st->in_tx)
-		return -EINVAL;
-	err = used_bytes(st, &r.bytes_before);
-	err = err ?: run(st, st->begin, "cannot start pruning");
-	if (err)
-		return err;
-	for (int i = 0; i < PRUNE_MAX_BATCHES && !err; i++) {
-		deleted_before = r.samples_deleted;
-		err = prune_batch(st, before, &r.samples_deleted);
-		if (r.samples_deleted - deleted_before < PRUNE_BATCH)
-			break;
-	}
-	if (!err && r.samples_deleted && st->prunes % PRUNE_GC_EVERY == 0)
-		err = collect_garbage(st, &r);
-	st->prunes++;
-	if (!err && max_bytes)
-		err = prune_to_size(st, max_bytes, &r);
-	err = err ?: run(st, st->commit, "cannot commit pruning");
-	if (err) {
-		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-		cache_clear(&st->stacks);
-		cache_clear(&st->names);
-		return err;
-	}
-	/* Give freed pages back to the file system (databases created with auto_vacuum), then let the
-	 * WAL shrink. Failures here lose nothing. */
-	while (sqlite3_step(st->vacuum) == SQLITE_ROW)
-		;
-	sqlite3_reset(st->vacuum);
-	sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
-	used_bytes(st, &r.bytes_after);
-	if (out)
-		*out = r;
 	return 0;
 }

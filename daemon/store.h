@@ -1,10 +1,31 @@
-/* store.h - the SQLite store: folded stacks stored once, samples (second, pid, tid, names, count) referencing them. */
+/* store.h - the SQLite store: folded stacks stored once, samples (second, pid, tid, names, count) referencing them, folded into per-minute and per-hour rollups as they age. */
 #ifndef FLAMED_STORE_H
 #define FLAMED_STORE_H
 
 #include <stdint.h>
 
 struct store;
+
+/* The history at three resolutions. Raw rows (per second, per thread) are kept for the last
+ * raw_seconds; store_prune folds each minute, once it is fold_delay old, into per-minute rollups (per
+ * process name and stack, no threads) kept for minute_seconds, and each complete hour of those into
+ * per-hour rollups kept as long as retention says. A query takes every second of its window from one
+ * source only: whole hours from the hour rollups and whole minutes from the minute rollups where they
+ * lie inside the window, raw rows for the rest where raw rows are kept. Where they are not (older
+ * than raw_seconds), a window's ragged edge is rounded: a rollup bucket counts in full when its first
+ * second is in the window, else not at all, as if all its samples were taken at that second. Sums over
+ * the same seconds are thus equal whatever the source, and windows that split a longer one split its
+ * totals exactly. What needs threads (a tid filter, threads, a timeline per thread) sees raw rows only.
+ * A rollup bucket's samples are dated to its first second: a timeline step finer than the rollup, or
+ * not aligned to it, gets the bucket's count in the step holding that second, where no raw rows are
+ * kept (where they are, raw rows answer). */
+struct store_rollup_opts {
+	int64_t raw_seconds;    /* default 3600; 60 .. 366 days */
+	int64_t minute_seconds; /* default 86400; at least raw_seconds + 3600, at most 366 days */
+	int64_t fold_delay;     /* default 120; 0 .. 86400: longer than the flush interval, so that a
+				 * minute's samples are all stored when it is folded (later ones are merged
+				 * into its rollups at the commit that brings them, at a cost) */
+};
 
 enum store_mode {
 	STORE_READ_WRITE, /* creates the file and schema when missing (the daemon) */
@@ -62,8 +83,9 @@ struct store_point {
 
 struct store_stats {
 	uint64_t stacks;       /* distinct stacks stored */
-	uint64_t sample_rows;  /* rows in samples */
+	uint64_t sample_rows;  /* raw rows (per second and thread) */
 	uint64_t db_bytes;     /* page_count * page_size */
+	uint64_t rollup_rows;  /* rows of the per-minute and per-hour rollups */
 };
 
 /* Called once per aggregated stack, most samples first. A non-zero return stops the query and is
@@ -84,16 +106,21 @@ typedef int (*store_point_cb)(const struct store_point *p, void *ctx);
 /* On failure *out is NULL, so store_errmsg has nothing to say; the codes tell the caller what to
  * report: -ENOENT no file (READ_ONLY; nothing is created), -EISDIR a directory, -EACCES/-EPERM no
  * permission, -EIO corrupt or not an SQLite file, -EINVAL an SQLite file that is not flamed's
- * (READ_WRITE leaves it alone), -ENOTSUP written by a newer flamed (schema_version > 2), -ENOLCK the
+ * (READ_WRITE leaves it alone), -ENOTSUP written by a newer flamed (schema_version > 3), -ENOLCK the
  * file system cannot do WAL, -EBUSY locked past the 5 s busy timeout, -ENOSPC, -ENOMEM.
  * READ_ONLY never creates a file. When no writer has the database open (no PATH-wal file) it reads
  * the file as immutable: that works for a user who cannot write the directory, but the store does
  * not see writes made after it opened, so keep such a store for one command, not for hours. While
  * flamed runs, a READ_ONLY store sees each commit. One store is for one thread at a time.
- * READ_WRITE upgrades a schema version 1 database in place, in one transaction that keeps its data
- * (it builds new indexes, so on a large database the first open takes a while); READ_ONLY reads a
- * version 1 database as it is, every stack without frames. */
+ * READ_WRITE upgrades a schema version 1 or 2 database in place, in one transaction that keeps its
+ * data (it builds new indexes, so on a large database the first open takes a while); its raw rows are
+ * folded into rollups by the store_prune calls that follow, a bounded batch each. READ_ONLY reads an
+ * older database as it is: raw rows only, a version 1 database's stacks without frames. */
 int store_open(const char *path, enum store_mode mode, struct store **out);
+
+/* Sets how long raw rows and minute rollups are kept (o NULL: the defaults), for the store_prune
+ * calls that follow. -EINVAL (nothing changed) outside the bounds above. */
+int store_set_rollups(struct store *st, const struct store_rollup_opts *o);
 
 /* Closes; a transaction still open is rolled back. NULL is safe. */
 void store_close(struct store *st);
@@ -130,8 +157,11 @@ void store_rollback(struct store *st);
 
 /* Aggregates the samples matching f by (process name, stack), calls cb for each, most first. */
 /* Ties are ordered by process name, then stack. f NULL: every sample. -EINVAL when pid or tid is
- * neither -1 nor in 0..UINT32_MAX. The strings passed to cb live until cb returns; cb must not call
- * back into this store. Returns 0, cb's non-zero return, or -errno. */
+ * neither -1 nor in 0..UINT32_MAX. The window is answered from raw rows and rollups as the comment of
+ * struct store_rollup_opts says; with a tid, from raw rows only (the raw window). Sums are made in
+ * memory (at most 2^22 distinct keys: -E2BIG past that) and read in one read transaction: cb runs
+ * after it, and may take its time. The strings passed to cb live until cb returns; cb must not call
+ * back into this store. Returns 0, cb's non-zero return, or -errno (-EIO: damaged rows). */
 int store_query_stacks(struct store *st, const struct store_filter *f, store_stack_cb cb, void *ctx);
 
 /* Like store_query_stacks, aggregated by (pid, process name, stack) and with each stack's frames
@@ -144,40 +174,55 @@ int store_query_stacks_frames(struct store *st, const struct store_filter *f, st
 
 /* Processes with samples matching f (pid and tid ignored), most samples first. */
 /* Then by pid. Each is named by the process name of its newest sample matching f (of several rows
- * in that second, the one written last). f NULL: every sample. p and its strings live until cb
- * returns. */
+ * in that second, the one written last; in rolled-up time, of several names with a sample in the
+ * same second, either). Over rolled-up time first_seen is the start of the process's first bucket
+ * and last_seen the second of its newest sample (at most f->to - 1). f NULL: every sample. p and its
+ * strings live until cb returns. */
 int store_query_processes(struct store *st, const struct store_filter *f, store_process_cb cb, void *ctx);
 
 /* Threads of process f->pid (required, else -EINVAL) with samples in the window, most first. */
-/* Then by tid. f->tid is ignored, f->comm applies. Each is named by the thread name of its newest
- * sample (as for processes). t and its strings live until cb returns. */
+/* Then by tid. Raw rows only: the part of the window within the raw window. f->tid is ignored,
+ * f->comm applies. Each is named by the thread name of its newest sample (as for processes). t and
+ * its strings live until cb returns (cb runs inside the read). */
 int store_query_threads(struct store *st, const struct store_filter *f, store_thread_cb cb, void *ctx);
 
 /* Samples matching f per step seconds (>= 1), steps aligned to f->from, in time order; only steps
  * with samples are reported. per_thread: one point per (step, thread). */
 /* A step starts at f->from + ((ts - f->from) / step) * step, computed without overflow (f NULL:
  * every sample, from INT64_MIN). Points of one step are ordered by tid; tid is 0 unless
- * per_thread. -EINVAL for step < 1 or a pid or tid as store_query_stacks rejects. */
+ * per_thread. Rollups answer only where their buckets fit the steps (the step a multiple of the
+ * bucket, f->from on a bucket boundary), raw rows elsewhere; where no raw rows are kept a bucket's
+ * samples land in the step holding its first second. per_thread or a tid: raw rows only. -EINVAL
+ * for step < 1 or a pid or tid as store_query_stacks rejects. */
 int store_query_timeline(struct store *st, const struct store_filter *f, int64_t step, int per_thread,
 			 store_point_cb cb, void *ctx);
 
 /* The unix seconds of the oldest and newest stored sample; -ENOENT when there is none. */
-/* Two index seeks, however many samples. */
+/* A few index seeks, however many samples. Where the oldest is in rolled-up time, its bucket's start. */
 int store_time_range(struct store *st, int64_t *oldest, int64_t *newest);
 
 /* What store_prune() did. */
 struct store_prune_result {
-	uint64_t samples_deleted;          /* sample rows deleted */
+	uint64_t samples_deleted;          /* raw and rollup rows deleted (raw rows past raw_seconds, already
+					    * folded, included) */
 	uint64_t stacks_deleted;           /* stacks no sample referred to any more */
 	uint64_t bytes_before, bytes_after; /* bytes in use (pages less free pages) */
 	int64_t cut;                       /* samples before this unix second are gone */
+	uint64_t raw_folded;               /* raw rows folded into minute rollups */
+	uint64_t rollup_rows_written;      /* minute and hour rollup rows written by the folds */
 };
 
-/* Retention: deletes samples older than before (unix seconds), then, while the database uses more
- * than max_bytes (0: no cap), the oldest samples an hour at a time; then the stacks and names nothing
- * refers to (after age deletions: at the first call and every 60th, as that reads every sample), and returns freed pages to the file system (databases created by this version). Works in
- * bounded batches: a large backlog is worked off over several calls. Not inside a flush's transaction
- * (-EINVAL), READ_WRITE only. Returns 0 or -errno; out (may be NULL) says what was done. */
+/* Retention and rollups, in one transaction: deletes samples older than before (unix seconds; a
+ * rollup bucket that starts earlier goes whole); folds every whole minute that ended fold_delay before
+ * the newest sample (or the clock, when that is earlier) into minute rollups, and every whole hour of
+ * those into hour rollups; deletes raw rows and minute rollups past their windows once folded; then,
+ * while the database uses more than max_bytes (0: no cap), the oldest samples an hour at a time; then
+ * the stacks and names nothing refers to (after deletions: at the first call and every 60th, as that
+ * reads every row), and returns freed pages to the file system (databases created by this version).
+ * Works in bounded batches (about a million raw rows folded and 24 hours per call, raw rows deleted
+ * 200000 at a time): a backlog is worked off over several calls. A call that fails leaves everything as it was. Not inside
+ * a flush's transaction (-EINVAL), READ_WRITE only. Returns 0 or -errno; out (may be NULL) says what
+ * was done. */
 int store_prune(struct store *st, int64_t before, uint64_t max_bytes, struct store_prune_result *out);
 
 /* Fills out with counts and the database size. */

@@ -247,7 +247,7 @@ static void test_fixture_queries(const char *dir)
 		      sql_value(path, "SELECT count FROM samples WHERE pid = 100 AND ts = 1700000020") == 4,
 	      "duplicate (ts, pid, tid, comm, thread, stack) merged into one row, counts summed");
 	CHECK(sql_value(path, "SELECT count(*) FROM names") == 6, "names stored once each");
-	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 2, "meta holds schema_version 2");
+	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 3, "meta holds schema_version 3");
 
 	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
 	    sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &stmt, NULL) == SQLITE_OK &&
@@ -278,7 +278,7 @@ static void test_invalid(const char *dir)
 {
 	char path[512], name256[257], *big;
 	struct store *st = NULL;
-	struct store_stats stats = { 1, 1, 0 };
+	struct store_stats stats = { 1, 1, 0, 1 };
 	const struct store_sample good = SAMPLE(T0, 1, 1, "p", "t", "a;b", 1);
 	struct {
 		const char *why;
@@ -371,7 +371,7 @@ static void test_rollback(const char *dir)
 {
 	char path[512];
 	struct store *st = NULL;
-	struct store_stats stats = { 1, 1, 0 };
+	struct store_stats stats = { 1, 1, 0, 1 };
 	struct collect c;
 	const struct store_sample r1 = SAMPLE(T0, 7, 7, "rolled", "rolled", "r;s", 1);
 	const struct store_sample t2 = SAMPLE(T0, 7, 7, "kept", "kept", "t;u", 2);
@@ -564,8 +564,8 @@ static void test_bad_files(const char *dir)
 	snprintf(path, sizeof(path), "%s/newer.db", dir);
 	err = store_open(path, STORE_READ_WRITE, &st);
 	store_close(st);
-	CHECK(err == 0 && sql_run(path, "UPDATE meta SET value = 3 WHERE key = 'schema_version'"),
-	      "make a schema version 3 database");
+	CHECK(err == 0 && sql_run(path, "UPDATE meta SET value = 4 WHERE key = 'schema_version'"),
+	      "make a schema version 4 database");
 	CHECK(store_open(path, STORE_READ_ONLY, &st) == -ENOTSUP, "read-only: a newer schema is refused");
 	CHECK(store_open(path, STORE_READ_WRITE, &st) == -ENOTSUP, "read-write: a newer schema is refused");
 
@@ -677,7 +677,7 @@ static void test_frames_invalid(const char *dir)
 {
 	char path[512], longpath[4098], longbid[130];
 	struct store *st = NULL;
-	struct store_stats before = { 0 }, after = { 1, 1, 0 };
+	struct store_stats before = { 0 }, after = { 1, 1, 0, 1 };
 	const struct store_frame four[] = { { "main", "", "" }, { "handle", "", "" }, { "read_[k]", "", "" },
 					    { "x", "", "" } };
 	const struct store_frame misnamed[] = { { "main", "", "" }, { "handel", "", "" }, { "read_[k]", "", "" } };
@@ -1107,22 +1107,29 @@ static void query_plan(const char *path, const char *sql, char *out, size_t size
 	sqlite3_close(db);
 }
 
-/* The schema's indexes serve the query shapes of the store: a window of the whole host, one pid. */
+/* The schema's indexes serve the query shapes of the store: raw rows of a window of the whole host or
+ * of one pid (plain indexes: the table is read by rowid), rollups by (span, bucket). */
 static void test_indexes(const char *path)
 {
 	char plan[1024];
 
-	query_plan(path, "SELECT comm_id, stack_id, sum(count) FROM samples WHERE ts >= 1 AND ts < 2 AND tid = 3"
-			 " GROUP BY comm_id, stack_id", plan, sizeof(plan));
-	CHECK(strstr(plan, "SEARCH samples USING COVERING INDEX samples_ts_cover (ts>? AND ts<?)") != NULL,
-	      "a whole-host window reads only samples_ts_cover (%s)", plan);
-	query_plan(path, "SELECT tid, thread_id, comm_id, stack_id, sum(count) FROM samples WHERE pid = 1 AND ts >= 1"
-			 " AND ts < 2 GROUP BY tid", plan, sizeof(plan));
-	CHECK(strstr(plan, "SEARCH samples USING COVERING INDEX samples_pid_cover (pid=? AND ts>? AND ts<?)") != NULL,
-	      "a per-pid window reads only samples_pid_cover (%s)", plan);
+	query_plan(path, "SELECT pid, comm_id, stack_id, count FROM samples WHERE ts >= 1 AND ts < 2"
+			 " AND (NULL IS NULL OR tid = 3)", plan, sizeof(plan));
+	CHECK(strstr(plan, "SEARCH samples USING INDEX samples_ts (ts>? AND ts<?)") != NULL,
+	      "a whole-host window of raw rows seeks samples_ts (%s)", plan);
+	query_plan(path, "SELECT pid, comm_id, stack_id, count FROM samples WHERE ts >= 1 AND ts < 2 AND pid = 1",
+		   plan, sizeof(plan));
+	CHECK(strstr(plan, "SEARCH samples USING INDEX samples_pid_ts (pid=? AND ts>? AND ts<?)") != NULL,
+	      "a per-pid window of raw rows seeks samples_pid_ts (%s)", plan);
 	query_plan(path, "SELECT max(ts) FROM samples", plan, sizeof(plan));
-	CHECK(strstr(plan, "SEARCH samples USING COVERING INDEX samples_ts_cover") != NULL,
-	      "max(ts) is one index seek (%s)", plan);
+	CHECK(strstr(plan, "SEARCH samples USING COVERING INDEX samples_ts") != NULL, "max(ts) is one index seek (%s)",
+	      plan);
+	query_plan(path, "SELECT pid, comm_id, stacks FROM rollups WHERE span = 60 AND bucket >= 1 AND bucket < 2"
+			 " AND pid = 3", plan, sizeof(plan));
+	CHECK(strstr(plan, "SEARCH rollups USING PRIMARY KEY (span=? AND bucket>? AND bucket<?)") != NULL,
+	      "a window of rollups seeks their primary key (%s)", plan);
+	CHECK(sql_value(path, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'samples'") == 2,
+	      "raw rows have two indexes, no more");
 }
 
 /* The schema of flamed's first release, exactly. */
@@ -1177,13 +1184,14 @@ static void test_migration(const char *dir)
 	CHECK(err == 0 && same(c.buf, "42|old|main;old|7|main@/bin/old@,old@/bin/old@\n"),
 	      "an old stack gets frames after the upgrade");
 	store_close(st);
-	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 2,
-	      "meta holds schema_version 2 after the upgrade");
+	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 3,
+	      "meta holds schema_version 3 after the upgrade");
 	CHECK(sql_value(path, "SELECT count(*) FROM stacks") == 1, "no second row for the old stack");
-	CHECK(sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name IN ('samples_ts', 'samples_pid_ts')") == 0 &&
-		      sql_value(path, "SELECT count(*) FROM sqlite_master"
-				      " WHERE name IN ('samples_ts_cover', 'samples_pid_cover')") == 2,
-	      "the upgrade replaces the version 1 indexes");
+	CHECK(sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name IN ('samples_ts', 'samples_pid_ts')") == 2 &&
+		      sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name = 'rollups'") == 1,
+	      "the upgrade keeps the version 1 indexes and adds the rollups table");
+	CHECK(sql_value(path, "SELECT count(*) FROM stacks WHERE folded = '' AND frame_ids IS NOT NULL") == 1,
+	      "the old stack that got frames keeps no text");
 	test_indexes(path);
 }
 
@@ -1238,7 +1246,8 @@ static void cleanup(const char *dir)
 					     "concurrent.db", "missing.db", "garbage.db", "corrupt.db", "other.db",
 					     "newer.db", "empty.db", "frames.db", "frames_invalid.db", "frames_later.db",
 					     "frames_rollback.db", "frames_many.db", "names.db", "queries.db",
-					     "empty_range.db", "v1.db" };
+					     "empty_range.db", "v1.db", "v2.db", "rollup.db",
+					     "rollup_crash.db", "rollup_opts.db", "rollup_parts.db" };
 	static const char *const suffixes[] = { "", "-wal", "-shm", "-journal" };
 	char path[600];
 
@@ -1331,6 +1340,514 @@ static void test_prune(const char *dir)
 	store_close(ro);
 }
 
+/* Rollups. A history of 4.5 hours around an hour boundary RB, a sample every R_EVERY seconds: pids
+ * 10 and 20 (which renames itself at RB + 5000), two threads each, five stacks (three with frames),
+ * counts 1 to 3. */
+#define RB (T0 - T0 % 3600 + 3600)
+#define R_FROM (RB - 1800)
+#define R_TO (RB + 4 * 3600)
+#define R_EVERY 7
+#define R_LAST (R_FROM + (R_TO - 1 - R_FROM) / R_EVERY * R_EVERY) /* the newest sample */
+
+static const struct store_frame r_frames[3][3] = {
+	{ { "main", "/bin/r", "0a" }, { "a", "/bin/r", "0a" } },
+	{ { "main", "/bin/r", "0a" }, { "a", "/bin/r", "0a" }, { "b", "/lib/b.so", "" } },
+	{ { "main", "/bin/r", "0a" }, { "c", "/bin/r", "0a" } },
+};
+static const unsigned r_nframes[3] = { 2, 3, 2 };
+static const char *const r_stacks[5] = { "main;a", "main;a;b", "main;c", "start;x;y_[k]", "main;a;b;d" };
+static const char *const r_comms[3] = { "ten", "twenty", "twenty2" };
+
+/* The sample of second ts (one of R_FROM + k * R_EVERY). */
+static struct store_sample r_sample(int64_t ts)
+{
+	int64_t k = (ts - R_FROM) / R_EVERY;
+	uint32_t pid = k % 2 ? 10 : 20;
+	unsigned s = (unsigned)((k * 3) % 5);
+	struct store_sample smp = {
+		.ts = ts, .pid = pid, .tid = pid + (uint32_t)(k % 3 == 0), .comm = r_comms[pid == 10 ? 0 : ts < RB + 5000 ? 1 : 2],
+		.thread = k % 3 == 0 ? "worker" : "main", .folded = r_stacks[s], .count = 1 + (uint64_t)(ts % 3),
+	};
+
+	if (s < 3) {
+		smp.frames = r_frames[s];
+		smp.nframes = r_nframes[s];
+	}
+	return smp;
+}
+
+/* Writes the history, a flush per 600 seconds. */
+static int r_write(struct store *st)
+{
+	int64_t t = R_FROM;
+	int err = 0;
+
+	for (int64_t end = R_FROM + 600; !err && t < R_TO; end += 600) {
+		err = store_begin(st);
+		for (; !err && t < end && t < R_TO; t += R_EVERY) {
+			struct store_sample s = r_sample(t);
+
+			err = store_add(st, &s);
+		}
+		err = err ?: store_commit(st);
+	}
+	return err;
+}
+
+/* Sorts the lines of buf in place. */
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void sort_lines(char *buf, size_t size)
+{
+	char *lines[256], copy[8192], *save = NULL;
+	size_t n = 0, len = 0;
+
+	snprintf(copy, sizeof(copy), "%s", buf);
+	for (char *l = strtok_r(copy, "\n", &save); l && n < 256; l = strtok_r(NULL, "\n", &save))
+		lines[n++] = l;
+	qsort(lines, n, sizeof(*lines), cmp_str);
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && len < size; i++)
+		len += (size_t)snprintf(buf + len, size - len, "%s\n", lines[i]);
+}
+
+/* The expected "comm|stack|count" lines (sorted) of the samples with from <= ts < to of pid and tid
+ * (-1: any), plus extra (a sample added later, or NULL). */
+static void r_truth(int64_t from, int64_t to, int64_t pid, int64_t tid, const struct store_sample *extra, char *out,
+		    size_t size)
+{
+	uint64_t n[3][5] = { { 0 } };
+	size_t len = 0;
+
+	for (int64_t t = R_FROM; t < R_TO; t += R_EVERY) {
+		struct store_sample s = r_sample(t);
+
+		for (int pass = 0; pass < 2; pass++, s = extra ? *extra : s) {
+			unsigned c = 0, k = 0;
+
+			if ((pass && (!extra || t != R_FROM)) || s.ts < from || s.ts >= to || (pid >= 0 && s.pid != pid) ||
+			    (tid >= 0 && s.tid != tid))
+				continue;
+			while (strcmp(r_comms[c], s.comm))
+				c++;
+			while (strcmp(r_stacks[k], s.folded))
+				k++;
+			n[c][k] += s.count;
+		}
+	}
+	out[0] = '\0';
+	for (int c = 0; c < 3; c++)
+		for (int k = 0; k < 5; k++)
+			if (n[c][k])
+				len += (size_t)snprintf(out + len, size - len, "%s|%s|%" PRIu64 "\n", r_comms[c], r_stacks[k],
+							n[c][k]);
+	sort_lines(out, size);
+}
+
+/* A profile as sorted lines. */
+static int r_query(struct store *st, int64_t from, int64_t to, int64_t pid, int64_t tid, char *out, size_t size)
+{
+	struct collect c;
+	int err = query(st, pid, tid, from, to, &c);
+
+	snprintf(out, size, "%s", c.buf);
+	sort_lines(out, size);
+	return err;
+}
+
+/* Whether the profile of [from, to) is exactly the samples of [tfrom, tto). */
+static bool r_same(struct store *st, int64_t from, int64_t to, int64_t tfrom, int64_t tto, int64_t pid, int64_t tid)
+{
+	char got[8192], want[8192];
+
+	r_truth(tfrom, tto, pid, tid, NULL, want, sizeof(want));
+	return r_query(st, from, to, pid, tid, got, sizeof(got)) == 0 && same(got, want);
+}
+
+/* Adds b's "comm|stack|count" lines into a's (both sorted), a keeps the sum. */
+static void add_lines(char *a, const char *b, size_t size)
+{
+	char sum[8192] = "", line[512];
+	size_t len = strlen(a);
+
+	snprintf(sum, sizeof(sum), "%s", a);
+	for (const char *p = b; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		char *bar, *found;
+		unsigned long long add, have;
+
+		snprintf(line, sizeof(line), "%.*s", (int)n, p);
+		p += n + (nl != NULL);
+		bar = strrchr(line, '|');
+		if (!bar)
+			continue;
+		add = strtoull(bar + 1, NULL, 10);
+		bar[1] = '\0';
+		found = strstr(sum, line);
+		while (found && found != sum && found[-1] != '\n')
+			found = strstr(found + 1, line);
+		if (!found) {
+			len = strlen(sum);
+			snprintf(sum + len, sizeof(sum) - len, "%s%llu\n", line, add);
+			continue;
+		}
+		have = strtoull(found + strlen(line), NULL, 10);
+		{
+			char rest[8192];
+			const char *eol = strchr(found, '\n');
+
+			snprintf(rest, sizeof(rest), "%s", eol ? eol + 1 : "");
+			snprintf(found, sizeof(sum) - (size_t)(found - sum), "%s%llu\n%s", line, have + add, rest);
+		}
+	}
+	snprintf(a, size, "%s", sum);
+	sort_lines(a, size);
+}
+
+/* Whether profile(from, mid) + profile(mid, to) == profile(from, to). */
+static bool r_splits(struct store *st, int64_t from, int64_t mid, int64_t to, int64_t pid)
+{
+	char whole[8192], left[8192], right[8192];
+	int err = r_query(st, from, to, pid, -1, whole, sizeof(whole));
+
+	err = err ?: r_query(st, from, mid, pid, -1, left, sizeof(left));
+	err = err ?: r_query(st, mid, to, pid, -1, right, sizeof(right));
+	add_lines(left, right, sizeof(left));
+	return !err && whole[0] && same(left, whole);
+}
+
+/* Every query of the whole history, as one text: stacks, per pid, frames, an hour-aligned timeline. */
+static int r_snapshot(struct store *st, char *out, size_t size)
+{
+	struct collect c;
+	size_t len = 0;
+	int err;
+
+	err = r_query(st, INT64_MIN, INT64_MAX, -1, -1, out, size);
+	len = strlen(out);
+	err = err ?: r_query(st, INT64_MIN, INT64_MAX, 20, -1, out + len, size - len);
+	len = strlen(out);
+	err = err ?: query_frames(st, -1, NULL, &c);
+	len += (size_t)snprintf(out + len, size - len, "%s", c.buf);
+	err = err ?: timeline(st, -1, -1, RB - 3600, R_TO, 3600, 0, &c);
+	snprintf(out + len, size - len, "%s", c.buf);
+	return err;
+}
+
+static const struct store_rollup_opts r_opts = { .raw_seconds = 600, .minute_seconds = 4200, .fold_delay = 0 };
+
+/* Folding keeps every total; windows over raw rows, minutes and hours add up; edges in rolled-up
+ * time round to whole buckets; what needs threads sees raw rows only. */
+static void test_rollup_fold(const char *dir)
+{
+	char path[512], before[16384], after[16384], want[8192], got[8192];
+	struct store_prune_result r = { 0 };
+	struct store *st = NULL;
+	struct collect c;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/rollup.db", dir);
+	err = store_open(path, STORE_READ_WRITE, &st);
+	err = err ?: r_write(st);
+	err = err ?: r_snapshot(st, before, sizeof(before));
+	CHECK(err == 0 && r_same(st, INT64_MIN, INT64_MAX, R_FROM, R_TO, -1, -1),
+	      "rollups: a 4.5-hour history written (%s)", err ? store_errmsg(st) : "ok");
+	if (err)
+		return;
+	err = store_set_rollups(st, &r_opts);
+	err = err ?: store_prune(st, R_FROM - 86400, 0, &r);
+	CHECK(err == 0 && r.raw_folded > 2000 && r.rollup_rows_written > 200 && r.samples_deleted > 0,
+	      "rollups: one pass folds %" PRIu64 " raw rows into %" PRIu64 " rollup rows and deletes %" PRIu64
+	      " rows past the raw window (%s)", r.raw_folded, r.rollup_rows_written, r.samples_deleted,
+	      err ? store_errmsg(st) : "ok");
+	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'raw_from'") == RB + 13740 &&
+		      sql_value(path, "SELECT value FROM meta WHERE key = 'folded_60'") == RB + 14340 &&
+		      sql_value(path, "SELECT value FROM meta WHERE key = 'kept_60'") == RB + 7200 &&
+		      sql_value(path, "SELECT value FROM meta WHERE key = 'folded_3600'") == RB + 10800,
+	      "rollups: raw rows kept from 10 minutes before the newest, minutes folded to the newest, kept an hour"
+	      " beyond their window, hours folded to the last whole one");
+	CHECK(sql_value(path, "SELECT min(ts) FROM samples") == RB + 13740, "rollups: older raw rows are gone");
+	err = r_snapshot(st, after, sizeof(after));
+	CHECK(err == 0 && same(after, before),
+	      "rollups: every stack, per pid, with frames, and an hourly timeline: the same before and after folding");
+	CHECK(sql_value(path, "SELECT count(*) FROM stacks WHERE folded = '' AND frame_ids IS NOT NULL") == 3 &&
+		      sql_value(path, "SELECT count(*) FROM stacks WHERE folded <> ''") == 2,
+	      "rollups: stacks stored with frames keep no text; the others keep theirs");
+
+	CHECK(r_same(st, RB, RB + 3600, RB, RB + 3600, -1, -1) && r_same(st, RB + 3600, RB + 7200, RB + 3600, RB + 7200, 10, -1),
+	      "rollups: an hour from the hour rollups is exact");
+	CHECK(r_same(st, RB + 7200 + 60, RB + 7200 + 600, RB + 7260, RB + 7800, 20, -1),
+	      "rollups: whole minutes from the minute rollups are exact");
+	CHECK(r_same(st, RB - 3600, R_TO, R_FROM, R_TO, -1, -1) && r_same(st, RB + 3600, R_TO, RB + 3600, R_TO, 20, -1),
+	      "rollups: a window over hours, minutes and raw rows is exact");
+	CHECK(r_same(st, RB + 13800 + 17, RB + 14000 + 3, RB + 13817, RB + 14003, -1, -1),
+	      "rollups: a window of raw rows is exact to the second");
+	CHECK(r_splits(st, RB - 3600, RB + 100, R_TO, -1) && r_splits(st, RB - 3600, RB + 7230, R_TO, -1) &&
+		      r_splits(st, RB - 3600, RB + 13817, R_TO, -1) && r_splits(st, RB + 100, RB + 7230, RB + 13817, 10) &&
+		      r_splits(st, RB + 3600, RB + 10800, R_TO, 20),
+	      "rollups: any split of a window (in hours, minutes or raw rows) splits its totals exactly");
+	CHECK(r_same(st, RB + 100, RB + 3700, RB + 3600, RB + 7200, -1, -1),
+	      "rollups: where only hours are kept, an hour counts whole when its first second is in the window");
+	CHECK(r_same(st, RB + 7230, RB + 7290 + 5, RB + 7260, RB + 7320, -1, -1),
+	      "rollups: where minutes are kept, a minute counts whole when its first second is in the window");
+
+	CHECK(r_same(st, INT64_MIN, INT64_MAX, RB + 13740, R_TO, -1, 11) && r_same(st, RB, R_TO, RB + 13740, R_TO, 20, 20),
+	      "rollups: a tid filter sees only the raw window");
+	memset(&c, 0, sizeof(c));
+	err = store_query_threads(st, &(struct store_filter){ .pid = 10, .tid = -1, .from = INT64_MIN, .to = INT64_MAX },
+				  thread_cb, &c);
+	r_truth(RB + 13740, R_TO, 10, 11, NULL, want, sizeof(want));
+	CHECK(err == 0 && c.calls == 2 && strstr(c.buf, "11|worker|"), "rollups: threads come from the raw window");
+	memset(&c, 0, sizeof(c));
+	c.base = RB;
+	err = store_query_timeline(st, &(struct store_filter){ .pid = -1, .tid = -1, .from = RB - 3600, .to = R_TO },
+				   1200, 0, point_cb, &c);
+	CHECK(err == 0 && strstr(c.buf, "-3600|0|") == c.buf && !strstr(c.buf, "\n-2400|") && strstr(c.buf, "\n0|0|") &&
+		      !strstr(c.buf, "\n1200|") && strstr(c.buf, "\n7200|0|") && strstr(c.buf, "\n8400|0|"),
+	      "rollups: a 20-minute timeline: hours land in their first step where only hours are kept, minutes"
+	      " answer the rest");
+	memset(&c, 0, sizeof(c));
+	c.base = RB;
+	err = store_query_processes(st, &(struct store_filter){ .pid = -1, .tid = -1, .from = RB + 3600, .to = R_TO },
+				    process_cb, &c);
+	r_truth(RB + 3600, R_TO, 20, -1, NULL, want, sizeof(want));
+	CHECK(err == 0 && c.calls == 2 && strstr(c.buf, "|twenty2|") && strstr(c.buf, "|3600|14398\n"),
+	      "rollups: processes over rolled-up time: named by the newest, first seen at its first bucket (%s)", c.buf);
+
+	/* A second pass has nothing to fold. */
+	err = store_prune(st, R_FROM - 86400, 0, &r);
+	CHECK(err == 0 && r.raw_folded == 0 && r.rollup_rows_written == 0, "rollups: a second pass folds nothing");
+	err = r_snapshot(st, after, sizeof(after));
+	CHECK(err == 0 && same(after, before), "rollups: and changes no total");
+
+	/* Samples that come after their minute and hour were folded are merged into the rollups. */
+	{
+		const struct store_sample late[] = {
+			SAMPLE(RB + 100, 10, 10, "ten", "main", "main;a", 5),
+			SAMPLE(RB + 8000, 10, 10, "ten", "main", "main;a", 5),
+		};
+
+		err = flush(st, late, 2);
+		r_truth(RB, RB + 3600, -1, -1, &late[0], want, sizeof(want));
+		CHECK(err == 0 && r_query(st, RB, RB + 3600, -1, -1, got, sizeof(got)) == 0 && same(got, want),
+		      "rollups: a late sample of a folded hour is counted");
+		r_truth(RB + 7980, RB + 8040, -1, -1, &late[1], want, sizeof(want));
+		CHECK(r_query(st, RB + 7980, RB + 8040, -1, -1, got, sizeof(got)) == 0 && same(got, want),
+		      "rollups: a late sample of a folded minute is counted");
+		r_truth(RB + 7200, RB + 10800, -1, -1, &late[1], want, sizeof(want));
+		CHECK(r_query(st, RB + 7200, RB + 10800, -1, -1, got, sizeof(got)) == 0 && same(got, want),
+		      "rollups: and in its hour");
+		CHECK(sql_value(path, "SELECT count(*) FROM rollups WHERE span = 3600 AND bucket = 1700002800 AND pid = 10") == 1,
+		      "rollups: merged into the existing row, not a new one");
+		err = store_prune(st, R_FROM - 86400, 0, &r);
+		r_truth(RB, RB + 3600, -1, -1, &late[0], want, sizeof(want));
+		CHECK(err == 0 && r_query(st, RB, RB + 3600, -1, -1, got, sizeof(got)) == 0 && same(got, want) &&
+			      sql_value(path, "SELECT count(*) FROM samples WHERE ts < 1700010000") == 0,
+		      "rollups: the late raw rows pruned, the totals stay");
+	}
+	store_close(st);
+}
+
+/* A pass that fails half-way (a rollback, as after a crash) leaves nothing half-done; the next one
+ * folds everything once. */
+static void test_rollup_crash(const char *dir)
+{
+	char path[512], before[16384], after[16384];
+	struct store *st = NULL;
+	int64_t rows;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/rollup_crash.db", dir);
+	err = store_open(path, STORE_READ_WRITE, &st);
+	err = err ?: r_write(st);
+	err = err ?: r_snapshot(st, before, sizeof(before));
+	store_close(st);
+	rows = sql_value(path, "SELECT count(*) FROM samples");
+	CHECK(err == 0 && sql_run(path, "CREATE TRIGGER crash BEFORE INSERT ON rollups WHEN NEW.span = 3600 AND"
+				      " (SELECT count(*) FROM rollups WHERE span = 3600) >= 2"
+				      " BEGIN SELECT RAISE(ABORT, 'injected failure'); END;"),
+	      "rollups: a trigger fails the third hour rollup row");
+	err = store_open(path, STORE_READ_WRITE, &st);
+	err = err ?: store_set_rollups(st, &r_opts);
+	CHECK(err == 0 && store_prune(st, R_FROM - 86400, 0, NULL) < 0 && strstr(store_errmsg(st), "injected failure"),
+	      "rollups: the pass fails while folding hours (%s)", store_errmsg(st));
+	CHECK(sql_value(path, "SELECT count(*) FROM rollups") == 0 && sql_value(path, "SELECT count(*) FROM meta") == 1 &&
+		      sql_value(path, "SELECT count(*) FROM samples") == rows,
+	      "rollups: nothing of the failed pass is left: no rollup, no marker, every raw row");
+	err = r_snapshot(st, after, sizeof(after));
+	CHECK(err == 0 && same(after, before), "rollups: totals as before the failed pass");
+	CHECK(sql_run(path, "DROP TRIGGER crash"), "rollups: the failure removed");
+	err = store_prune(st, R_FROM - 86400, 0, NULL);
+	err = err ?: r_snapshot(st, after, sizeof(after));
+	CHECK(err == 0 && same(after, before), "rollups: the next pass folds it all, once");
+	err = store_prune(st, R_FROM - 86400, 0, NULL);
+	err = err ?: r_snapshot(st, after, sizeof(after));
+	CHECK(err == 0 && same(after, before), "rollups: and the one after changes nothing");
+
+	/* A damaged rollup is an error, not a wrong answer. */
+	CHECK(sql_run(path, "UPDATE rollups SET stacks = x'00' WHERE span = 3600 AND bucket = 1700002800 AND pid = 10"),
+	      "rollups: damage an hour's rollup");
+	CHECK(r_snapshot(st, after, sizeof(after)) == -EIO && strstr(store_errmsg(st), "damaged"),
+	      "rollups: a query over it fails with -EIO (%s)", store_errmsg(st));
+	store_close(st);
+}
+
+/* A process with more stacks in a bucket than one row holds gets several rows; samples that come late
+ * merge into the last and spill into new ones; totals stay exact. */
+static void test_rollup_parts(const char *dir)
+{
+	char path[512], folded[32];
+	struct store *st = NULL;
+	struct store_prune_result r;
+	struct collect c;
+	int64_t parts;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/rollup_parts.db", dir);
+	err = store_open(path, STORE_READ_WRITE, &st);
+	err = err ?: store_set_rollups(st, &r_opts);
+	err = err ?: store_begin(st);
+	for (int i = 0; !err && i < 3000; i++) {
+		snprintf(folded, sizeof(folded), "main;f%04d", i);
+		const struct store_sample s = SAMPLE(RB + i % 60, 5, 5, "many", "many", folded, 1 + (uint64_t)(i % 2));
+
+		err = store_add(st, &s);
+	}
+	if (!err) { /* the history moves past the minute: it can be folded */
+		const struct store_sample later = SAMPLE(RB + 120, 5, 5, "many", "many", "main;later", 1);
+
+		err = store_add(st, &later);
+	}
+	err = err ?: store_commit(st);
+	err = err ?: store_prune(st, RB - 86400, 0, &r);
+	parts = sql_value(path, "SELECT count(*) FROM rollups WHERE span = 60 AND bucket = 1700002800");
+	CHECK(err == 0 && parts > 3 && sql_value(path, "SELECT max(length(stacks)) FROM rollups") <= 900,
+	      "rollups: 3000 stacks of one minute in %" PRId64 " rows of at most 900 bytes", parts);
+	memset(&c, 0, sizeof(c));
+	err = store_query_stacks(st, &(struct store_filter){ .pid = 5, .tid = -1, .from = RB, .to = RB + 60 }, collect_cb,
+				 &c);
+	CHECK(err == 0 && c.calls == 3000 && sql_value(path, "SELECT sum(total) FROM rollups WHERE span = 60") == 4500,
+	      "rollups: every stack of them read back (%d)", c.calls);
+	err = store_begin(st);
+	for (int i = 0; !err && i < 3000; i += 2) {
+		snprintf(folded, sizeof(folded), "main;g%04d", i);
+		const struct store_sample s = SAMPLE(RB + 30, 5, 5, "many", "many", folded, 1);
+
+		err = store_add(st, &s);
+	}
+	err = err ?: store_commit(st);
+	memset(&c, 0, sizeof(c));
+	err = err ?: store_query_stacks(st, &(struct store_filter){ .pid = 5, .tid = -1, .from = RB, .to = RB + 60 },
+					collect_cb, &c);
+	CHECK(err == 0 && c.calls == 4500 && sql_value(path, "SELECT sum(total) FROM rollups WHERE span = 60") == 6000 &&
+		      sql_value(path, "SELECT count(*) FROM rollups WHERE span = 60") > parts &&
+		      sql_value(path, "SELECT max(length(stacks)) FROM rollups") <= 900,
+	      "rollups: 1500 late stacks merged into the last row and new ones (%d)", c.calls);
+	store_close(st);
+}
+
+/* store_set_rollups checks its bounds and changes nothing when they are not met. */
+static void test_rollup_opts(const char *dir)
+{
+	const struct store_rollup_opts bad[] = {
+		{ 59, 86400, 120 }, { 3600, 3600 + 3599, 120 }, { 3600, 367 * 86400, 120 }, { 3600, 86400, -1 },
+		{ 3600, 86400, 86401 }, { 367 * 86400, 368 * 86400, 0 },
+	};
+	char path[512];
+	struct store *st = NULL;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/rollup_opts.db", dir);
+	err = store_open(path, STORE_READ_WRITE, &st);
+	for (size_t i = 0; !err && i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(store_set_rollups(st, &bad[i]) == -EINVAL, "rollup options refused: raw %lld s, minutes %lld s,"
+		      " delay %lld s", (long long)bad[i].raw_seconds, (long long)bad[i].minute_seconds,
+		      (long long)bad[i].fold_delay);
+	CHECK(err == 0 && store_set_rollups(st, &(struct store_rollup_opts){ 60, 3660, 0 }) == 0 &&
+		      store_set_rollups(st, NULL) == 0 && store_set_rollups(NULL, NULL) == -EINVAL,
+	      "rollup options: the smallest accepted, NULL for the defaults");
+	store_close(st);
+}
+
+/* A database of schema version 2, exactly as the previous flamed wrote it. */
+static const char schema_v2_sql[] =
+	"CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+	"CREATE TABLE names(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);"
+	"CREATE TABLE stacks(id INTEGER PRIMARY KEY, hash INTEGER NOT NULL, folded TEXT NOT NULL, frame_ids BLOB);"
+	"CREATE INDEX stacks_hash ON stacks(hash);"
+	"CREATE TABLE modules(id INTEGER PRIMARY KEY, path TEXT NOT NULL, build_id TEXT NOT NULL, UNIQUE(path, build_id));"
+	"CREATE TABLE frames(id INTEGER PRIMARY KEY, name TEXT NOT NULL, module_id INTEGER NOT NULL, UNIQUE(name, module_id));"
+	"CREATE TABLE samples(ts INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL, comm_id INTEGER NOT NULL,"
+	" thread_id INTEGER NOT NULL, stack_id INTEGER NOT NULL, count INTEGER NOT NULL);"
+	"CREATE INDEX samples_ts_cover ON samples(ts, pid, tid, comm_id, stack_id, count);"
+	"CREATE INDEX samples_pid_cover ON samples(pid, ts, tid, comm_id, thread_id, stack_id, count);"
+	"INSERT INTO meta(key, value) VALUES ('schema_version', 2);"
+	"INSERT INTO names VALUES (1, 'srv'), (2, 'srvthread');"
+	"INSERT INTO modules VALUES (1, '/bin/srv', 'ab');"
+	"INSERT INTO frames VALUES (1, 'main', 1), (2, 'work', 1), (3, 'other', 1);";
+
+/* Reads a version 2 database as it is, then upgrades it: the same answers, version 2's covering
+ * indexes replaced by plain ones, texts of stacks their frames spell dropped, lookups still finding
+ * those stacks. */
+static void test_migration_v2(const char *dir)
+{
+	char path[512], sql[1024], before[8192], after[8192];
+	const struct store_frame work[] = { { "main", "/bin/srv", "ab" }, { "work", "/bin/srv", "ab" } };
+	const struct store_sample again[] = { FSAMPLE(T0 + 3, 7, "srv", "main;work", 1, work),
+					      SAMPLE(T0 + 3, 7, 7, "srv", "srvthread", "main;odd", 1) };
+	struct store *st = NULL;
+	struct collect c;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/v2.db", dir);
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO stacks VALUES (1, %" PRId64 ", 'main;work', x'0102'), (2, %" PRId64 ", 'main;odd', x'0103'),"
+		 " (3, %" PRId64 ", 'no;frames', NULL);"
+		 "INSERT INTO samples VALUES (%" PRId64 ", 7, 7, 1, 2, 1, 3), (%" PRId64 ", 7, 8, 1, 2, 2, 2),"
+		 " (%" PRId64 ", 7, 7, 1, 2, 3, 1);",
+		 (int64_t)fnv1a("main;work"), (int64_t)fnv1a("main;odd"), (int64_t)fnv1a("no;frames"), T0, T0 + 1, T0 + 2);
+	CHECK(sql_run(path, schema_v2_sql) && sql_run(path, sql), "create a version 2 database");
+	err = store_open(path, STORE_READ_ONLY, &st);
+	err = err ?: query_frames(st, -1, NULL, &c);
+	snprintf(before, sizeof(before), "%s", c.buf);
+	CHECK(err == 0 && same(before, "7|srv|main;work|3|main@/bin/srv@ab,work@/bin/srv@ab\n"
+				       "7|srv|main;odd|2|main@/bin/srv@ab,other@/bin/srv@ab\n7|srv|no;frames|1|(none)\n"),
+	      "version 2 read as it is, with frames");
+	store_close(st);
+	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 2, "a read-only open leaves version 2");
+
+	err = store_open(path, STORE_READ_WRITE, &st);
+	CHECK(err == 0, "read-write open upgrades a version 2 database (%s)", err ? strerror(-err) : "ok");
+	if (err)
+		return;
+	err = query_frames(st, -1, NULL, &c);
+	snprintf(after, sizeof(after), "%s", c.buf);
+	CHECK(err == 0 && same(after, before), "the upgraded database gives the same answers");
+	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 3 &&
+		      sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name IN ('samples_ts', 'samples_pid_ts',"
+				      " 'rollups')") == 3 &&
+		      sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name LIKE '%cover%'") == 0,
+	      "version 3: plain indexes for raw rows, a rollups table, no covering index");
+	CHECK(sql_value(path, "SELECT count(*) FROM stacks WHERE id = 1 AND folded = ''") == 1 &&
+		      sql_value(path, "SELECT count(*) FROM stacks WHERE id = 2 AND folded = 'main;odd'") == 1 &&
+		      sql_value(path, "SELECT count(*) FROM stacks WHERE id = 3 AND folded = 'no;frames'") == 1,
+	      "the text of a stack its frames spell is dropped; one they do not spell, and one without frames, keep it");
+	err = flush(st, again, 2);
+	CHECK(err == 0 && sql_value(path, "SELECT count(*) FROM stacks") == 3,
+	      "the same stacks stored again find their rows, by frames or by text");
+	err = store_prune(st, T0 - 86400, 0, NULL);
+	err = err ?: query_frames(st, -1, NULL, &c);
+	CHECK(err == 0 && same(c.buf, "7|srv|main;work|4|main@/bin/srv@ab,work@/bin/srv@ab\n"
+				      "7|srv|main;odd|3|main@/bin/srv@ab,other@/bin/srv@ab\n7|srv|no;frames|1|(none)\n"),
+	      "after folding, the same answers");
+	store_close(st);
+	test_indexes(path);
+}
+
 int main(int argc, char **argv)
 {
 	char dir[] = "/tmp/test_store.XXXXXX";
@@ -1366,6 +1883,11 @@ int main(int argc, char **argv)
 	test_names_order(dir);
 	test_migration(dir);
 	test_prune(dir);
+	test_rollup_fold(dir);
+	test_rollup_crash(dir);
+	test_rollup_opts(dir);
+	test_rollup_parts(dir);
+	test_migration_v2(dir);
 	test_render();
 	cleanup(dir);
 	return CHECK_EXIT();

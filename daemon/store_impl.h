@@ -1,0 +1,131 @@
+/* store_impl.h - what store.c (schema, writes), store_fold.c (rollups, retention) and store_query.c (reads) share; not for other modules. */
+#ifndef FLAMED_STORE_IMPL_H
+#define FLAMED_STORE_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "rollup.h"
+#include "store.h"
+
+#define SCHEMA_VERSION 3
+#define STACK_MAX_BYTES (64 * 1024)          /* longest folded stack accepted */
+#define FRAMES_MAX (STACK_MAX_BYTES / 2 + 1) /* most frames a stack can have ("a;a;...") */
+/* Encoded bytes of (stack, count) pairs in one rollup row at most: a row then stays within its b-tree
+ * page (SQLite keeps at most about 1000 bytes of a WITHOUT ROWID row there, at 4 KiB pages, and moves
+ * the rest to overflow pages that hold one row's bytes each, mostly empty). */
+#define ROLLUP_PART_BYTES 900
+
+/* One entry of a text -> id cache; key NULL marks a free slot. */
+struct cache_slot {
+	char *key;
+	size_t len;
+	uint64_t hash;
+	int64_t id;
+	bool tag; /* the stacks cache: the row has frame_ids */
+};
+
+/* Open-addressing table of text -> row id, at most half full, bounded in entries and bytes. */
+struct id_cache {
+	struct cache_slot *slots;
+	size_t cap;   /* a power of two, or 0 before the first entry */
+	size_t n;
+	size_t bytes; /* key text held */
+};
+
+/* One row waiting for the commit; count 0 marks a free slot. */
+struct pending_row {
+	int64_t ts;
+	int64_t comm_id, thread_id, stack_id;
+	uint32_t pid, tid;
+	uint64_t count;
+};
+
+/* Rows of the open transaction, duplicates merged. */
+struct pending {
+	struct pending_row *rows;
+	size_t cap; /* a power of two, or 0 */
+	size_t n;
+};
+
+/* A growable byte buffer. */
+struct buf {
+	unsigned char *p;
+	size_t cap;
+};
+
+/* Queries with a whole-host and a one-pid variant. */
+enum { QV_ANY, QV_PID, QV_MAX };
+/* Per piece of a plan: raw rows and rollup rows of stacks; timeline points of raw rows (total, per
+ * thread) and of rollups. */
+enum { QK_RAW, QK_ROLLUP, QK_RAW_STEPS, QK_RAW_STEPS_TID, QK_ROLLUP_STEPS, QK_MAX };
+
+struct store {
+	sqlite3 *db;
+	enum store_mode mode;
+	int64_t version; /* schema version; < 3 only for an older database opened read-only */
+	bool in_tx;
+	struct store_rollup_opts ropts;
+	struct rollup_tiers tiers; /* as read at store_begin, for the rows that come late */
+	/* writes */
+	sqlite3_stmt *name_put, *stack_get, *stack_put, *stack_set_frames, *sample_put;
+	sqlite3_stmt *module_get, *module_put, *frame_id_get, *frame_put;
+	sqlite3_stmt *begin, *commit, *rollback, *meta_put;
+	sqlite3_stmt *rollup_tail, *rollup_put, *rollup_set;
+	/* retention and folding */
+	sqlite3_stmt *raw_delete, *raw_oldest, *raw_newest, *raw_next, *raw_fold, *rollup_delete, *rollup_next, *rollup_fold;
+	sqlite3_stmt *freelist, *gc_raw, *gc_rollups, *gc_stack_ids, *gc_stack_delete, *gc_names, *vacuum;
+	/* reads */
+	sqlite3_stmt *meta_get, *name_get, *name_of, *stack_of, *stacks_all, *stacks_max, *frame_get, *frames_all;
+	sqlite3_stmt *frames_max;
+	sqlite3_stmt *query[QK_MAX][QV_MAX];
+	sqlite3_stmt *raw_procs, *rollup_procs, *threads, *raw_range, *rollup_first, *rollup_newest;
+	sqlite3_stmt *count_stacks, *count_samples, *count_rollups, *page_count, *page_size;
+	unsigned prunes; /* store_prune calls: unused stacks are swept every PRUNE_GC_EVERY */
+	struct id_cache names, stacks, modules, frames;
+	struct pending pending;
+	struct buf key, blob, text; /* scratch: a cache key, a stack's frame_ids or a rollup blob, a text */
+	char errmsg[512];
+};
+
+/* Records a message of our own and returns err. */
+__attribute__((format(printf, 3, 4))) int store_set_err(struct store *st, int err, const char *fmt, ...);
+
+/* Records SQLite's error for what was being done, resets stmt (may be NULL) and, when SQLite rolled
+ * the open transaction back by itself, abandons it. Returns the error as -errno. */
+int store_fail(struct store *st, sqlite3_stmt *stmt, int rc, const char *what);
+
+/* Steps a statement that returns no row, then resets it and drops its bindings. */
+int store_run(struct store *st, sqlite3_stmt *stmt, const char *what);
+
+/* Steps a statement that yields one integer (NULL: *found false, *out untouched); resets it. */
+int store_step_int(struct store *st, sqlite3_stmt *stmt, int64_t *out, bool *found, const char *what);
+
+/* Forgets every cached id of names and stacks (rows may have gone). */
+void store_forget_ids(struct store *st);
+
+/* Makes room for n bytes in b. */
+int store_buf_reserve(struct buf *b, size_t n);
+
+/* Reads the rollup markers of the meta table into *t (INT64_MIN for a marker not set, and for every
+ * one of a database older than version 3). */
+int store_load_tiers(struct store *st, struct rollup_tiers *t);
+
+/* Writes t's markers into the meta table (in the open transaction). */
+int store_save_tiers(struct store *st, const struct rollup_tiers *t);
+
+/* Writes the cells (sorted by rollup_cells_sort, counts > 0) as rollup rows of level: one row per
+ * (bucket, pid, comm_id) and ROLLUP_PART_BYTES of pairs. merge: rows of those buckets may exist (rows that
+ * came late), so pairs are merged into their last part or go in new parts; else the buckets are new. */
+int store_write_rollups(struct store *st, int level, const struct rollup_cell *c, size_t n, bool merge);
+
+/* Prepares the statements of retention and folding (READ_WRITE, version 3). */
+int store_prepare_fold(struct store *st);
+
+/* Prepares the statements of the read path. */
+int store_prepare_queries(struct store *st);
+
+#endif
