@@ -51,6 +51,15 @@ struct table {
 	uint64_t last_used; /* sweep count when last used */
 };
 
+/* How many tables one pass over a process may build (of binaries whose mapping is at most max_size
+ * bytes), and how many it left unbuilt, the smallest mapping of those. */
+struct budget {
+	int builds;
+	uint64_t max_size;
+	int missing;
+	uint64_t smallest;
+};
+
 struct proc {
 	uint32_t pid;
 	uint64_t token;
@@ -76,8 +85,11 @@ struct unwinder {
 	pthread_cond_t wake;
 	pthread_t thread;
 	bool thread_started, stop, sweep_wanted;
-	struct request { uint32_t pid; uint64_t token; } queue[UNWINDER_QUEUE];
-	size_t qhead, qcount;
+	bool busy; /* the thread is doing a request (it may queue it again) */
+	struct ring { /* of requests, one per pid */
+		struct request { uint32_t pid; uint64_t token, cost; } e[UNWINDER_QUEUE];
+		size_t head, count;
+	} fast, slow; /* fast: with the tables built so far; slow: processes waiting for a table built */
 	uint64_t dropped;
 	struct unwinder_stats published;
 };
@@ -99,33 +111,79 @@ static void publish(struct unwinder *u)
 	pthread_mutex_unlock(&u->mu);
 }
 
-/* The thread: takes requests one at a time, does them without the lock, publishes the counters. */
+static int add(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b);
+
+/* Puts pid's request in r, or updates the one waiting there. Returns false when r is full. */
+static bool ring_put(struct ring *r, uint32_t pid, uint64_t token, uint64_t cost)
+{
+	for (size_t i = 0; i < r->count; i++) {
+		struct request *q = &r->e[(r->head + i) % UNWINDER_QUEUE];
+
+		if (q->pid == pid) {
+			if (token)
+				q->token = token;
+			q->cost = cost;
+			return true;
+		}
+	}
+	if (r->count == UNWINDER_QUEUE)
+		return false;
+	r->e[(r->head + r->count++) % UNWINDER_QUEUE] = (struct request){ pid, token, cost };
+	return true;
+}
+
+/* Takes the first request of r, or with cheapest, the one of least cost (the first of those). */
+static struct request ring_take(struct ring *r, bool cheapest)
+{
+	struct request q, *best = &r->e[r->head];
+
+	for (size_t i = 1; cheapest && i < r->count; i++) {
+		struct request *c = &r->e[(r->head + i) % UNWINDER_QUEUE];
+
+		if (c->cost < best->cost)
+			best = c;
+	}
+	q = *best;
+	*best = r->e[r->head]; /* the head's request takes its place */
+	r->head = (r->head + 1) % UNWINDER_QUEUE;
+	r->count--;
+	return q;
+}
+
+/* The thread. A new process first gets the tables already built (fast), so that one big binary being
+ * built never holds up the processes whose binaries are known; the binaries it still lacks are built
+ * one per turn of the slow queue, between fast requests, the smallest first (shortest job first:
+ * a library just loaded is not kept waiting behind libLLVM). Sweeps come when both queues are empty. */
 static void *worker(void *arg)
 {
 	struct unwinder *u = arg;
+	struct budget b;
 	struct request rq;
-	bool sweep;
+	bool fast;
 
 	pthread_mutex_lock(&u->mu);
 	for (;;) {
-		while (!u->stop && !u->qcount && !u->sweep_wanted)
+		while (!u->stop && !u->fast.count && !u->slow.count && !u->sweep_wanted)
 			pthread_cond_wait(&u->wake, &u->mu);
 		if (u->stop)
 			break;
-		sweep = u->sweep_wanted && !u->qcount; /* new processes first */
-		if (sweep) {
+		if (!u->fast.count && !u->slow.count) {
 			u->sweep_wanted = false;
-		} else {
-			rq = u->queue[u->qhead];
-			u->qhead = (u->qhead + 1) % UNWINDER_QUEUE;
-			u->qcount--;
-		}
-		pthread_mutex_unlock(&u->mu);
-		if (sweep)
+			pthread_mutex_unlock(&u->mu);
 			unwinder_sweep(u);
-		else
-			unwinder_add(u, rq.pid, rq.token);
+			pthread_mutex_lock(&u->mu);
+			continue;
+		}
+		fast = u->fast.count > 0;
+		rq = fast ? ring_take(&u->fast, false) : ring_take(&u->slow, true);
+		u->busy = true;
+		pthread_mutex_unlock(&u->mu);
+		b = (struct budget){ .builds = fast ? 0 : 1, .max_size = fast ? 0 : rq.cost };
+		int err = add(u, rq.pid, rq.token, &b);
 		pthread_mutex_lock(&u->mu);
+		if (!err && b.missing && !ring_put(&u->slow, rq.pid, 0, b.smallest))
+			u->dropped++;
+		u->busy = false;
 	}
 	pthread_mutex_unlock(&u->mu);
 	return NULL;
@@ -134,23 +192,10 @@ static void *worker(void *arg)
 void unwinder_request(struct unwinder *u, uint32_t pid, uint64_t token)
 {
 	pthread_mutex_lock(&u->mu);
-	for (size_t i = 0; i < u->qcount; i++) {
-		struct request *r = &u->queue[(u->qhead + i) % UNWINDER_QUEUE];
-
-		if (r->pid == pid) {
-			if (token)
-				r->token = token;
-			pthread_mutex_unlock(&u->mu);
-			return;
-		}
-	}
-	if (u->qcount == UNWINDER_QUEUE) {
-		u->dropped++;
-	} else {
-		u->queue[(u->qhead + u->qcount) % UNWINDER_QUEUE] = (struct request){ pid, token };
-		u->qcount++;
+	if (ring_put(&u->fast, pid, token, 0))
 		pthread_cond_signal(&u->wake);
-	}
+	else
+		u->dropped++;
 	pthread_mutex_unlock(&u->mu);
 }
 
@@ -406,9 +451,9 @@ out:
 	return t;
 }
 
-/* The table of the file mapped at m in pid, built on first use. NULL: none (not a file, unreadable,
- * out of memory). */
-static struct table *table_for(struct unwinder *u, uint32_t pid, const struct procmap *m)
+/* The table of the file mapped at m in pid, built on first use if b allows one more build (else counted
+ * in b->missing). NULL: none (not a file, unreadable, out of memory, or not built now). */
+static struct table *table_for(struct unwinder *u, uint32_t pid, const struct procmap *m, struct budget *b)
 {
 	struct bin_source src = { .pid = pid, .start = m->start, .end = m->end, .inode = m->inode,
 				  .path = m->path, .deleted = m->deleted };
@@ -434,7 +479,8 @@ static struct table *table_for(struct unwinder *u, uint32_t pid, const struct pr
 		for (size_t j = 0; j < t->nids; j++) {
 			if (memcmp(&t->ids[j], &id, sizeof(id)))
 				continue;
-			if (t->refused && !t->users) { /* try again: room may have come */
+			if (t->refused && !t->users && b->builds > 0) { /* try again: room may have come */
+				b->builds--;
 				drop_table(u, i);
 				return new_table(u, fd, &id, root, m->path);
 			}
@@ -442,6 +488,14 @@ static struct table *table_for(struct unwinder *u, uint32_t pid, const struct pr
 			return t;
 		}
 	}
+	if (b->builds <= 0 || m->end - m->start > b->max_size) {
+		b->missing++;
+		if (!b->smallest || m->end - m->start < b->smallest)
+			b->smallest = m->end - m->start;
+		close(fd);
+		return NULL;
+	}
+	b->builds--;
 	return new_table(u, fd, &id, root, m->path);
 }
 
@@ -475,7 +529,7 @@ static void release(struct proc *p)
 
 /* Fills u->value with pid's mappings; used gets the distinct tables (UNWIND_MAX_MAPPINGS room). */
 static void fill_value(struct unwinder *u, uint32_t pid, const struct procmap *maps, size_t n,
-		       struct table **used, size_t *nused)
+		       struct table **used, size_t *nused, struct budget *b)
 {
 	struct unwind_proc *v = u->value;
 
@@ -495,7 +549,7 @@ static void fill_value(struct unwinder *u, uint32_t pid, const struct procmap *m
 		um->bias = 0;
 		um->table = UNWIND_NO_TABLE;
 		um->nrows = 0;
-		t = table_for(u, pid, &maps[i]);
+		t = table_for(u, pid, &maps[i], b);
 		if (!t)
 			continue;
 		t->last_used = u->sweeps;
@@ -508,7 +562,8 @@ static void fill_value(struct unwinder *u, uint32_t pid, const struct procmap *m
 	}
 }
 
-int unwinder_add(struct unwinder *u, uint32_t pid, uint64_t token)
+/* unwinder_add, building at most b->builds tables (the binaries left are counted in b->missing). */
+static int add(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b)
 {
 	struct procmap *maps;
 	struct table **used;
@@ -532,7 +587,7 @@ int unwinder_add(struct unwinder *u, uint32_t pid, uint64_t token)
 		return -ENOMEM;
 	}
 	memset(u->value, 0, sizeof(*u->value));
-	fill_value(u, pid, maps, n, used, &nused);
+	fill_value(u, pid, maps, n, used, &nused, b);
 	procmaps_free(maps, n);
 	if (!p) {
 		p = &u->procs[u->nprocs++];
@@ -555,6 +610,13 @@ int unwinder_add(struct unwinder *u, uint32_t pid, uint64_t token)
 	}
 	publish(u);
 	return err;
+}
+
+int unwinder_add(struct unwinder *u, uint32_t pid, uint64_t token)
+{
+	struct budget b = { .builds = INT_MAX, .max_size = UINT64_MAX };
+
+	return add(u, pid, token, &b);
 }
 
 void unwinder_sweep(struct unwinder *u)
@@ -587,6 +649,7 @@ void unwinder_get_stats(struct unwinder *u, struct unwinder_stats *out)
 {
 	pthread_mutex_lock(&u->mu);
 	*out = u->published;
+	out->requests_pending = u->fast.count + u->slow.count + u->sweep_wanted + u->busy;
 	pthread_mutex_unlock(&u->mu);
 }
 

@@ -33,6 +33,7 @@ struct unwinder_stats {
 	uint64_t mappings_dropped; /* mappings past UNWIND_MAX_MAPPINGS in a process (frame pointers) */
 	double build_seconds;     /* time spent building and loading tables */
 	uint64_t requests_dropped; /* unwinder_request calls refused: UNWINDER_QUEUE waiting */
+	uint64_t requests_pending; /* waiting now (a burst of new binaries: tables come late) */
 };
 
 #define UNWINDER_QUEUE 4096 /* requests waiting for the unwinder's thread; more are counted and dropped */

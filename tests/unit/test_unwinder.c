@@ -248,12 +248,12 @@ static void test_thread(const struct maps *m)
 		return;
 	unwinder_request(u, (__u32)getpid(), 9);
 	unwinder_request(u, (__u32)getpid(), 10); /* merged with the one waiting, or done after it */
-	for (int i = 0; i < 500 && st.processes == 0; i++) {
+	for (int i = 0; i < 1000 && (st.processes == 0 || st.requests_pending); i++) {
 		usleep(10 * 1000);
 		unwinder_get_stats(u, &st);
 	}
-	CHECK(st.processes == 1 && st.tables >= 2, "a request is done by the unwinder's thread (%" PRIu64 " tables)",
-	      st.tables);
+	CHECK(st.processes == 1 && st.tables >= 2 && !st.requests_pending,
+	      "a request is done by the unwinder's thread: the process, then its tables (%" PRIu64 ")", st.tables);
 	unwinder_request_sweep(u);
 	unwinder_free(u); /* joins the thread with a sweep perhaps pending */
 	CHECK(count_entries(m->procs) == 0, "freed with requests in flight: the maps are empty");
