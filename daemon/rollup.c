@@ -234,6 +234,10 @@ static void emit(struct plan *p, int level, int64_t from, int64_t to)
 {
 	struct rollup_piece *last = p->n ? &p->out[p->n - 1] : NULL;
 
+	if (level != ROLLUP_RAW) { /* no bucket starts beyond these: keeps bucket arithmetic in range */
+		from = clamp(from);
+		to = clamp(to);
+	}
 	if (from >= to)
 		return;
 	if (last && last->level == level && last->to == from) {

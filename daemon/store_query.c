@@ -16,29 +16,32 @@
 
 /* Parameters of the statements run per piece of a plan: ?1 piece from, ?2 piece to, ?3 pid, ?4 tid
  * (NULL: any), ?5 process name id (NULL: any), ?6 rollup span, ?7 the window's from (timeline steps
- * start there), ?8 step. A one-pid variant names pid so that SQLite seeks samples_pid_ts. */
+ * start there), ?8 step, ?9 the first bucket start >= ?1. Raw rows are found by samples(ts), a pid
+ * filters them; a one-pid variant of rollups walks the piece's buckets and seeks (span, bucket, pid) in
+ * each, instead of reading every process's rows of those buckets. */
 #define AND_PID " AND pid = ?3"
 #define RAW_WHERE(pid) " FROM samples WHERE ts >= ?1 AND ts < ?2" pid " AND (?4 IS NULL OR tid = ?4)" \
 		       " AND (?5 IS NULL OR comm_id = ?5)"
-#define ROLLUP_WHERE(pid) " FROM rollups WHERE span = ?6 AND bucket >= ?1 AND bucket < ?2" pid   \
-			  " AND (?5 IS NULL OR comm_id = ?5)"
+#define ROLLUP_WHERE " FROM rollups WHERE span = ?6 AND bucket >= ?1 AND bucket < ?2 AND (?5 IS NULL OR comm_id = ?5)"
+#define ROLLUP_PID(cols) "WITH RECURSIVE b(x) AS (SELECT ?9 WHERE ?9 < ?2 UNION ALL SELECT x + ?6 FROM b"   \
+			 " WHERE x + ?6 < ?2) SELECT " cols " FROM b JOIN rollups AS r ON r.span = ?6"       \
+			 " AND r.bucket = b.x AND r.pid = ?3 AND (?5 IS NULL OR r.comm_id = ?5)"
 
 static const char *const query_sql[QK_MAX][QV_MAX] = {
 	[QK_RAW] = { "SELECT pid, comm_id, stack_id, count" RAW_WHERE(""),
 		     "SELECT pid, comm_id, stack_id, count" RAW_WHERE(AND_PID) },
-	[QK_ROLLUP] = { "SELECT pid, comm_id, stacks" ROLLUP_WHERE(""), "SELECT pid, comm_id, stacks" ROLLUP_WHERE(AND_PID) },
+	[QK_ROLLUP] = { "SELECT pid, comm_id, stacks" ROLLUP_WHERE, ROLLUP_PID("r.pid, r.comm_id, r.stacks") },
 	[QK_RAW_STEPS] = { "SELECT flamed_step(ts, ?7, ?8) AS t, 0, sum(count)" RAW_WHERE("") " GROUP BY t",
 			   "SELECT flamed_step(ts, ?7, ?8) AS t, 0, sum(count)" RAW_WHERE(AND_PID) " GROUP BY t" },
 	[QK_RAW_STEPS_TID] = { "SELECT flamed_step(ts, ?7, ?8) AS t, tid, sum(count)" RAW_WHERE("") " GROUP BY t, tid",
 			       "SELECT flamed_step(ts, ?7, ?8) AS t, tid, sum(count)" RAW_WHERE(AND_PID)
 			       " GROUP BY t, tid" },
-	[QK_ROLLUP_STEPS] = { "SELECT flamed_step(bucket, ?7, ?8) AS t, 0, sum(total)" ROLLUP_WHERE("") " GROUP BY t",
-			      "SELECT flamed_step(bucket, ?7, ?8) AS t, 0, sum(total)" ROLLUP_WHERE(AND_PID)
-			      " GROUP BY t" },
+	[QK_ROLLUP_STEPS] = { "SELECT flamed_step(bucket, ?7, ?8) AS t, 0, sum(total)" ROLLUP_WHERE " GROUP BY t",
+			      ROLLUP_PID("flamed_step(r.bucket, ?7, ?8) AS t, 0, sum(r.total)") " GROUP BY t" },
 };
 
 /* Per pid of a raw piece: samples, first and last second, and the process name of its newest row
- * (ties within one second: the row written last), by a seek of samples_pid_ts. */
+ * (ties within one second: the row written last), by a seek of samples(ts). */
 static const char raw_procs_sql[] =
 	"SELECT a.pid, a.c, a.first, a.last, (SELECT comm_id FROM samples AS s WHERE s.pid = a.pid"
 	" AND s.ts = a.last AND (?5 IS NULL OR s.comm_id = ?5) ORDER BY s.rowid DESC LIMIT 1)"
@@ -180,8 +183,10 @@ static void bind_piece(sqlite3_stmt *s, const struct qrun *q, const struct rollu
 		sqlite3_bind_int64(s, 5, q->comm_id);
 	else
 		sqlite3_bind_null(s, 5);
-	if (p->level >= 0)
+	if (p->level >= 0) {
 		sqlite3_bind_int64(s, 6, rollup_span[p->level]);
+		sqlite3_bind_int64(s, 9, rollup_ceil(p->from, rollup_span[p->level]));
+	}
 	sqlite3_bind_int64(s, 7, q->f.from);
 	sqlite3_bind_int64(s, 8, step);
 }

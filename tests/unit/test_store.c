@@ -1107,8 +1107,8 @@ static void query_plan(const char *path, const char *sql, char *out, size_t size
 	sqlite3_close(db);
 }
 
-/* The schema's indexes serve the query shapes of the store: raw rows of a window of the whole host or
- * of one pid (plain indexes: the table is read by rowid), rollups by (span, bucket). */
+/* The schema's indexes serve the query shapes of the store: raw rows of a window (one plain index, the
+ * table read by rowid; a pid filters), rollups by (span, bucket), and of one pid by (span, bucket, pid). */
 static void test_indexes(const char *path)
 {
 	char plan[1024];
@@ -1119,8 +1119,8 @@ static void test_indexes(const char *path)
 	      "a whole-host window of raw rows seeks samples_ts (%s)", plan);
 	query_plan(path, "SELECT pid, comm_id, stack_id, count FROM samples WHERE ts >= 1 AND ts < 2 AND pid = 1",
 		   plan, sizeof(plan));
-	CHECK(strstr(plan, "SEARCH samples USING INDEX samples_pid_ts (pid=? AND ts>? AND ts<?)") != NULL,
-	      "a per-pid window of raw rows seeks samples_pid_ts (%s)", plan);
+	CHECK(strstr(plan, "SEARCH samples USING INDEX samples_ts (ts>? AND ts<?)") != NULL,
+	      "a per-pid window of raw rows seeks samples_ts too (%s)", plan);
 	query_plan(path, "SELECT max(ts) FROM samples", plan, sizeof(plan));
 	CHECK(strstr(plan, "SEARCH samples USING COVERING INDEX samples_ts") != NULL, "max(ts) is one index seek (%s)",
 	      plan);
@@ -1128,8 +1128,13 @@ static void test_indexes(const char *path)
 			 " AND pid = 3", plan, sizeof(plan));
 	CHECK(strstr(plan, "SEARCH rollups USING PRIMARY KEY (span=? AND bucket>? AND bucket<?)") != NULL,
 	      "a window of rollups seeks their primary key (%s)", plan);
-	CHECK(sql_value(path, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'samples'") == 2,
-	      "raw rows have two indexes, no more");
+	query_plan(path, "WITH RECURSIVE b(x) AS (SELECT 60 WHERE 60 < 600 UNION ALL SELECT x + 60 FROM b WHERE"
+			 " x + 60 < 600) SELECT r.stacks FROM b JOIN rollups AS r ON r.span = 60 AND r.bucket = b.x"
+			 " AND r.pid = 3", plan, sizeof(plan));
+	CHECK(strstr(plan, "SEARCH r USING PRIMARY KEY (span=? AND bucket=? AND pid=?)") != NULL,
+	      "rollups of one pid: a seek per bucket (%s)", plan);
+	CHECK(sql_value(path, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'samples'") == 1,
+	      "raw rows have one index, no more");
 }
 
 /* The schema of flamed's first release, exactly. */
@@ -1187,9 +1192,10 @@ static void test_migration(const char *dir)
 	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 3,
 	      "meta holds schema_version 3 after the upgrade");
 	CHECK(sql_value(path, "SELECT count(*) FROM stacks") == 1, "no second row for the old stack");
-	CHECK(sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name IN ('samples_ts', 'samples_pid_ts')") == 2 &&
+	CHECK(sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name = 'samples_ts'") == 1 &&
+		      sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name = 'samples_pid_ts'") == 0 &&
 		      sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name = 'rollups'") == 1,
-	      "the upgrade keeps the version 1 indexes and adds the rollups table");
+	      "the upgrade keeps version 1's samples(ts), drops samples(pid, ts), adds the rollups table");
 	CHECK(sql_value(path, "SELECT count(*) FROM stacks WHERE folded = '' AND frame_ids IS NOT NULL") == 1,
 	      "the old stack that got frames keeps no text");
 	test_indexes(path);
@@ -1828,10 +1834,9 @@ static void test_migration_v2(const char *dir)
 	snprintf(after, sizeof(after), "%s", c.buf);
 	CHECK(err == 0 && same(after, before), "the upgraded database gives the same answers");
 	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 3 &&
-		      sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name IN ('samples_ts', 'samples_pid_ts',"
-				      " 'rollups')") == 3 &&
+		      sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name IN ('samples_ts', 'rollups')") == 2 &&
 		      sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name LIKE '%cover%'") == 0,
-	      "version 3: plain indexes for raw rows, a rollups table, no covering index");
+	      "version 3: one plain index for raw rows, a rollups table, no covering index");
 	CHECK(sql_value(path, "SELECT count(*) FROM stacks WHERE id = 1 AND folded = ''") == 1 &&
 		      sql_value(path, "SELECT count(*) FROM stacks WHERE id = 2 AND folded = 'main;odd'") == 1 &&
 		      sql_value(path, "SELECT count(*) FROM stacks WHERE id = 3 AND folded = 'no;frames'") == 1,
