@@ -186,7 +186,9 @@ test_kill9() {
 		"(--flush-interval 1)"
 	check "kill -9: in all, at most one flush interval lost per kill ($lost_total <= $bound_total)" \
 		[ "$lost_total" -le "$bound_total" ]
-	dups=$(sql "$db" 'SELECT count(*) - count(DISTINCT folded) FROM stacks')
+	# A stack is its frames (frame_ids) or, for the few stored without, its text (schema 3 keeps no
+	# text for stacks with frames).
+	dups=$(sql "$db" 'SELECT count(*) - (SELECT count(*) FROM (SELECT DISTINCT folded, frame_ids FROM stacks)) FROM stacks')
 	check "kill -9: each stack stored once across the restarts ($dups duplicates)" [ "$dups" = 0 ]
 	launch --db "$db" --frequency $freq --flush-interval 1 --listen none
 	sleep 1.5
