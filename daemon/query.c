@@ -267,24 +267,32 @@ int query_top_json(struct store *st, const struct store_filter *f, unsigned limi
 	return err;
 }
 
-/* Writes "path BASE NEW" for every node that is the leaf of samples on either side, base scaled
- * to the new total; path is built in buf, root ("all") left out. */
-static void write_diff_folded(FILE *out, const struct tree_node *n, char *buf, size_t len, size_t cap, double scale)
+/* Writes a process name as a folded stack's first frame, as render/folded.c writes profiles: ';' would
+ * split it (':'), a line break end the line ('?'), and an empty name is "[unknown]". */
+static int put_comm(FILE *out, const char *comm)
 {
-	size_t l = len;
+	if (!comm[0])
+		return fputs("[unknown]", out) == EOF ? -EIO : 0;
+	for (; *comm; comm++) {
+		int ch = *comm == ';' ? ':' : (*comm == '\n' || *comm == '\r') ? '?' : (unsigned char)*comm;
 
-	if (n->depth > 0) {
-		int w = snprintf(buf + len, cap - len, "%s%s", len ? ";" : "", n->name);
-
-		if (w < 0 || (size_t)w >= cap - len)
-			return; /* deeper than the buffer: cut, as FlameGraph's own tools do */
-		l += w;
+		if (putc(ch, out) == EOF)
+			return -EIO;
 	}
-	if (n->depth > 0 && (n->self[TREE_NEW] || n->self[TREE_BASE]))
-		fprintf(out, "%.*s %llu %llu\n", (int)l, buf, (unsigned long long)llround(scale * n->self[TREE_BASE]),
-			(unsigned long long)n->self[TREE_NEW]);
-	for (uint32_t i = 0; i < n->nchildren; i++)
-		write_diff_folded(out, n->children[i], buf, l, cap, scale);
+	return 0;
+}
+
+/* Writes one "comm;stack BASE NEW" line, base scaled to the new window's total. */
+static int diff_line(const struct store_diff_row *r, void *ctx)
+{
+	FILE *out = ctx;
+	double scale = r->base_total ? (double)r->now_total / (double)r->base_total : 0;
+
+	if (put_comm(out, r->comm) < 0 ||
+	    fprintf(out, ";%s %llu %llu\n", r->folded, (unsigned long long)llround(scale * (double)r->base),
+		    (unsigned long long)r->now) < 0)
+		return -EIO;
+	return 0;
 }
 
 int query_diff(struct store *st, const struct store_filter *base, const struct store_filter *now,
@@ -295,24 +303,15 @@ int query_diff(struct store *st, const struct store_filter *base, const struct s
 
 	if (fmt != QUERY_FOLDED && fmt != QUERY_JSON && fmt != QUERY_SVG)
 		return -EINVAL;
-	err = build_tree(st, now, base, g && g->reverse && fmt != QUERY_FOLDED, &t);
-	if (err)
-		return err;
+	/* Folded: per (process, stack) counts are all it takes; no tree, so nothing is cut at its node
+	 * limit. */
 	if (fmt == QUERY_FOLDED) {
-		const struct tree_node *root = tree_root(t);
-		double scale = root->value[TREE_BASE] ? (double)root->value[TREE_NEW] / root->value[TREE_BASE] : 0;
-		char *buf = malloc(1 << 20);
-
-		if (!buf) {
-			tree_free(t);
-			return -ENOMEM;
-		}
-		write_diff_folded(out, root, buf, 0, 1 << 20, scale);
-		free(buf);
-		err = ferror(out) ? -EIO : 0;
-	} else {
-		err = write_graph(out, t, fmt, g, true);
+		err = store_query_diff(st, base, now, diff_line, out);
+		return err ? err : ferror(out) ? -EIO : 0;
 	}
+	err = build_tree(st, now, base, g && g->reverse, &t);
+	if (!err)
+		err = write_graph(out, t, fmt, g, true);
 	tree_free(t);
 	return err;
 }

@@ -46,8 +46,9 @@ int query_top_text(struct store *st, const struct store_filter *f, unsigned limi
 int query_top_json(struct store *st, const struct store_filter *f, unsigned limit, FILE *out);
 
 /* Writes the differential profile of window/pid `now` against `base`, base scaled to now's total:
- * QUERY_FOLDED ("stack BASE NEW" lines, as FlameGraph's difffolded.pl writes), QUERY_JSON (tree
- * with "delta") or QUERY_SVG (red grew, blue shrank). Others: -EINVAL. */
+ * QUERY_FOLDED ("comm;stack BASE NEW" lines, as FlameGraph's difffolded.pl writes, by process name
+ * then stack; the process name written as in a profile's folded lines), QUERY_JSON (tree with
+ * "delta") or QUERY_SVG (red grew, blue shrank). Others: -EINVAL. */
 int query_diff(struct store *st, const struct store_filter *base, const struct store_filter *now,
 	       enum query_format fmt, const struct query_graph *g, FILE *out);
 

@@ -172,6 +172,22 @@ int store_query_stacks(struct store *st, const struct store_filter *f, store_sta
  * damaged. */
 int store_query_stacks_frames(struct store *st, const struct store_filter *f, store_frames_cb cb, void *ctx);
 
+/* One (process name, stack) of a diff: its samples in each window, and each window's total. */
+struct store_diff_row {
+	const char *comm, *folded;
+	uint64_t base, now;
+	uint64_t base_total, now_total;
+};
+typedef int (*store_diff_cb)(const struct store_diff_row *r, void *ctx);
+
+/* The stacks of two filters side by side: cb once per (process name, stack) with samples in either,
+ * by process name, then stack. */
+/* Both windows are read in one read transaction (as store_query_stacks reads one) and summed in
+ * memory. The row and its strings live until cb returns. Returns 0, cb's non-zero return, or -errno
+ * (-EINVAL: a filter store_query_stacks rejects, or NULL). */
+int store_query_diff(struct store *st, const struct store_filter *base, const struct store_filter *now,
+		     store_diff_cb cb, void *ctx);
+
 /* Processes with samples matching f (pid and tid ignored), most samples first. */
 /* Then by pid. Each is named by the process name of its newest sample matching f (of several rows
  * in that second, the one written last; in rolled-up time, of several names with a sample in the

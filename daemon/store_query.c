@@ -785,6 +785,7 @@ static int load_comms(struct answer *a, const int64_t *ids)
 struct qrow {
 	uint64_t count;
 	uint32_t pid, comm, stack;
+	uint32_t side; /* store_query_diff: 1 for the base window, 0 for the new one */
 };
 
 /* Most first; then pid (when the answer is per pid: else all 0), process name, stack text. */
@@ -803,8 +804,24 @@ static int cmp_rows(const void *x, const void *y, void *ctx)
 	       (a->stacks[rx->stack].rank < a->stacks[ry->stack].rank);
 }
 
-/* Indexes the cells' stacks and names, reads them, sorts the rows (*rows, one per cell). */
-static int answer_build(struct answer *a, const struct rollup_cell *c, size_t n, struct qrow **rows)
+/* By process name, then stack text, then side (base last): a diff's order. */
+static int cmp_diff_rows(const void *x, const void *y, void *ctx)
+{
+	const struct answer *a = ctx;
+	const struct qrow *rx = x, *ry = y;
+
+	if (rx->comm != ry->comm)
+		return a->comm_rank[rx->comm] < a->comm_rank[ry->comm] ? -1 : 1;
+	if (rx->stack != ry->stack)
+		return a->stacks[rx->stack].rank < a->stacks[ry->stack].rank ? -1 : 1;
+	return (rx->side > ry->side) - (rx->side < ry->side);
+}
+
+typedef int (*row_cmp)(const void *x, const void *y, void *ctx);
+
+/* Indexes the cells' stacks and names, reads them, sorts the rows (*rows, one per cell, side from
+ * the cell's bucket) by cmp. */
+static int answer_build(struct answer *a, const struct rollup_cell *c, size_t n, row_cmp cmp, struct qrow **rows)
 {
 	int64_t *comm_ids = NULL;
 	uint32_t next_comm = 0;
@@ -828,7 +845,8 @@ static int answer_build(struct answer *a, const struct rollup_cell *c, size_t n,
 		if (err)
 			err = store_set_err(a->st, err, "out of memory for the answer");
 		else
-			(*rows)[i] = (struct qrow){ .count = c[i].count, .pid = c[i].pid, .comm = cm, .stack = s };
+			(*rows)[i] = (struct qrow){ .count = c[i].count, .pid = c[i].pid, .comm = cm, .stack = s,
+						    .side = (uint32_t)c[i].bucket };
 	}
 	a->ncomms = next_comm;
 	err = err ?: dense_init(a);
@@ -838,7 +856,7 @@ static int answer_build(struct answer *a, const struct rollup_cell *c, size_t n,
 	err = err ?: load_comms(a, comm_ids);
 	free(comm_ids);
 	if (!err)
-		qsort_r(*rows, n, sizeof(**rows), cmp_rows, a);
+		qsort_r(*rows, n, sizeof(**rows), cmp, a);
 	return err;
 }
 
@@ -870,6 +888,7 @@ static const char *stack_text(struct answer *a, const struct qstack *s)
 struct sum_ctx {
 	struct rollup_map map;
 	bool by_pid;
+	int64_t side; /* kept in the cells' bucket: 0, or 1 for a diff's base */
 };
 
 static int sum_row(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *p, void *ctx)
@@ -882,12 +901,12 @@ static int sum_row(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *p
 	int err = 0;
 
 	if (p->level == ROLLUP_RAW) {
-		err = rollup_map_add(&c->map, 0, pid, comm, sqlite3_column_int64(s, 2),
+		err = rollup_map_add(&c->map, c->side, pid, comm, sqlite3_column_int64(s, 2),
 				     (uint64_t)sqlite3_column_int64(s, 3), 0);
 	} else {
 		rollup_reader_init(&r, sqlite3_column_blob(s, 2), (size_t)sqlite3_column_bytes(s, 2));
 		while ((err = rollup_next(&r, &pair)) == 1 &&
-		       !(err = rollup_map_add(&c->map, 0, pid, comm, pair.stack_id, pair.count, 0)))
+		       !(err = rollup_map_add(&c->map, c->side, pid, comm, pair.stack_id, pair.count, 0)))
 			;
 	}
 	if (err == -EIO)
@@ -898,13 +917,22 @@ static int sum_row(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *p
 	return err ? store_set_err(q->st, err, "out of memory summing samples") : 0;
 }
 
+/* Adds the stacks of q's window to c's map. */
+static int sum_window(struct qrun *q, struct sum_ctx *c)
+{
+	int v = q->f.pid >= 0 ? QV_PID : QV_ANY;
+
+	return each_piece(q, q->st->query[QK_RAW][v], q->st->query[QK_ROLLUP][v],
+			  &(struct rollup_plan_opts){ .raw_only = q->f.tid >= 0 }, sum_row, c);
+}
+
 /* Sums the stacks of f's window, named and sorted: *a and *rows (*n). The read transaction is over. */
 static int sum_stacks(struct store *st, const struct store_filter *f, bool by_pid, struct answer *a,
 		      struct qrow **rows, size_t *n)
 {
 	struct sum_ctx c = { .by_pid = by_pid };
 	struct qrun q;
-	int v, err;
+	int err;
 
 	*rows = NULL;
 	*n = 0;
@@ -912,15 +940,80 @@ static int sum_stacks(struct store *st, const struct store_filter *f, bool by_pi
 	err = qrun_begin(st, f, &q);
 	if (err)
 		return err;
-	v = q.f.pid >= 0 ? QV_PID : QV_ANY;
-	err = each_piece(&q, st->query[QK_RAW][v], st->query[QK_ROLLUP][v],
-			 &(struct rollup_plan_opts){ .raw_only = q.f.tid >= 0 }, sum_row, &c);
+	err = sum_window(&q, &c);
 	if (!err) {
 		*n = rollup_map_compact(&c.map);
-		err = answer_build(a, c.map.cells, *n, rows);
+		err = answer_build(a, c.map.cells, *n, cmp_rows, rows);
 	}
 	qrun_end(&q);
 	rollup_map_free(&c.map);
+	return err;
+}
+
+/* Sums both windows of a diff in one read (the same snapshot), named and in a diff's order; the
+ * totals of each side in total[side]. */
+static int sum_diff(struct store *st, const struct store_filter *base, const struct store_filter *now,
+		    struct answer *a, struct qrow **rows, size_t *n, uint64_t total[2])
+{
+	struct sum_ctx c = { .side = 1 };
+	struct qrun qb, qn;
+	int err;
+
+	*rows = NULL;
+	*n = 0;
+	rollup_map_init(&c.map, QUERY_MAX_CELLS);
+	err = qrun_begin(st, base, &qb);
+	if (err)
+		return err;
+	err = sum_window(&qb, &c);
+	err = err ?: qrun_begin(st, now, &qn); /* inside qb's read: begins none */
+	if (!err) {
+		c.side = 0;
+		err = sum_window(&qn, &c);
+		qrun_end(&qn);
+	}
+	if (!err) {
+		*n = rollup_map_compact(&c.map);
+		for (size_t i = 0; i < *n; i++) {
+			uint64_t *t = &total[c.map.cells[i].bucket ? 1 : 0];
+
+			*t = c.map.cells[i].count > UINT64_MAX - *t ? UINT64_MAX : *t + c.map.cells[i].count;
+		}
+		err = answer_build(a, c.map.cells, *n, cmp_diff_rows, rows);
+	}
+	qrun_end(&qb);
+	rollup_map_free(&c.map);
+	return err;
+}
+
+int store_query_diff(struct store *st, const struct store_filter *base, const struct store_filter *now,
+		     store_diff_cb cb, void *ctx)
+{
+	struct store_diff_row d = { 0 };
+	struct answer a = { .st = st };
+	struct qrow *rows = NULL;
+	uint64_t total[2] = { 0, 0 };
+	size_t n = 0;
+	int err;
+
+	if (!st || !base || !now || !cb)
+		return -EINVAL;
+	err = sum_diff(st, base, now, &a, &rows, &n, total);
+	d.base_total = total[1];
+	d.now_total = total[0];
+	for (size_t i = 0; !err && i < n;) {
+		size_t j = i;
+
+		d.base = d.now = 0;
+		for (; j < n && rows[j].comm == rows[i].comm && rows[j].stack == rows[i].stack; j++)
+			*(rows[j].side ? &d.base : &d.now) += rows[j].count;
+		d.comm = a.comms[rows[i].comm];
+		d.folded = stack_text(&a, &a.stacks[rows[i].stack]);
+		err = d.folded ? cb(&d, ctx) : store_set_err(st, -ENOMEM, "out of memory writing a stack");
+		i = j;
+	}
+	free(rows);
+	answer_free(&a);
 	return err;
 }
 

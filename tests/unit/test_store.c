@@ -1544,6 +1544,64 @@ static int r_snapshot(struct store *st, char *out, size_t size)
 	return err;
 }
 
+/* "comm|stack|base|now" lines of a diff, and its totals in the last line. */
+static int diff_cb(const struct store_diff_row *r, void *ctx)
+{
+	struct collect *c = ctx;
+
+	c->base = (int64_t)r->base_total * 1000000 + (int64_t)r->now_total;
+	return collect_printf(c, "%s|%s|%" PRIu64 "|%" PRIu64 "\n", r->comm, r->folded, r->base, r->now);
+}
+
+/* A diff is the profiles of its two windows side by side (one over hours, one over raw rows). */
+static void r_diff_check(struct store *st)
+{
+	char base[8192], now[8192], want[16384] = "", got[16384];
+	struct store_filter fb = { .pid = -1, .tid = -1, .from = RB, .to = RB + 3600 };
+	struct store_filter fn = { .pid = -1, .tid = -1, .from = RB + 13800, .to = R_TO };
+	uint64_t tb = 0, tn = 0;
+	size_t len = 0;
+	struct collect c;
+	int err;
+
+	r_truth(fb.from, fb.to, -1, -1, NULL, base, sizeof(base));
+	r_truth(fn.from, fn.to, -1, -1, NULL, now, sizeof(now));
+	for (int ci = 0; ci < 3; ci++) {
+		for (int k = 0; k < 5; k++) {
+			char key[128];
+			const char *pb, *pn;
+			unsigned long long b = 0, n = 0;
+
+			snprintf(key, sizeof(key), "%s|%s|", r_comms[ci], r_stacks[k]);
+			pb = strstr(base, key);
+			pn = strstr(now, key);
+			while (pb && pb != base && pb[-1] != '\n')
+				pb = strstr(pb + 1, key);
+			while (pn && pn != now && pn[-1] != '\n')
+				pn = strstr(pn + 1, key);
+			b = pb ? strtoull(pb + strlen(key), NULL, 10) : 0;
+			n = pn ? strtoull(pn + strlen(key), NULL, 10) : 0;
+			tb += b;
+			tn += n;
+			if (b || n)
+				len += (size_t)snprintf(want + len, sizeof(want) - len, "%s%llu|%llu\n", key, b, n);
+		}
+	}
+	sort_lines(want, sizeof(want));
+	memset(&c, 0, sizeof(c));
+	err = store_query_diff(st, &fb, &fn, diff_cb, &c);
+	CHECK(err == 0 && strstr(c.buf, "ten|main;a|") == c.buf && strstr(c.buf, "\nten|main;a;b|") &&
+		      strstr(c.buf, "\ntwenty|main;a|") < strstr(c.buf, "\ntwenty2|main;a|"),
+	      "rollups: a diff is ordered by process name, then stack");
+	snprintf(got, sizeof(got), "%s", c.buf);
+	sort_lines(got, sizeof(got));
+	CHECK(err == 0 && same(got, want) && c.base == (int64_t)(tb * 1000000 + tn),
+	      "rollups: a diff is its two windows' profiles side by side (hours and raw rows), with totals");
+	fb.pid = (int64_t)UINT32_MAX + 1;
+	CHECK(store_query_diff(st, &fb, &fn, diff_cb, &c) == -EINVAL && store_query_diff(st, NULL, &fn, diff_cb, &c) == -EINVAL,
+	      "diff: a bad filter is -EINVAL");
+}
+
 static const struct store_rollup_opts r_opts = { .raw_seconds = 600, .minute_seconds = 4200, .fold_delay = 0 };
 
 /* Folding keeps every total; windows over raw rows, minutes and hours add up; edges in rolled-up
@@ -1623,6 +1681,8 @@ static void test_rollup_fold(const char *dir)
 	r_truth(RB + 3600, R_TO, 20, -1, NULL, want, sizeof(want));
 	CHECK(err == 0 && c.calls == 2 && strstr(c.buf, "|twenty2|") && strstr(c.buf, "|3600|14398\n"),
 	      "rollups: processes over rolled-up time: named by the newest, first seen at its first bucket (%s)", c.buf);
+
+	r_diff_check(st);
 
 	/* A second pass has nothing to fold. */
 	err = store_prune(st, R_FROM - 86400, 0, &r);
