@@ -189,8 +189,9 @@ struct gen {
 	double *cum;          /* cumulative demand of alive */
 	struct store *st;
 	uint64_t samples, kept, rows, prunes;
-	uint64_t prunes_deleting;   /* passes that deleted samples */
-	double prune_ms, prune_max_ms; /* time in those passes */
+	uint64_t timed_prunes;      /* passes of the generation (the final drain left out) */
+	uint64_t raw_folded;        /* raw rows the passes folded into rollups */
+	double prune_ms, prune_max_ms; /* time in the timed passes */
 };
 
 /* A string being built into a fixed buffer; too long is an error, not a truncation. */
@@ -711,8 +712,8 @@ static double now_ms(void)
 }
 
 #ifdef HAVE_STORE_PRUNE
-/* Applies retention as flamed does: everything before now - retention goes. With all set, repeats until
- * nothing is left to delete. */
+/* Applies retention and folds rollups as flamed does: everything before now - retention goes. With all
+ * set, repeats until nothing is left to delete (those passes are not timed). */
 static int apply_retention(struct gen *g, int64_t now, bool all)
 {
 	struct store_prune_result r;
@@ -727,8 +728,9 @@ static int apply_retention(struct gen *g, int64_t now, bool all)
 		}
 		ms = now_ms() - t0;
 		g->prunes++;
-		if (r.samples_deleted) {
-			g->prunes_deleting++;
+		g->raw_folded += r.raw_folded;
+		if (!all) {
+			g->timed_prunes++;
 			g->prune_ms += ms;
 			g->prune_max_ms = ms > g->prune_max_ms ? ms : g->prune_max_ms;
 		}
@@ -831,14 +833,15 @@ static int report(const struct gen *g, const struct store_stats *ss, double seco
 
 	printf("samples_written=%llu samples=%llu rows=%llu stacks=%llu processes=%zu processes_written=%zu "
 	       "from=%lld to=%lld window_seconds=%lld db_bytes=%llu retention=%s prunes=%llu top_pid=%u "
-	       "top_comm=%s top_samples=%llu gen_seconds=%.1f prunes_deleting=%llu prune_mean_ms=%.1f "
-	       "prune_max_ms=%.1f\n",
+	       "top_comm=%s top_samples=%llu gen_seconds=%.1f timed_prunes=%llu prune_mean_ms=%.1f "
+	       "prune_max_ms=%.1f rollup_rows=%llu raw_folded=%llu\n",
 	       (unsigned long long)g->samples, (unsigned long long)g->kept, (unsigned long long)ss->sample_rows,
 	       (unsigned long long)ss->stacks, kept_procs(g), g->nprocs, (long long)(g->o.end - window),
 	       (long long)g->o.end, (long long)window, (unsigned long long)file_bytes(g->o.db),
 	       !g->o.retention ? "none" : g->prunes ? "applied" : "unavailable", (unsigned long long)g->prunes,
-	       top->pid, top->comm, (unsigned long long)top->kept, seconds, (unsigned long long)g->prunes_deleting,
-	       g->prunes_deleting ? g->prune_ms / g->prunes_deleting : 0.0, g->prune_max_ms);
+	       top->pid, top->comm, (unsigned long long)top->kept, seconds, (unsigned long long)g->timed_prunes,
+	       g->timed_prunes ? g->prune_ms / g->timed_prunes : 0.0, g->prune_max_ms,
+	       (unsigned long long)ss->rollup_rows, (unsigned long long)g->raw_folded);
 	return fflush(stdout) ? -EIO : 0;
 }
 
@@ -875,7 +878,8 @@ static int usage(FILE *f, int rc)
 	fprintf(f, "usage: gen_history --db PATH [--duration 24h] [--retention DURATION] [--end UNIX]\n"
 		   "                   [--frequency 99] [--cpus 2] [--flush-interval 10] [--seed N]\n"
 		   "Writes DURATION of a busy host's samples ending at END (default: now) into a new database,\n"
-		   "one transaction per flush interval; with --retention, prunes as flamed does every minute.\n"
+		   "one transaction per flush interval; with --retention, prunes as flamed does every minute\n"
+		   "(retention, and folding into rollups with flamed's default windows).\n"
 		   "Prints one line of key=value results.\n");
 	return rc;
 }

@@ -1,6 +1,8 @@
 #!/bin/bash
 # run.sh - make bench: flamed's overhead next to perf, ingest rate, query latency, storage and memory; prints one table and writes docs/BENCHMARKS.md.
-# Usage: [QUICK=1] [BUILD=DIR] [BENCH_TMP=DIR] bench/run.sh   (root; `make bench` builds first)
+# Usage: [QUICK=1] [BENCH_PARTS="overhead ingest query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] bench/run.sh
+#        (root; `make bench` builds first). BENCH_PARTS runs only the parts named (query, storage and
+#        memory share one generated history); the report says which ran.
 # shellcheck disable=SC2154 # G_* (gen_history) and Q_* (query_bench) are set by parse_kv
 set -euo pipefail
 export LC_ALL=C
@@ -10,6 +12,8 @@ BUILD=${BUILD:-$PWD/build}
 QUICK=${QUICK:-0}
 [ "$QUICK" = 1 ] || QUICK=0
 OUT=docs/BENCHMARKS.md
+ALL_PARTS="overhead ingest query storage memory"
+PARTS=${BENCH_PARTS:-$ALL_PARTS}
 STARTED=()
 TMP=
 BPF_STATS_WAS=
@@ -35,10 +39,15 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# want PART: whether BENCH_PARTS names it.
+want() { [[ " $PARTS " == *" $1 "* ]]; }
+
 check_setup() {
-	local missing=() c
+	local missing=() c p
+	for p in $PARTS; do [[ " $ALL_PARTS " == *" $p "* ]] || die "BENCH_PARTS: no part '$p' (parts: $ALL_PARTS)"; done
 	[ "$(id -u)" -eq 0 ] || die "needs root: it loads BPF programs, runs perf -a and drops the page cache (sudo make bench)"
-	for c in perf bpftool jq curl /usr/bin/time; do command -v "$c" > /dev/null || missing+=("$c"); done
+	for c in bpftool jq curl /usr/bin/time; do command -v "$c" > /dev/null || missing+=("$c"); done
+	if want overhead; then command -v perf > /dev/null || missing+=(perf); fi
 	[ ${#missing[@]} -eq 0 ] || die "missing ${missing[*]}: apt-get install linux-perf bpftool jq curl time"
 	for c in flamed bench/burn bench/gen_history bench/query_bench; do
 		[ -x "$BUILD/$c" ] || die "no $BUILD/$c: run make bench, not bench/run.sh alone"
@@ -271,24 +280,26 @@ queries() {
 }
 
 storage() {
-	local hours per_sample per_row per_hour day ret
+	local hours per_sample per_hour day ret
 	hours=$(calc "$G_window_seconds / 3600")
 	per_sample=$(fmt 1 "$G_db_bytes / $G_samples")
-	per_row=$(fmt 1 "$G_db_bytes / $G_rows")
 	per_hour=$(fmt 1 "$G_db_bytes / $hours / 1e6")
-	day=$(fmt 1 "$G_db_bytes / $hours * 24 / 1e6")
 	case $G_retention in
-	applied) ret="retention $RETENTION applied as flamed does (store_prune every minute of the generated time)" ;;
-	*) ret="retention not applied yet (this store has no store_prune)" ;;
+	applied) ret="retention $RETENTION applied as flamed does (store_prune every minute of the generated time: retention, folds into minute and hour rollups, raw rows kept 1 h and minute rollups 1 d, flamed's defaults)" ;;
+	*) ret="retention not applied (this store has no store_prune)" ;;
 	esac
 	row "4. Storage" "generated history (bench/gen_history, 99 Hz on 2 CPUs)" \
-		"$HISTORY written, last $hours h kept: $G_samples samples ($(fmt 0 "100 * $G_samples / ($G_window_seconds * 198)")% busy), $G_rows rows, $G_stacks distinct stacks, $G_processes processes; $ret; written in $G_gen_seconds s" "—" "—"
-	row "4. Storage" "database bytes per sample" "$per_sample bytes ($per_row per row; $(fmt 1 "$G_db_bytes / 1e6") MB for $hours h)" "stated" "—"
-	row "4. Storage" "database bytes per hour" "$per_hour MB" "—" "—"
-	[ "${G_prunes_deleting:-0}" -gt 0 ] && row "4. Storage" "retention passes that deleted samples (store_prune, once a minute)" \
-		"mean $G_prune_mean_ms ms, max $G_prune_max_ms ms over $G_prunes_deleting passes (the mean is $(fmt 2 "$G_prune_mean_ms / 600")% of a core at one a minute)" "—" "—"
-	row "4. Storage" "a day of this host$([ "$WINDOW_H" = 1 ] && echo " (24 x the 1 h measured)")" "$day MB" "< 100 MB" \
-		"$(status_of "$day < 100")"
+		"$HISTORY written, last $hours h kept: $G_samples samples ($(fmt 0 "100 * $G_samples / ($G_window_seconds * 198)")% busy), $G_rows raw rows and ${G_rollup_rows:-0} rollup rows, $G_stacks distinct stacks, $G_processes processes; $ret; written in $G_gen_seconds s" "—" "—"
+	row "4. Storage" "database bytes per sample" "$per_sample bytes ($(fmt 1 "$G_db_bytes / 1e6") MB for $hours h)" "stated" "—"
+	row "4. Storage" "database bytes per hour" "$per_hour MB (mean over the $hours h kept)" "—" "—"
+	[ "${G_timed_prunes:-0}" -gt 0 ] && row "4. Storage" "retention and fold passes (store_prune, once a minute)" \
+		"mean $G_prune_mean_ms ms, max $G_prune_max_ms ms over $G_timed_prunes passes, ${G_raw_folded:-0} raw rows folded (the mean is $(fmt 2 "$G_prune_mean_ms / 600")% of a core at one a minute)" "—" "—"
+	if [ "$WINDOW_H" = 24 ]; then
+		day=$(fmt 1 "$G_db_bytes / 1e6")
+		row "4. Storage" "a day of this host (the 24 h database)" "$day MB" "< 100 MB" "$(status_of "$day < 100")"
+	else
+		row "4. Storage" "a day of this host" "not measured: the quick history holds $hours h (raw rows are kept an hour whatever the history, so 24 x it would count them 24 times)" "< 100 MB" "—"
+	fi
 }
 
 # serve_queries: flamed on the generated database answering the same queries over HTTP (its memory).
@@ -321,7 +332,8 @@ memory() {
 		row "5. Memory" "$what: steady (VmRSS at the end) / peak (VmHWM)" "$(mb "$rss") MB / $(mb "$hwm") MB" \
 			"steady < 50 MB" "$(status_of "$rss * 1024 < 50e6")"
 	done
-	row "5. Memory" "query_bench (store and query.h in one process), largest peak" "$(mb "$QUERY_PEAK_KB") MB" "—" "—"
+	want query && row "5. Memory" "query_bench (store and query.h in one process), largest peak" "$(mb "$QUERY_PEAK_KB") MB" "—" "—"
+	return 0
 }
 
 # header LINES of the report.
@@ -340,7 +352,8 @@ header() {
 	echo "- Date: $(date -u +%Y-%m-%dT%H:%M:%SZ) (the run took $(((SECONDS + 59) / 60)) min)"
 	echo "- Machine: $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) memory; load average before the run: $LOAD_BEFORE"
 	echo "- Kernel: $(uname -r)"
-	echo "- Command: \`make bench$([ "$QUICK" = 1 ] && echo " QUICK=1")\` ($("$BUILD/flamed" --version), commit $commit; $(perf --version))"
+	echo "- Command: \`$([ "$PARTS" != "$ALL_PARTS" ] && echo "BENCH_PARTS=\"$PARTS\" ")make bench$([ "$QUICK" = 1 ] && echo " QUICK=1")\` ($("$BUILD/flamed" --version), commit $commit$(command -v perf > /dev/null && echo "; $(perf --version)"))"
+	[ "$PARTS" != "$ALL_PARTS" ] && echo "- Parts run: $PARTS (BENCH_PARTS); the others were not run now"
 	echo
 }
 
@@ -381,13 +394,61 @@ and writes this file. Scratch files, 1.5 GB at most, go to /var/tmp (\`BENCH_TMP
 EOF
 }
 
+# part_of AREA MEASUREMENT: the part a row of the table belongs to.
+part_of() {
+	case "$1|$2" in
+	"1. "*) echo overhead ;;
+	"2. "*) echo ingest ;;
+	"3. "*) echo query ;;
+	"4. "*) echo storage ;;
+	*"overhead run"*) echo overhead ;;
+	*ingesting*) echo ingest ;;
+	*query_bench*) echo query ;;
+	*) echo memory ;;
+	esac
+}
+
+# kept_rows: the rows of $OUT (an earlier run) of the parts not run now, as tab-separated rows, their
+# results marked [run of DATE] with the date of the run that measured them.
+kept_rows() {
+	local date line area what result target status
+	[ -f "$OUT" ] || return 0
+	date=$(sed -n 's/^- Date: \([^ ]*\).*/\1/p' "$OUT" | head -1)
+	while IFS= read -r line; do
+		line=${line//\\|/$'\1'}
+		IFS=$'\t' read -r area what result target status <<< "$(sed 's/^| //; s/ |$//; s/ | /\t/g' <<< "$line")"
+		want "$(part_of "$area" "$what")" && continue
+		[[ $result == "[run of "* ]] || result="[run of $date] $result"
+		printf '%s\t%s\t%s\t%s\t%s\n' "$area" "$what" "$result" "$target" "$status" | tr '\1' '|'
+	done < <(grep -E '^\| [1-5]\. ' "$OUT")
+}
+
+# kept_notes KEPT_TSV: one line per run whose rows are kept: its command and load, from $OUT (its own
+# header, or the line an earlier report carried over).
+kept_notes() {
+	local date run
+	date=$(sed -n 's/^- Date: \([^ ]*\).*/\1/p' "$OUT" | head -1)
+	grep -o '\[run of [^]]*\]' "$1" | sort -u | sed 's/\[run of //; s/\]//' | while IFS= read -r run; do
+		if grep -q "^- \[run of $run\]" "$OUT"; then
+			grep "^- \[run of $run\]" "$OUT" | head -1
+		elif [ "$run" = "$date" ]; then
+			echo "- [run of $run]: $(sed -n 's/^- Command: //p' "$OUT" | head -1), load average before it: $(sed -n 's/.*load average before the run: //p' "$OUT" | head -1); not run now"
+		fi
+	done
+}
+
 report() {
+	: > "$TMP/kept.tsv"
+	[ "$PARTS" != "$ALL_PARTS" ] && kept_rows > "$TMP/kept.tsv"
 	{
-		header
+		header | sed '$d'
+		[ -s "$TMP/kept.tsv" ] && kept_notes "$TMP/kept.tsv"
+		echo
 		echo "| Area | Measurement | Result | Target | Status |"
 		echo "| --- | --- | --- | --- | --- |"
-		awk -F'\t' '{ for (i = 1; i <= 5; i++) gsub(/\|/, "\\|", $i)
-			printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }' "$TMP/rows.tsv"
+		cat "$TMP/kept.tsv" "$TMP/rows.tsv" | sort -s -t. -k1,1n |
+			awk -F'\t' '{ for (i = 1; i <= 5; i++) gsub(/\|/, "\\|", $i)
+			printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }'
 		echo
 		notes
 	} > "$TMP/BENCHMARKS.md"
@@ -401,14 +462,16 @@ main() {
 	MEM_ROWS=()
 	LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 	check_setup
-	sysctl -q kernel.bpf_stats_enabled=1
-	for hz in $OVERHEAD_HZ; do overhead "$hz"; done
-	ingest
-	sysctl -q kernel.bpf_stats_enabled="$BPF_STATS_WAS"
-	generate_history
-	queries
-	storage
-	serve_queries
+	if want overhead || want ingest; then
+		sysctl -q kernel.bpf_stats_enabled=1
+		if want overhead; then for hz in $OVERHEAD_HZ; do overhead "$hz"; done; fi
+		if want ingest; then ingest; fi
+		sysctl -q kernel.bpf_stats_enabled="$BPF_STATS_WAS"
+	fi
+	if want query || want storage || want memory; then generate_history; fi
+	if want query; then queries; fi
+	if want storage; then storage; fi
+	if want memory; then serve_queries; fi
 	memory
 	report
 }
