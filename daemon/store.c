@@ -1107,11 +1107,6 @@ static int setup_write(struct store *st)
 
 	/* A new database gives the pages retention frees back to the file system; this must come before
 	 * WAL mode writes the header, and does nothing to a database that has tables already. */
-	if (getenv("STORE_PAGE_SIZE")) {
-		char ps[64];
-		snprintf(ps, sizeof(ps), "PRAGMA page_size=%s", getenv("STORE_PAGE_SIZE"));
-		sql_exec(st, ps, "x");
-	}
 	err = sql_exec(st, "PRAGMA auto_vacuum=INCREMENTAL", "cannot set auto_vacuum");
 	if (err)
 		return err;
