@@ -380,14 +380,19 @@ How each figure is measured:
   timeline = 360 steps, diff = the window's second half against its first, folded. Cold: a new process after
   \`echo 3 > /proc/sys/vm/drop_caches\`, store_open included; warm: the median of $REPEAT more runs in that process.
   Targets apply to both.
-- Storage: the database file after the generator closed it (WAL checkpointed).
+- Storage: the database file after the generator closed it (WAL checkpointed). Raw rows (per second and
+  thread) are kept 1 h, minute rollups 1 d, hour rollups as long as the retention, as flamed does by default;
+  a query reads whole hours and minutes from the rollups and raw rows for the rest. "A day of this host" is
+  the 24 h database itself (a quick run's 1 h history is not extrapolated).
 - Memory: VmRSS at the end of each run (steady) and VmHWM (peak) of flamed, from /proc/PID/status; for queries,
   flamed (19 Hz) on the generated database answering the same 8 queries over its HTTP API (\`curl\`).
 
 ## How to reproduce
 
-As root, on a host with nothing else running: \`make bench\` (about 30 minutes on 2 cores, a third of it
-generating the 24 h history; \`make bench QUICK=1\` takes about 5 minutes and checks the harness). It needs
+As root, on a host with nothing else running: \`make bench\` (about 30 minutes on 2 cores, a few of them
+generating the 24 h history; \`make bench QUICK=1\` takes about 5 minutes and checks the harness;
+\`BENCH_PARTS="query storage memory"\` runs only those parts and keeps the other rows of this file, marked
+with the run that measured them). It needs
 perf, bpftool, jq, curl and GNU time (\`apt-get install linux-perf bpftool jq curl time\`), prints the table
 and writes this file. Scratch files, 1.5 GB at most, go to /var/tmp (\`BENCH_TMP=DIR\` to change,
 \`BENCH_KEEP=1\` to keep them).
