@@ -198,7 +198,8 @@ static int cell_cmp(const void *pa, const void *pb)
 
 void rollup_cells_sort(struct rollup_cell *c, size_t n)
 {
-	qsort(c, n, sizeof(*c), cell_cmp);
+	if (n)
+		qsort(c, n, sizeof(*c), cell_cmp);
 }
 
 static int64_t clamp(int64_t x)

@@ -707,9 +707,12 @@ static int cmp_stacks(const void *x, const void *y, void *ctx)
 /* Ranks the frames by name, then the stacks by text. */
 static int rank_stacks(struct answer *a)
 {
-	uint32_t *order = reallocarray(NULL, a->nframes > a->nstacks ? a->nframes : a->nstacks, sizeof(*order));
+	uint32_t *order;
 
-	if (!order && (a->nframes || a->nstacks))
+	if (!a->nstacks)
+		return 0;
+	order = reallocarray(NULL, a->nframes > a->nstacks ? a->nframes : a->nstacks, sizeof(*order));
+	if (!order)
 		return store_set_err(a->st, -ENOMEM, "out of memory sorting stacks");
 	for (uint32_t i = 0; i < a->nframes; i++)
 		order[i] = i;
@@ -1162,7 +1165,7 @@ int store_query_processes(struct store *st, const struct store_filter *f, store_
 	qrun_end(&q);
 	for (uint32_t i = 0; !err && i < c.n; i++)
 		c.p[i].comm_id = i; /* each process's name, by index into a.comms */
-	if (!err)
+	if (!err && c.n)
 		qsort(c.p, c.n, sizeof(*c.p), cmp_procs);
 	for (uint32_t i = 0; !err && i < c.n; i++) {
 		struct store_process p = { .pid = c.p[i].pid, .comm = a.comms[c.p[i].comm_id], .samples = c.p[i].count,
