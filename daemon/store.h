@@ -235,7 +235,7 @@ struct store_prune_result {
  * while the database uses more than max_bytes (0: no cap), the oldest samples an hour at a time; then
  * the stacks and names nothing refers to (after deletions: at the first call and every 60th, as that
  * reads every row), and returns freed pages to the file system (databases created by this version).
- * Works in bounded batches (about a million raw rows folded and 24 hours per call, raw rows deleted
+ * Works in bounded batches (about 500000 raw rows folded, 24 hours, 32 MiB given back per call, raw rows deleted
  * 200000 at a time): a backlog is worked off over several calls. A call that fails leaves everything as it was. Not inside
  * a flush's transaction (-EINVAL), READ_WRITE only. Returns 0 or -errno; out (may be NULL) says what
  * was done. */

@@ -26,11 +26,16 @@
 #define PRUNE_SIZE_STEP 3600
 /* Raw rows one call folds at most (whole minutes: it may pass this by one minute's rows); a backlog,
  * after an upgrade say, is worked off over several calls. */
-#define FOLD_MAX_ROWS 1000000
+#define FOLD_MAX_ROWS 500000
 /* Hours one call folds at most. */
 #define FOLD_MAX_HOURS 24
 /* Distinct (process, stack) pairs one bucket may have; more fail the fold (with -E2BIG). */
 #define FOLD_MAX_CELLS (1u << 22)
+/* Free pages one call gives back to the file system at most (32 MiB at 4 KiB pages): after an upgrade
+ * drops version 2's indexes, the file shrinks over several calls instead of one that takes seconds. */
+#define VACUUM_MAX_PAGES 8192
+#define STR_(x) #x
+#define STR(x) STR_(x)
 /* Stack ids the sweep can mark (a bitmap: 8 MiB); beyond, unused stacks stay until fewer ids are in use. */
 #define GC_MAX_STACK_ID (64 << 20)
 
@@ -87,7 +92,7 @@ int store_prepare_fold(struct store *st)
 	err = err ?: prepare(st, &st->gc_names,
 			     "DELETE FROM names WHERE id NOT IN (SELECT comm_id FROM samples)"
 			     " AND id NOT IN (SELECT thread_id FROM samples) AND id NOT IN (SELECT comm_id FROM rollups)");
-	err = err ?: prepare(st, &st->vacuum, "PRAGMA incremental_vacuum");
+	err = err ?: prepare(st, &st->vacuum, "PRAGMA incremental_vacuum(" STR(VACUUM_MAX_PAGES) ")");
 	return err;
 }
 
@@ -507,8 +512,8 @@ static int prune_to_size(struct store *st, struct rollup_tiers *t, uint64_t max_
 	return err;
 }
 
-/* Gives freed pages back to the file system (databases created with auto_vacuum), then lets the WAL
- * shrink. Failures here lose nothing. */
+/* Gives freed pages back to the file system (databases created with auto_vacuum; VACUUM_MAX_PAGES at
+ * most), then lets the WAL shrink. Failures here lose nothing. */
 static void shrink(struct store *st)
 {
 	while (sqlite3_step(st->vacuum) == SQLITE_ROW)
