@@ -713,7 +713,7 @@ static double now_ms(void)
 
 #ifdef HAVE_STORE_PRUNE
 /* Applies retention and folds rollups as flamed does: everything before now - retention goes. With all
- * set, repeats until nothing is left to delete (those passes are not timed). */
+ * set, repeats until nothing is left to delete or fold (those passes are not timed). */
 static int apply_retention(struct gen *g, int64_t now, bool all)
 {
 	struct store_prune_result r;
@@ -734,7 +734,7 @@ static int apply_retention(struct gen *g, int64_t now, bool all)
 			g->prune_ms += ms;
 			g->prune_max_ms = ms > g->prune_max_ms ? ms : g->prune_max_ms;
 		}
-		if (!all || !r.samples_deleted)
+		if (!all || (!r.samples_deleted && !r.rows_expired && !r.raw_folded))
 			return 0;
 	}
 	return 0;

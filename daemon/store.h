@@ -219,13 +219,14 @@ int store_time_range(struct store *st, int64_t *oldest, int64_t *newest);
 
 /* What store_prune() did. */
 struct store_prune_result {
-	uint64_t samples_deleted;          /* raw and rollup rows deleted (raw rows past raw_seconds, already
-					    * folded, included) */
+	uint64_t samples_deleted;          /* raw and rollup rows deleted by age or the size cap: samples gone */
 	uint64_t stacks_deleted;           /* stacks no sample referred to any more */
 	uint64_t bytes_before, bytes_after; /* bytes in use (pages less free pages) */
 	int64_t cut;                       /* samples before this unix second are gone */
 	uint64_t raw_folded;               /* raw rows folded into minute rollups */
 	uint64_t rollup_rows_written;      /* minute and hour rollup rows written by the folds */
+	uint64_t rows_expired;             /* raw rows and minute rollups deleted past their windows, their
+					    * samples kept by a coarser level */
 };
 
 /* Retention and rollups, in one transaction: deletes samples older than before (unix seconds; a

@@ -15,8 +15,9 @@
 #define MAX_WINDOW (366 * 86400)
 #define MAX_FOLD_DELAY 86400
 
-/* The sweep of unused stacks reads every raw row and rollup: age retention runs it on its first call
- * and every this many after (hourly at a call a minute). */
+/* The sweep of unused stacks reads every raw row and rollup: after deletions by age (only those leave
+ * stacks unused: rows past their windows live on in rollups) it runs on the first call and every this
+ * many after (hourly at a call a minute). */
 #define PRUNE_GC_EVERY 60
 /* Rows deleted by one retention batch at most, so that a prune never holds the lock for long. */
 #define PRUNE_BATCH 200000
@@ -346,12 +347,12 @@ static int prune_windows(struct store *st, struct rollup_tiers *t, int64_t now, 
 		return 0;
 	raw_cut = min64(rollup_floor(now - st->ropts.raw_seconds, rollup_span[0]), t->folded[0]);
 	t->raw_from = max64(t->raw_from, raw_cut);
-	err = raw_delete(st, t->raw_from, &r->samples_deleted);
+	err = raw_delete(st, t->raw_from, &r->rows_expired);
 	if (err || t->folded[1] == INT64_MIN)
 		return err;
 	minute_cut = min64(rollup_floor(now - st->ropts.minute_seconds, rollup_span[1]), t->folded[1]);
 	t->kept[0] = max64(t->kept[0], minute_cut);
-	return rollup_delete(st, 0, t->kept[0], &r->samples_deleted);
+	return rollup_delete(st, 0, t->kept[0], &r->rows_expired);
 }
 
 /* Marks stack id in the bitmap (ids beyond it are ignored: the caller checked the largest). */
