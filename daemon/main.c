@@ -43,6 +43,8 @@ static struct options {
 	unsigned symbol_cache_mb;
 	bool inline_frames;
 	int64_t retention;         /* seconds */
+	int64_t raw_retention;     /* seconds of samples per second and thread */
+	int64_t minute_retention;  /* seconds of per-minute totals */
 	uint64_t max_db_size;      /* bytes */
 	int verbose;
 	const char *listen;
@@ -63,6 +65,8 @@ static struct options {
 	.max_keys = 16384,
 	.symbol_cache_mb = 64,
 	.retention = 7 * 24 * 3600,
+	.raw_retention = 3600,
+	.minute_retention = 24 * 3600,
 	.max_db_size = 1ULL << 30,
 };
 
@@ -117,6 +121,12 @@ static void usage(FILE *f)
 		"  --max-keys N           distinct (thread, second, stack) keys per flush,\n"
 		"                         256-4194304 (default 16384); more are counted as lost\n"
 		"  --retention DURATION   keep samples this long (90m, 12h, 7d; default 7d)\n"
+		"  --raw-retention DURATION  keep samples per second and thread this long (default\n"
+		"                         1h); older ones are kept per minute, then per hour, without\n"
+		"                         threads: threads, tid filters and per-thread timelines see\n"
+		"                         this window only\n"
+		"  --minute-retention DURATION  keep per-minute totals this long (default 1d; at least\n"
+		"                         an hour more than --raw-retention); older time is kept per hour\n"
 		"  --max-db-size BYTES    keep the database under this size, deleting the oldest\n"
 		"                         samples first (500M, 2G; default 1G)\n"
 		"  --symbol-cache-mb N    memory for the symbol tables of cached binaries, 1-65536\n"
@@ -183,6 +193,16 @@ static uint64_t parse_size(const char *name, const char *s)
 	return (uint64_t)v << shift;
 }
 
+/* A duration of a rollup window: a minute to 366 days. */
+static int64_t parse_window(const char *name, const char *s)
+{
+	int64_t v;
+
+	if (window_parse_duration(s, &v) < 0 || v < 60 || v > 366 * 24 * 3600)
+		die_usage("%s wants a duration from a minute to 366 days like 90m, 12h or 7d, not '%s'", name, s);
+	return v;
+}
+
 static unsigned parse_unwind(const char *s)
 {
 	if (!strcmp(s, "fp"))
@@ -196,7 +216,7 @@ static unsigned parse_unwind(const char *s)
 
 static void parse_options(int argc, char **argv)
 {
-	enum { O_DB = 256, O_LISTEN, O_AUTH, O_INLINE, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS, O_UNWIND, O_UNWIND_MB, O_UNWIND_PROCS };
+	enum { O_DB = 256, O_LISTEN, O_AUTH, O_INLINE, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS, O_UNWIND, O_UNWIND_MB, O_UNWIND_PROCS, O_RAW_RET, O_MIN_RET };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "listen", required_argument, NULL, O_LISTEN },
@@ -211,6 +231,8 @@ static void parse_options(int argc, char **argv)
 		{ "symbol-cache-mb", required_argument, NULL, O_SYMCACHE },
 		{ "retention", required_argument, NULL, O_RETENTION },
 		{ "max-db-size", required_argument, NULL, O_MAX_DB },
+		{ "raw-retention", required_argument, NULL, O_RAW_RET },
+		{ "minute-retention", required_argument, NULL, O_MIN_RET },
 		{ "unwind", required_argument, NULL, O_UNWIND },
 		{ "unwind-tables-mb", required_argument, NULL, O_UNWIND_MB },
 		{ "unwind-processes", required_argument, NULL, O_UNWIND_PROCS },
@@ -241,6 +263,8 @@ static void parse_options(int argc, char **argv)
 					  optarg);
 			break;
 		case O_MAX_DB: opt.max_db_size = parse_size("--max-db-size", optarg); break;
+		case O_RAW_RET: opt.raw_retention = parse_window("--raw-retention", optarg); break;
+		case O_MIN_RET: opt.minute_retention = parse_window("--minute-retention", optarg); break;
 		case O_UNWIND: opt.unwind = parse_unwind(optarg); break;
 		case O_UNWIND_MB: opt.unwind_tables_mb = parse_uint("--unwind-tables-mb", optarg, 1, 65536); break;
 		case O_UNWIND_PROCS: opt.unwind_processes = parse_uint("--unwind-processes", optarg, 16, 65536); break;
@@ -255,6 +279,8 @@ static void parse_options(int argc, char **argv)
 		die_usage("unexpected argument '%s'", argv[optind]);
 	if (!opt.db[0])
 		die_usage("--db needs a path");
+	if (opt.minute_retention < opt.raw_retention + 3600)
+		die_usage("--minute-retention must be at least an hour more than --raw-retention");
 }
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -537,6 +563,10 @@ static void prune(struct daemon *d)
 			(unsigned long long)r.stacks_deleted, (long long)r.cut, (now_sec() - now) * 1e3,
 			(unsigned long long)r.bytes_before, (unsigned long long)r.bytes_after,
 			r.bytes_before > opt.max_db_size ? " (over --max-db-size)" : "");
+	if (opt.verbose && (r.raw_folded || r.rows_expired))
+		fprintf(stderr, "flamed: folded %llu raw rows into %llu rollup rows; %llu rows past their window\n",
+			(unsigned long long)r.raw_folded, (unsigned long long)r.rollup_rows_written,
+			(unsigned long long)r.rows_expired);
 	pthread_mutex_lock(&d->lock);
 	d->status.samples_pruned += r.samples_deleted;
 	pthread_mutex_unlock(&d->lock);
@@ -785,6 +815,16 @@ static int start(struct daemon *d)
 	if (err) {
 		fprintf(stderr, "flamed: cannot open database %s: %s%s\n", opt.db, strerror(-err),
 			err == -ENOENT ? " (create its directory or pass --db PATH)" : "");
+		return err;
+	}
+	err = store_set_rollups(d->f->store, &(struct store_rollup_opts){
+		.raw_seconds = opt.raw_retention,
+		.minute_seconds = opt.minute_retention,
+		/* a minute is folded once every flush that may bring its samples has come */
+		.fold_delay = 2 * (int64_t)opt.flush_interval + 60 > 120 ? 2 * (int64_t)opt.flush_interval + 60 : 120,
+	});
+	if (err) {
+		fprintf(stderr, "flamed: %s\n", store_errmsg(d->f->store));
 		return err;
 	}
 	err = symbolizer_new(&so, &d->f->sym);
