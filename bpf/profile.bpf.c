@@ -65,8 +65,9 @@ struct {
 #define REPORTS 3
 #define REPORT_GAP_NS 5000000ULL
 
-/* Mappings of a process are asked for again at most this often (an address in none of them). */
-#define REFRESH_GAP_NS 1000000000ULL
+/* Mappings of a process are asked for again at most this often (an address in none of them): a
+ * library loaded with dlopen waits at most this long, plus its table's build. */
+#define REFRESH_GAP_NS 200000000ULL
 
 struct seen_process {
 	__u64 start;      /* start time: a reused pid starts later */

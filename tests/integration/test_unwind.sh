@@ -7,6 +7,13 @@
 FREQ=99
 PY=/usr/bin/python3.11
 
+# enough FILE PART ALL PCT MIN: PART >= PCT% of ALL and ALL >= MIN; else shows FILE's top stacks.
+enough() {
+	[ "$3" -ge "$5" ] && [ $((100 * $2)) -ge $(($3 * $4)) ] && return 0
+	awk '{ print $NF, substr($0, 1, 300) }' "$1" | sort -nr | head -8
+	return 1
+}
+
 # chain_share NAME DB PID ALL_RE CHAIN_RE MIN_PCT MIN_SAMPLES: of PID's samples matching ALL_RE, at least
 # MIN_PCT% (and MIN_SAMPLES in all) must match CHAIN_RE. Leaves the profile in $TMP/NAME.folded.
 chain_share() {
@@ -16,7 +23,7 @@ chain_share() {
 	chain=$(sum_samples "$TMP/$name.folded" "$chain_re")
 	echo "$name: $chain of $all samples carry the chain"
 	check "$name: >= $pct% of its samples carry the whole chain ($chain of $all)" \
-		[ "$all" -ge "$min" -a $((100 * chain)) -ge $((pct * all)) ]
+		enough "$TMP/$name.folded" "$chain" "$all" "$pct" "$min"
 }
 
 need_root unwind
@@ -79,7 +86,7 @@ l=$(sum_samples "$TMP/w.folded" '^nofp;_start;__libc_start_main;__libc_start_cal
 r=$(sum_samples "$TMP/w.folded" '^nofp;_start;__libc_start_main;__libc_start_call_main;main;middle;right;leaf_work$')
 echo "nofp: $work samples in leaf_work: left $l, right $r; $warm in warm_spin"
 check "at least 99% of them carry _start...main;middle;left|right;leaf_work ($((l + r)) of $work)" \
-	[ "$work" -gt 100 -a $((100 * (l + r))) -ge $((99 * work)) ]
+	enough "$TMP/w.folded" $((l + r)) "$work" 99 100
 check "left's share is 75% within 5 points ($l vs $r)" \
 	awk -v a="$l" -v b="$r" 'BEGIN { s = 100 * a / (a + b); print s; exit !(a + b > 0 && s >= 70 && s <= 80) }'
 
@@ -91,7 +98,7 @@ ptotal=$(sum_samples "$TMP/p.folded")
 pmain=$(sum_samples "$TMP/p.folded" '^python3.11;_start;__libc_start_main;__libc_start_call_main;(main;)?Py_BytesMain;Py_RunMain;')
 echo "python3.11: $pmain of $ptotal samples reach main through Py_RunMain"
 check "at least 95% of python3.11's samples reach main through Py_RunMain ($pmain of $ptotal)" \
-	[ "$ptotal" -gt 100 -a $((100 * pmain)) -ge $((95 * ptotal)) ]
+	enough "$TMP/p.folded" "$pmain" "$ptotal" 95 100
 check "the interpreter loop is named" grep -q '_PyEval_EvalFrameDefault' "$TMP/p.folded"
 
 # 200 calls deep: more than the 127 frames kept, so the root is marked, not silently another frame.
