@@ -22,6 +22,7 @@
 #include "symbolize/elf_file.h"
 #include "symbolize/procmaps.h"
 
+#define FAST_STREAK 4          /* fast requests done in a row before a waiting build gets its turn */
 #define UNUSED_SWEEPS 12     /* a table no process used for this many sweeps is dropped */
 #define FILL_CHUNK 65536     /* rows copied into an inner map per batch update */
 #define MAX_ENTRIES_PER_SLOT 4 /* binaries remembered (with or without a table) per table slot */
@@ -86,6 +87,7 @@ struct unwinder {
 	pthread_t thread;
 	bool thread_started, stop, sweep_wanted;
 	bool busy; /* the thread is doing a request (it may queue it again) */
+	unsigned fast_streak; /* fast requests done in a row while builds wait */
 	struct ring { /* of requests, one per pid */
 		struct request { uint32_t pid; uint64_t token, cost; } e[UNWINDER_QUEUE];
 		size_t head, count;
@@ -174,7 +176,9 @@ static void *worker(void *arg)
 			pthread_mutex_lock(&u->mu);
 			continue;
 		}
-		fast = u->fast.count > 0;
+		/* Fast first, but a stream of new processes (a shell loop) must not starve the builds. */
+		fast = u->fast.count > 0 && (!u->slow.count || u->fast_streak < FAST_STREAK);
+		u->fast_streak = fast ? u->fast_streak + 1 : 0;
 		rq = fast ? ring_take(&u->fast, false) : ring_take(&u->slow, true);
 		u->busy = true;
 		pthread_mutex_unlock(&u->mu);
