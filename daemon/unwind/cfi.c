@@ -475,6 +475,17 @@ static int append(void **arr, size_t *n, size_t *cap, size_t sz, const void *v)
 	return 0;
 }
 
+/* Reads the entry of s at section offset off into e and where the next one starts into *next. Returns 0,
+ * 1 past the last entry, or -EINVAL (it does not parse, or the next offset does not move forward). */
+static int next_entry(const struct source *s, Dwarf_Off off, Dwarf_Off *next, Dwarf_CFI_Entry *e)
+{
+	int r = dwarf_next_cfi(s->ident, s->data, s->eh, off, next, e);
+
+	if (r == 1)
+		return 1;
+	return r < 0 || *next <= off ? -EINVAL : 0;
+}
+
 /* Lists the CIEs of s in section order into *out (malloc'd), checking each. Returns their count or
  * -errno (-EINVAL: an entry that does not parse, a CIE not understood or with instructions running
  * past its end; -E2BIG: more than CFI_MAX_CIES). */
@@ -487,11 +498,9 @@ static ssize_t list_cies(const struct source *s, struct cie **out)
 	int r, err = 0;
 
 	for (; err == 0; off = next) {
-		r = dwarf_next_cfi(s->ident, s->data, s->eh, off, &next, &e);
-		if (r == 1)
-			break;
-		if (r < 0 || next <= off) {
-			err = -EINVAL;
+		r = next_entry(s, off, &next, &e);
+		if (r) {
+			err = r < 0 ? r : 0;
 			break;
 		}
 		if (e.CIE_id != DW_CIE_ID_64)
@@ -564,11 +573,9 @@ static int collect_fdes(struct build *b, struct source *s)
 	if (ncies < 0)
 		return (int)ncies;
 	for (;; off = next) {
-		r = dwarf_next_cfi(s->ident, s->data, s->eh, off, &next, &e);
-		if (r == 1)
-			break;
-		if (r < 0 || next <= off) {
-			err = -EINVAL;
+		r = next_entry(s, off, &next, &e);
+		if (r) {
+			err = r < 0 ? r : 0;
 			break;
 		}
 		if (e.CIE_id == DW_CIE_ID_64)
