@@ -12,7 +12,8 @@
 #include "sampler.h"
 #include "profile.skel.h"
 
-#define CLEAR_CHUNK 256 /* stacks read per call while emptying a stacks map */
+#define CLEAR_CHUNK 256  /* stacks read per call while emptying a stacks map */
+#define DRAIN_CHUNK 4096 /* counts taken per call and handed on before the next: memory stays bounded */
 
 struct sampler {
 	struct profile *skel;
@@ -21,8 +22,8 @@ struct sampler {
 	int *event_fds;
 	int ncpus_possible;
 	unsigned cpus_attached;
-	unsigned max_keys;
-	struct sample_key *keys; /* drain buffers, max_keys each */
+	unsigned chunk;
+	struct sample_key *keys; /* drain buffers, chunk each */
 	__u64 *values;
 	__u64 *kips, *uips;      /* PROFILE_MAX_DEPTH each */
 	__u64 *percpu;           /* ncpus_possible values */
@@ -72,8 +73,8 @@ static int alloc_buffers(struct sampler *s)
 {
 	s->links = calloc(s->ncpus_possible, sizeof(*s->links));
 	s->event_fds = malloc(s->ncpus_possible * sizeof(*s->event_fds));
-	s->keys = calloc(s->max_keys, sizeof(*s->keys));
-	s->values = calloc(s->max_keys, sizeof(*s->values));
+	s->keys = calloc(s->chunk, sizeof(*s->keys));
+	s->values = calloc(s->chunk, sizeof(*s->values));
 	s->kips = calloc(PROFILE_MAX_DEPTH, sizeof(__u64));
 	s->uips = calloc(PROFILE_MAX_DEPTH, sizeof(__u64));
 	s->percpu = calloc(s->ncpus_possible, sizeof(__u64));
@@ -135,7 +136,7 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **out)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->max_keys = opts->max_keys;
+	s->chunk = opts->max_keys < DRAIN_CHUNK ? opts->max_keys : DRAIN_CHUNK;
 	s->ncpus_possible = libbpf_num_possible_cpus();
 	if (s->ncpus_possible <= 0) {
 		err = s->ncpus_possible ? s->ncpus_possible : -ENODEV;
@@ -214,27 +215,22 @@ static unsigned read_stack(int fd, __u64 key, __u64 *ips)
 	return n;
 }
 
-/* Moves every key of a counts map into s->keys/s->values; returns how many or -errno. */
-static int take_counts(struct sampler *s, int fd)
+/* Moves up to s->chunk keys of a counts map into s->keys/s->values, continuing from *batch (first: from
+ * the start). Returns how many, or -errno; *done tells the map is empty after them. */
+static int take_counts(struct sampler *s, int fd, __u64 *batch, bool first, bool *done)
 {
-	__u32 total = 0, count;
-	__u64 batch_out = 0, batch_in = 0;
-	bool first = true;
-	int err;
+	__u32 count = s->chunk;
+	__u64 batch_out = 0;
+	int err = bpf_map_lookup_and_delete_batch(fd, first ? NULL : batch, &batch_out, s->keys, s->values, &count,
+						  NULL);
 
-	while (total < s->max_keys) {
-		count = s->max_keys - total;
-		err = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &batch_in, &batch_out,
-						      s->keys + total, s->values + total, &count, NULL);
-		total += count;
-		if (err && errno == ENOENT)
-			break; /* map empty */
-		if (err)
-			return -errno;
-		batch_in = batch_out;
-		first = false;
-	}
-	return total;
+	if (err && errno != ENOENT) /* ENOENT: the map ends with these */
+		return -errno;
+	if (!err && !count)
+		return -EIO; /* no progress and no end: never loop on it */
+	*batch = batch_out;
+	*done = err != 0;
+	return (int)count;
 }
 
 /* Empties a stacks map, CLEAR_CHUNK stacks per call. */
@@ -268,30 +264,34 @@ int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx)
 	int counts_fd = bpf_map__fd(old ? s->skel->maps.counts1 : s->skel->maps.counts0);
 	int stacks_fd = bpf_map__fd(old ? s->skel->maps.stacks1 : s->skel->maps.stacks0);
 	int64_t offset = boot_to_unix_offset();
+	__u64 batch = 0;
 	int n, err, ret = 0;
 
 	err = switch_generation(s, !old);
 	if (err)
 		return err;
-	n = take_counts(s, counts_fd);
-	if (n < 0) {
-		ret = n;
-		n = 0;
-	}
-	for (int i = 0; i < n; i++) {
-		struct sampler_sample smp = {
-			.key = &s->keys[i],
-			.unix_sec = (int64_t)s->keys[i].boot_sec + offset,
-			.kips = s->kips,
-			.uips = s->uips,
-			.count = s->values[i],
-		};
+	/* A chunk of counts at a time: the old generation is quiescent, so no key comes or goes meanwhile. */
+	for (bool first = true, done = false; !done; first = false) {
+		n = take_counts(s, counts_fd, &batch, first, &done);
+		if (n < 0) {
+			ret = n;
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			struct sampler_sample smp = {
+				.key = &s->keys[i],
+				.unix_sec = (int64_t)s->keys[i].boot_sec + offset,
+				.kips = s->kips,
+				.uips = s->uips,
+				.count = s->values[i],
+			};
 
-		smp.nk = read_stack(stacks_fd, s->keys[i].kstack, s->kips);
-		smp.nu = read_stack(stacks_fd, s->keys[i].ustack, s->uips);
-		err = cb(&smp, ctx);
-		if (err && !ret)
-			ret = err;
+			smp.nk = read_stack(stacks_fd, s->keys[i].kstack, s->kips);
+			smp.nu = read_stack(stacks_fd, s->keys[i].ustack, s->uips);
+			err = cb(&smp, ctx);
+			if (err && !ret)
+				ret = err;
+		}
 	}
 	clear_stacks(s, stacks_fd);
 	s->drains++;

@@ -59,4 +59,23 @@ check "stacks of the write(2) loop are kept: $lost of $st samples have an [unkno
 
 "$BUILD/flamectl" --db "$TMP/flamed.db" query --pid 0 --since 10m > "$TMP/idle.folded"
 check "idle (pid 0) is left out by default" [ ! -s "$TMP/idle.folded" ]
+
+# A flush of more keys than the daemon takes from the counts map at once (4096): every chunk is stored.
+# churn gives nearly every sample a new stack; at 4999 Hz a 2 s flush holds over 10000 keys.
+build_workload churn
+run_flamed chunks --db "$TMP/chunks.db" --frequency 4999 --flush-interval 2 --max-keys 65536 -v
+"$TMP/churn" -r 100 -t 2 -l 200 -j 4 4 > "$TMP/churn.out"
+sleep 0.5
+stop_flamed
+check "chunks: flamed exits 0 on SIGTERM" [ $? -eq 0 ]
+keys=$(sed -n 's/.*flushed [0-9]* samples in \([0-9]*\) keys.*/\1/p' "$TMP/flamed.log" | sort -n | tail -1)
+lost=$(grep -c 'lost stacks or samples.*counts map full' "$TMP/flamed.log")
+stored=$(sqlite3 "$TMP/chunks.db" "SELECT coalesce(sum(s.count), 0) FROM samples s JOIN names n ON n.id = s.comm_id WHERE n.name = 'churn'")
+cpu=$(awk '{ print $6 }' "$TMP/churn.out")
+expected=$(awk -v c="$cpu" 'BEGIN { printf "%d", c * 4999 }')
+echo "chunks: largest flush $keys keys; churn: $stored samples stored for $cpu CPU seconds (expected about $expected); $lost flushes found the counts map full"
+check "chunks: a flush held more keys than one chunk ($keys > 4096)" [ "${keys:-0}" -gt 4096 ]
+check "chunks: no sample was lost to a full counts map" [ "$lost" -eq 0 ]
+check "chunks: every sample of every chunk is stored ($stored within 10% of $expected)" \
+	awk -v t="$stored" -v e="$expected" 'BEGIN { exit !(e > 0 && t >= 0.9 * e && t <= 1.1 * e) }'
 exit $FAILED
