@@ -75,7 +75,8 @@ static struct options {
 /* One frame of the stack being folded: its text in the folded line and where its code lives. */
 struct frame_slot {
 	char name[FRAME_NAME_MAX + 8];
-	struct frame_origin origin;
+	char module[sizeof(((struct frame_origin *)0)->module)];
+	char build_id[sizeof(((struct frame_origin *)0)->build_id)];
 };
 
 /* What one flush needs to turn raw samples into stored stacks. */
@@ -309,25 +310,25 @@ static void push_frame(struct flush *f, size_t *len, const char *name, const cha
 		       const struct frame_origin *origin)
 {
 	struct frame_slot *slot = &f->slots[f->nframes];
-	int n;
+	size_t name_len = strlen(name), suffix_len = strlen(suffix), sep = *len ? 1 : 0;
+	char *at = f->folded + *len;
 
 	if (f->nframes == MAX_FRAMES)
 		return;
-	n = snprintf(f->folded + *len, sizeof(f->folded) - *len, "%s%s%s", *len ? ";" : "", name, suffix);
-	if (n < 0 || (size_t)n >= sizeof(f->folded) - *len) {
-		f->folded[*len] = '\0';
-		return;
-	}
-	*len += n;
-	snprintf(slot->name, sizeof(slot->name), "%s%s", name, suffix);
-	if (origin)
-		slot->origin = *origin;
-	else
-		slot->origin.module[0] = slot->origin.build_id[0] = '\0';
+	if (sep + name_len + suffix_len >= sizeof(f->folded) - *len)
+		return; /* the folded line is full */
+	if (sep)
+		*at++ = ';';
+	memcpy(at, name, name_len);
+	memcpy(at + name_len, suffix, suffix_len + 1);
+	*len += sep + name_len + suffix_len;
+	frame_copy_str(slot->name, sizeof(slot->name), at);
+	frame_copy_str(slot->module, sizeof(slot->module), origin ? origin->module : "");
+	frame_copy_str(slot->build_id, sizeof(slot->build_id), origin ? origin->build_id : "");
 	f->frames[f->nframes] = (struct store_frame){
 		.name = slot->name,
-		.module = slot->origin.module,
-		.build_id = slot->origin.build_id,
+		.module = slot->module,
+		.build_id = slot->build_id,
 	};
 	f->nframes++;
 }

@@ -187,6 +187,15 @@ static int put_name(char *buf, size_t len, const char *name, int kind)
 	return kind;
 }
 
+size_t frame_copy_str(char *dst, size_t cap, const char *src)
+{
+	size_t n = strnlen(src, cap - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+	return n;
+}
+
 /* Writes "module+0xOFF" into buf; returns FRAME_UNKNOWN. */
 static int put_offset(char *buf, size_t len, const char *module, uint64_t off)
 {
@@ -207,7 +216,7 @@ static int name_jit(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf
 	if (!name)
 		return -ENOENT;
 	if (origin) {
-		snprintf(origin->module, sizeof(origin->module), "[jit]");
+		frame_copy_str(origin->module, sizeof(origin->module), "[jit]");
 		origin->build_id[0] = '\0';
 	}
 	return put_name(buf, len, name, FRAME_JIT);
@@ -236,7 +245,7 @@ static int name_in_mapping(struct symbolizer *s, uint32_t pid, const struct proc
 	int kind;
 
 	if (origin && m->path)
-		snprintf(origin->module, sizeof(origin->module), "%s", m->path);
+		frame_copy_str(origin->module, sizeof(origin->module), m->path);
 	if (!m->path || m->path[0] != '/' || m->inode == 0) {
 		if (m->path && (strcmp(m->path, "[vdso]") == 0 || strcmp(m->path, "[vsyscall]") == 0))
 			return put_offset(buf, len, m->path, addr - m->start);
@@ -252,7 +261,7 @@ static int name_in_mapping(struct symbolizer *s, uint32_t pid, const struct proc
 	src.deleted = m->deleted;
 	b = bincache_get(s->bins, &src);
 	if (b && origin)
-		snprintf(origin->build_id, sizeof(origin->build_id), "%s", binary_build_id(b));
+		frame_copy_str(origin->build_id, sizeof(origin->build_id), binary_build_id(b));
 	if (b && binary_vaddr(b, vaddr, &vaddr) == 0) {
 		name = binary_symbol(b, vaddr);
 		if (name && origin)

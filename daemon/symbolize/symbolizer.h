@@ -83,6 +83,10 @@ struct frame_origin {
 	char build_id[129]; /* lowercase hex, or "" */
 };
 
+/* Copies the string src into dst of cap (> 0) bytes, cut to fit (a frame's name or origin, without
+ * the cost of printf); returns the length copied. */
+size_t frame_copy_str(char *dst, size_t cap, const char *src);
+
 /* symbolizer_user(), also filling origin (when not NULL) with the binary the address is in. */
 int symbolizer_user_frame(struct symbolizer *s, uint32_t pid, uint64_t addr, bool is_return_addr,
 			  char *buf, size_t len, struct frame_origin *origin);
