@@ -552,6 +552,7 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 	struct task_struct *task;
 	struct sample_key key = {};
 	__u32 gen = *(volatile __u32 *)&active_gen;
+	bool kernel;
 
 	key.pid = id >> 32;
 	key.tid = (__u32)id;
@@ -564,11 +565,13 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 	task = (struct task_struct *)bpf_get_current_task();
 	BPF_CORE_READ_STR_INTO(&key.pcomm, task, group_leader, comm);
 
+	/* Interrupted in user mode there is no kernel stack to read. */
+	kernel = ctx->regs.ip >= USER_TOP;
 	if (gen == 0) {
-		key.kstack = capture(ctx, &stacks0, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key);
+		key.kstack = kernel ? capture(ctx, &stacks0, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key) : 0;
 		key.ustack = user_stack(ctx, task, &stacks0, &key);
 	} else {
-		key.kstack = capture(ctx, &stacks1, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key);
+		key.kstack = kernel ? capture(ctx, &stacks1, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key) : 0;
 		key.ustack = user_stack(ctx, task, &stacks1, &key);
 	}
 
