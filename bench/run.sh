@@ -77,14 +77,16 @@ stop_flamed() {
 	R_TOTAL_CPU=$(tail -1 "$1/flamed.time" | awk '{ print $2 + $3 }')
 }
 
-# flamed_window DIR BURN_ARGS...: with flamed started (-v), waits for its first flush (the symbols of
-# the processes already running are then cached: the steady state of a daemon that runs for days), runs
-# the burners and measures flamed over them: R_DAEMON_S (CPU from then to its exit, the final flush
+# flamed_window DIR BURN_ARGS...: with flamed started (-v), runs the workload's program for a second
+# and waits for flamed's first flush (the symbols and unwind tables of the programs and libraries that
+# run are then cached: the steady state of a daemon that runs for days, which has long seen libc and
+# the host's programs), runs the burners and measures flamed over them (their new processes included): R_DAEMON_S (CPU from then to its exit, the final flush
 # included), R_BPF_S, R_BPF_RUNS, R_UNITS, R_RSS/R_HWM (KiB, just before stopping), R_WALL (seconds from
 # the end of the first flush to the exit).
 flamed_window() {
 	local dir=$1 ids=() t0 b0 b1 w0
 	shift
+	"$BUILD/bench/burn" --fanout "$2" --depth "$3" 1 > /dev/null || die "the burn workload failed"
 	wait_log "$dir/flamed.log" 'flushed [0-9]+ samples' "$FLAMED_PID" $((FLUSH_INTERVAL + 30)) ||
 		die "flamed did not flush: $(tail -3 "$dir/flamed.log")"
 	w0=$(date +%s.%N)
@@ -364,8 +366,10 @@ How each figure is measured:
 - Overhead: at each frequency, four runs of $T s one after the other: no profiler, \`flamed --frequency HZ\`
   (flush every $FLUSH_INTERVAL s), \`perf record -a -g -F HZ\` and \`perf record -a --call-graph dwarf -F HZ\`, each over
   the same workload: two \`bench/burn\` processes (one per core, 256 call chains). flamed's CPU is its utime + stime
-  from its first flush (/proc/PID/stat; start-up and the first symbolization of running processes left out) to
-  its exit (rusage; the last flush in), plus the \`run_time_ns\` of its BPF program over the run
+  from its first flush (/proc/PID/stat; start-up, the first symbolization of running processes and a 1 s run
+  of \`bench/burn\` before that flush left out, so the symbols and unwind tables of burn, libc and ld.so are
+  built, as in a daemon that has run for a while; the two burners then start as new processes inside the
+  measured window) to its exit (rusage; the last flush in), plus the \`run_time_ns\` of its BPF program over the run
   (\`kernel.bpf_stats_enabled=1\`); perf's is the user + sys time of \`perf record\` plus that of
   \`perf script | awk -f bench/fold.awk\`, which makes the folded stacks. Both are per second of wall time, in %
   of one core. perf's own sampling in interrupt context is charged to the interrupted processes, not to perf:
