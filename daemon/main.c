@@ -466,8 +466,17 @@ struct recheck_ring {
 };
 
 /* The daemon: the flush path (main thread only) and the state HTTP threads may read or poke. */
+/* Program images whose rechecks were queued lately, by pid, direct-mapped: the BPF program reports a
+ * new process at up to three of its first samples, and one round of rechecks serves them all. */
+#define CHAINED_SLOTS 256
+struct chained {
+	uint32_t pid;
+	uint64_t token; /* process_event.token: the image */
+};
+
 struct daemon {
 	struct recheck_ring rechecks[RECHECK_ROUNDS];
+	struct chained chained[CHAINED_SLOTS];
 	uint64_t rechecks_dropped;
 	struct sampler *smp;
 	struct unwinder *unw;      /* NULL with --unwind fp */
@@ -727,9 +736,14 @@ static int run_rechecks(struct daemon *d)
 static void on_process_event(uint32_t pid, unsigned kind, uint64_t token, void *ctx)
 {
 	struct daemon *d = ctx;
+	struct chained *c = &d->chained[pid % CHAINED_SLOTS];
 
-	if (kind == PROCESS_NEW && symbolizer_snapshot(d->f->sym, pid) == 0) /* gone: what is known is used */
+	/* Gone: what is known is used. A later report of the same image is read now, but its rechecks
+	 * are already queued. */
+	if (kind == PROCESS_NEW && symbolizer_snapshot(d->f->sym, pid) == 0 && (c->pid != pid || c->token != token)) {
 		recheck_later(d, pid, 0);
+		*c = (struct chained){ pid, token };
+	}
 	if (d->unw) /* tables are built in the unwinder's thread: they may take a second */
 		unwinder_request(d->unw, pid, token);
 }
