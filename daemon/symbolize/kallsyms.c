@@ -93,22 +93,36 @@ static int add_symbol(struct kallsyms *k, uint64_t addr, int rank, const char *n
 	return 0;
 }
 
+/* Reads the next line of fp (its newline dropped) into buf of cap bytes. Returns its length, or -1 at
+ * the end of fp; *ok is false for a line that does not fit or holds a NUL byte (its text is not to be
+ * used; the next line starts after its newline all the same). */
+static int read_line(FILE *fp, char *buf, size_t cap, bool *ok)
+{
+	size_t n = 0;
+	int c;
+
+	*ok = true;
+	while ((c = getc_unlocked(fp)) != EOF && c != '\n') {
+		if (c == '\0' || n + 1 >= cap)
+			*ok = false;
+		else
+			buf[n++] = (char)c;
+	}
+	buf[n] = '\0';
+	return c == EOF && n == 0 && *ok ? -1 : (int)n;
+}
+
 /* Reads the lines of fp into k. Returns 0 or -errno. */
 static int read_symbols(FILE *fp, struct kallsyms *k)
 {
 	char line[MAX_LINE], type;
 	const char *name;
-	bool skip_rest = false, whole;
 	uint64_t addr;
 	int rank, err;
+	bool ok;
 
-	while (fgets(line, sizeof(line), fp)) {
-		whole = strchr(line, '\n') || feof(fp);
-		if (skip_rest || !whole) { /* the tail of an over-long line, or its head */
-			skip_rest = !whole;
-			continue;
-		}
-		if (kallsyms_parse_line(line, &addr, &type, &name) < 0 || addr == 0)
+	while (read_line(fp, line, sizeof(line), &ok) >= 0) {
+		if (!ok || kallsyms_parse_line(line, &addr, &type, &name) < 0 || addr == 0)
 			continue;
 		rank = type_rank(type);
 		if (rank < 0)

@@ -396,6 +396,26 @@ static void test_kallsyms_fixture(const char *dir)
 	}
 	symbolizer_free(s);
 
+	/* A line holding a NUL byte is dropped, and only it: the line after it is read. */
+	static const char nul_line[] = "ffffffff81000000 T bro\0ken\n"
+				       "ffffffff81000100 T after_nul\n"
+				       "ffffffff81000200 T _etext\n";
+	snprintf(path, sizeof(path), "%s/kallsyms-nul", dir);
+	rc = write_file(path, nul_line, sizeof(nul_line) - 1);
+	s = NULL;
+	if (rc == 0)
+		rc = kallsyms_load(path, &k);
+	CHECK(rc == 0 && kallsyms_count(k) == 2, "kallsyms: a line with a NUL byte is dropped (%zu symbols, want 2)",
+	      rc == 0 ? kallsyms_count(k) : 0);
+	if (rc == 0) {
+		const char *got = kallsyms_lookup(k, 0xffffffff81000100ull);
+
+		CHECK(got && strcmp(got, "after_nul") == 0, "kallsyms: the line after a NUL byte is read (got %s)",
+		      got ? got : "nothing");
+	}
+	kallsyms_free(k);
+	k = NULL;
+
 	snprintf(path, sizeof(path), "%s/kallsyms-hidden", dir);
 	rc = write_file(path, "0000000000000000 T _stext\n0000000000000000 T schedule\n", 52);
 	s = NULL;
