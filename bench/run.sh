@@ -233,12 +233,19 @@ ingest() {
 pct_of() { fmt 2 "100 * ($1) / ($2)"; }
 
 # generate_history: the generated database every query and storage figure uses. Sets G_* from its key=value line.
+# The history ends at the last 15:00 UTC before now, the peak of gen_history's daily curve: the last hour
+# (raw rows, which queries read second by second) is the busiest of the day, and every run measures the
+# same history whatever the hour it runs at (ending at the present, a run at 07:00 read 350k raw rows and
+# one at 10:30 516k).
 generate_history() {
-	local out
+	local out now end
 	mkdir -p "$TMP/history"
 	GEN_DB=$TMP/history/flamed.db
-	log "history: generating $HISTORY of samples, retention $RETENTION"
-	out=$(timeout 7200 "$BUILD/bench/gen_history" --db "$GEN_DB" --duration "$HISTORY" --retention "$RETENTION") ||
+	now=$(date +%s)
+	end=$((now - ((now - 15 * 3600) % 86400 + 86400) % 86400))
+	log "history: generating $HISTORY of samples ending at $(date -u -d "@$end" '+%F %H:%M') UTC, retention $RETENTION"
+	out=$(timeout 7200 "$BUILD/bench/gen_history" --db "$GEN_DB" --duration "$HISTORY" --retention "$RETENTION" \
+		--end "$end") ||
 		die "gen_history failed"
 	parse_kv G_ "$out"
 }
@@ -380,7 +387,8 @@ How each figure is measured:
   the flush interval. The BPF program samples at most 10 kHz per CPU, so the rate tried tops out there.
 - Query: \`bench/gen_history\` writes the history through the store API (store_begin/store_add/store_commit, one
   transaction per $FLUSH_INTERVAL s as flamed): services with a daily load curve and short jobs, every stack with its
-  frames, binaries and build-ids. \`bench/query_bench\` calls query.h: profile = folded stacks, top = 50 functions,
+  frames, binaries and build-ids. The history ends at the last 15:00 UTC, the curve's peak, so the last hour is the
+  busiest and the windows (which end there) are the same on every run. \`bench/query_bench\` calls query.h: profile = folded stacks, top = 50 functions,
   timeline = 360 steps, diff = the window's second half against its first, folded. Cold: a new process after
   \`echo 3 > /proc/sys/vm/drop_caches\`, store_open included; warm: the median of $REPEAT more runs in that process.
   Targets apply to both.
