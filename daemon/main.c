@@ -465,7 +465,6 @@ struct recheck_ring {
 	unsigned head, count;
 };
 
-/* The daemon: the flush path (main thread only) and the state HTTP threads may read or poke. */
 /* Program images whose rechecks were queued lately, by pid, direct-mapped: the BPF program reports a
  * new process at up to three of its first samples, and one round of rechecks serves them all. */
 #define CHAINED_SLOTS 256
@@ -474,6 +473,7 @@ struct chained {
 	uint64_t token; /* process_event.token: the image */
 };
 
+/* The daemon: the flush path (main thread only) and the state HTTP threads may read or poke. */
 struct daemon {
 	struct recheck_ring rechecks[RECHECK_ROUNDS];
 	struct chained chained[CHAINED_SLOTS];
