@@ -402,7 +402,6 @@ static void test_kallsyms_fixture(const char *dir)
 				       "ffffffff81000200 T _etext\n";
 	snprintf(path, sizeof(path), "%s/kallsyms-nul", dir);
 	rc = write_file(path, nul_line, sizeof(nul_line) - 1);
-	s = NULL;
 	if (rc == 0)
 		rc = kallsyms_load(path, &k);
 	CHECK(rc == 0 && kallsyms_count(k) == 2, "kallsyms: a line with a NUL byte is dropped (%zu symbols, want 2)",
