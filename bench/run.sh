@@ -80,9 +80,9 @@ stop_flamed() {
 # flamed_window DIR BURN_ARGS...: with flamed started (-v), runs the workload's program for a second
 # and waits for flamed's first flush (the symbols and unwind tables of the programs and libraries that
 # run are then cached: the steady state of a daemon that runs for days, which has long seen libc and
-# the host's programs), runs the burners and measures flamed over them (their new processes included): R_DAEMON_S (CPU from then to its exit, the final flush
-# included), R_BPF_S, R_BPF_RUNS, R_UNITS, R_RSS/R_HWM (KiB, just before stopping), R_WALL (seconds from
-# the end of the first flush to the exit).
+# the host's programs), runs the burners and measures flamed over them (their new processes included):
+# R_DAEMON_S (CPU from then to its exit, the final flush included), R_BPF_S, R_BPF_RUNS, R_UNITS,
+# R_RSS/R_HWM (KiB, just before stopping), R_WALL (seconds from the end of the first flush to the exit).
 flamed_window() {
 	local dir=$1 ids=() t0 b0 b1 w0
 	shift
@@ -388,8 +388,8 @@ How each figure is measured:
 - Query: \`bench/gen_history\` writes the history through the store API (store_begin/store_add/store_commit, one
   transaction per $FLUSH_INTERVAL s as flamed): services with a daily load curve and short jobs, every stack with its
   frames, binaries and build-ids. The history ends at the last 15:00 UTC, the curve's peak, so the last hour is the
-  busiest and the windows (which end there) are the same on every run. \`bench/query_bench\` calls query.h: profile = folded stacks, top = 50 functions,
-  timeline = 360 steps, diff = the window's second half against its first, folded. Cold: a new process after
+  busiest and the windows (which end there) are the same on every run. \`bench/query_bench\` calls query.h:
+  profile = folded stacks, top = 50 functions, timeline = 360 steps, diff = the window's second half against its first, folded. Cold: a new process after
   \`echo 3 > /proc/sys/vm/drop_caches\`, store_open included; warm: the median of $REPEAT more runs in that process.
   Targets apply to both.
 - Storage: the database file after the generator closed it (WAL checkpointed). Raw rows (per second and
