@@ -173,6 +173,39 @@ int rollup_map_add(struct rollup_map *m, int64_t bucket, uint32_t pid, int64_t c
 	return 0;
 }
 
+/* Pairs decoded before their cells are looked up: their cache misses then overlap. */
+#define ADD_AHEAD 16
+
+int rollup_map_add_blob(struct rollup_map *m, int64_t bucket, uint32_t pid, int64_t comm_id, const void *blob,
+			size_t len, int64_t ts)
+{
+	struct rollup_reader r;
+	struct rollup_pair ahead[ADD_AHEAD];
+	int rc;
+
+	rollup_reader_init(&r, blob, len);
+	do {
+		size_t n = 0;
+
+		while (n < ADD_AHEAD && (rc = rollup_next(&r, &ahead[n])) == 1)
+			n++;
+		for (size_t i = 0; m->cap && i < n; i++) {
+			const char *c = (const char *)&m->cells[cell_hash(bucket, pid, comm_id, ahead[i].stack_id) &
+								(m->cap - 1)];
+
+			__builtin_prefetch(c);
+			__builtin_prefetch(c + sizeof(struct rollup_cell) - 1); /* a cell may straddle two lines */
+		}
+		for (size_t i = 0; i < n; i++) {
+			int err = rollup_map_add(m, bucket, pid, comm_id, ahead[i].stack_id, ahead[i].count, ts);
+
+			if (err)
+				return err;
+		}
+	} while (rc == 1);
+	return rc;
+}
+
 size_t rollup_map_compact(struct rollup_map *m)
 {
 	size_t n = 0;

@@ -257,12 +257,9 @@ static int read_minutes(struct store *st, int64_t from, int64_t to, struct rollu
 		int64_t bucket = rollup_floor(sqlite3_column_int64(s, 0), rollup_span[1]), last = sqlite3_column_int64(s, 3);
 		uint32_t pid = (uint32_t)sqlite3_column_int64(s, 1);
 		int64_t comm = sqlite3_column_int64(s, 2);
-		struct rollup_reader rd;
-		struct rollup_pair p;
 
-		rollup_reader_init(&rd, sqlite3_column_blob(s, 4), (size_t)sqlite3_column_bytes(s, 4));
-		while (!err && (err = rollup_next(&rd, &p)) == 1)
-			err = rollup_map_add(m, bucket, pid, comm, p.stack_id, p.count, last);
+		err = rollup_map_add_blob(m, bucket, pid, comm, sqlite3_column_blob(s, 4),
+					  (size_t)sqlite3_column_bytes(s, 4), last);
 	}
 	sqlite3_reset(s);
 	sqlite3_clear_bindings(s);

@@ -899,19 +899,14 @@ static int sum_row(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *p
 	struct sum_ctx *c = ctx;
 	uint32_t pid = c->by_pid ? (uint32_t)sqlite3_column_int64(s, 0) : 0;
 	int64_t comm = sqlite3_column_int64(s, 1);
-	struct rollup_reader r;
-	struct rollup_pair pair;
-	int err = 0;
+	int err;
 
-	if (p->level == ROLLUP_RAW) {
+	if (p->level == ROLLUP_RAW)
 		err = rollup_map_add(&c->map, c->side, pid, comm, sqlite3_column_int64(s, 2),
 				     (uint64_t)sqlite3_column_int64(s, 3), 0);
-	} else {
-		rollup_reader_init(&r, sqlite3_column_blob(s, 2), (size_t)sqlite3_column_bytes(s, 2));
-		while ((err = rollup_next(&r, &pair)) == 1 &&
-		       !(err = rollup_map_add(&c->map, c->side, pid, comm, pair.stack_id, pair.count, 0)))
-			;
-	}
+	else
+		err = rollup_map_add_blob(&c->map, c->side, pid, comm, sqlite3_column_blob(s, 2),
+					  (size_t)sqlite3_column_bytes(s, 2), 0);
 	if (err == -EIO)
 		return store_set_err(q->st, err, "a rollup row is damaged");
 	if (err == -E2BIG)
