@@ -109,19 +109,27 @@ static void test_blob_matches_pairs(void)
 	free(pairs);
 }
 
+/* Adds a blob of 40 pairs (seed: which), cut short by cut bytes, to a new map *m of at most max cells. */
+static int add_40(uint64_t seed, size_t cut, size_t max, struct rollup_pair pairs[40], struct rollup_map *m)
+{
+	size_t len;
+	unsigned char *blob = make_blob(&seed, 40, 4000, &len, pairs);
+	int err;
+
+	rollup_map_init(m, max);
+	err = blob ? rollup_map_add_blob(m, 0, 1, 1, blob, len - cut, 5) : -ENOMEM;
+	free(blob);
+	return err;
+}
+
 /* A blob cut inside its last pair: -EIO, with every pair before it added. */
 static void test_blob_damaged(void)
 {
 	struct rollup_pair pairs[40];
-	uint64_t seed = 99;
-	size_t len;
-	unsigned char *blob = make_blob(&seed, 40, 4000, &len, pairs);
 	struct rollup_map m;
 	uint64_t total = 0, want = 0;
-	int err;
+	int err = add_40(99, 1, 0, pairs, &m);
 
-	rollup_map_init(&m, 0);
-	err = blob ? rollup_map_add_blob(&m, 0, 1, 1, blob, len - 1, 5) : -ENOMEM;
 	for (size_t i = 0; i < m.cap; i++)
 		total += m.cells[i].used ? m.cells[i].count : 0;
 	for (size_t i = 0; i + 1 < 40; i++)
@@ -134,25 +142,18 @@ static void test_blob_damaged(void)
 	err = rollup_map_add_blob(&m, 0, 1, 1, NULL, 0, 5);
 	CHECK(err == 0 && m.n == 0, "rollup_map_add_blob: an empty blob adds nothing (%d, %zu cells)", err, m.n);
 	rollup_map_free(&m);
-	free(blob);
 }
 
 /* A map that may hold 25 cells: -E2BIG at the 26th distinct stack, 25 cells kept. */
 static void test_blob_full(void)
 {
 	struct rollup_pair pairs[40];
-	uint64_t seed = 7;
-	size_t len;
-	unsigned char *blob = make_blob(&seed, 40, 4000, &len, pairs);
 	struct rollup_map m;
-	int err;
+	int err = add_40(7, 0, 25, pairs, &m);
 
-	rollup_map_init(&m, 25);
-	err = blob ? rollup_map_add_blob(&m, 0, 1, 1, blob, len, 5) : -ENOMEM;
 	CHECK(err == -E2BIG && m.n == 25, "rollup_map_add_blob: past the map's bound: -E2BIG with 25 cells (%d, %zu)", err,
 	      m.n);
 	rollup_map_free(&m);
-	free(blob);
 }
 
 int main(void)
