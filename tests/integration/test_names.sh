@@ -44,9 +44,20 @@ named_share() {
 	     END { if (all) printf "%d %d %.1f\n", ok, all, 100 * ok / all; else print "0 0 0" }' "$1"
 }
 
+# When a share falls short: the unnamed frames that weigh most, and what the unwinder and the symbolizer
+# said, so that a failure in CI can be told apart (tables not built, mappings not captured, ...).
+explain() {
+	[ "$(awk -v p="$2" 'BEGIN { print (p >= 95) }')" = 1 ] && return
+	echo "$1: the heaviest stacks with an unnamed frame:"
+	grep -E '\[unknown\]|\+0x' "$TMP/$1.folded" | awk '{ print $NF "\t" $0 }' | sort -rn | head -5 | cut -f2 | cut -c1-400
+	echo "$1: /api/v1/status:"
+	curl -sf "$URL/api/v1/status" | cut -c1-4000
+}
+
 curl -sf "$URL/api/v1/profile?comm=short&from=$T0&to=$T1&format=folded" > "$TMP/short.folded"
 read -r ok all pct <<< "$(named_share "$TMP/short.folded")"
 echo "short-lived: $ok of $all user frames named ($pct%)"
+explain short "$pct"
 check "short-lived processes: >= 95% of user frames named ($pct%)" awk -v p="$pct" -v a="$all" 'BEGIN { exit !(a >= 100 && p >= 95) }'
 check "short-lived processes: their chain main;burn;spin is there" grep -q ';main;burn;spin' "$TMP/short.folded"
 
@@ -56,6 +67,7 @@ else
 	curl -sf "$URL/api/v1/profile?comm=inns&from=$T0&to=$T1&format=folded" > "$TMP/ns.folded"
 	read -r ok all pct <<< "$(named_share "$TMP/ns.folded")"
 	echo "other mount namespace: $ok of $all user frames named ($pct%)"
+	explain ns "$pct"
 	check "a binary only another mount namespace has: its chain is named ($pct%)" \
 		eval 'grep -q ";main;run;alpha;leaf_spin" "$TMP/ns.folded" && awk -v p="$pct" "BEGIN { exit !(p >= 95) }"'
 fi
@@ -63,6 +75,7 @@ fi
 curl -sf "$URL/api/v1/profile?pid=$upid&from=$T0&to=$T1&format=folded" > "$TMP/up.folded"
 read -r ok all pct <<< "$(named_share "$TMP/up.folded")"
 echo "deleted binary: $ok of $all user frames named ($pct%)"
+explain up "$pct"
 check "a binary deleted while it runs: its chain is named ($pct%)" \
 	eval 'grep -q ";main;run;beta;leaf_spin" "$TMP/up.folded" && awk -v p="$pct" "BEGIN { exit !(p >= 95) }"'
 
