@@ -119,8 +119,9 @@ struct {
 } unwind_procs SEC(".maps");
 
 /* Rows found lately, per CPU, by (table, ELF address): a hot stack's frames are found again in one
- * lookup instead of a binary search of a few dozen map lookups. Direct-mapped. */
-#define ROW_CACHE 1024
+ * lookup instead of a binary search of a few dozen map lookups. Direct-mapped; 2048 slots (32 KiB, the
+ * largest per-CPU value the kernel allows): bench/burn's 256 chains missed 20% of frames at 1024, 0.4% here. */
+#define ROW_CACHE 2048
 struct row_cache_slot {
 	__u32 table; /* unwind_mapping.table (slot and generation); 0: empty */
 	__u32 pc;
