@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <linux/perf_event.h>
 #include <bpf/bpf.h>
@@ -14,6 +15,11 @@
 
 #define CLEAR_CHUNK 256  /* stacks read per call while emptying a stacks map */
 #define DRAIN_CHUNK 4096 /* counts taken per call and handed on before the next: memory stays bounded */
+/* A drain first moves the stacks map into a stash (CLEAR_CHUNK per call), so that the keys find their
+ * stacks there instead of by one lookup each; what does not fit stays in the map and is looked up. The
+ * stash is mapped for the drain and unmapped after it, so it adds nothing to the daemon's steady size. */
+#define STASH_SLOTS 16384           /* index slots: at most half are used */
+#define STASH_FRAMES (256u * 1024)  /* frames held (2 MiB) */
 
 struct sampler {
 	struct profile *skel;
@@ -29,6 +35,13 @@ struct sampler {
 	__u64 *percpu;           /* ncpus_possible values */
 	__u64 *clear_keys;       /* CLEAR_CHUNK each: where emptying the stacks map reads to */
 	struct stack_trace *clear_values;
+	struct stash_slot {      /* the stash's index: STASH_SLOTS, mapped during a drain */
+		__u64 key;       /* 0: free */
+		__u32 off, depth; /* frames[off .. off + depth) */
+	} *stash;
+	__u64 *stash_frames;     /* STASH_FRAMES, mapped during a drain */
+	unsigned stash_n, stash_used;
+	uint64_t stacks_stashed, stacks_looked_up;
 	bool preallocated;       /* the kernel refused on-demand stacks maps */
 	struct ring_buffer *events;
 	sampler_process_cb event_cb; /* during sampler_read_events */
@@ -215,6 +228,96 @@ static unsigned read_stack(int fd, __u64 key, __u64 *ips)
 	return n;
 }
 
+static struct stash_slot *stash_slot(const struct sampler *s, __u64 key)
+{
+	size_t i = (size_t)((key * 0x9e3779b97f4a7c15ULL) >> 32) & (STASH_SLOTS - 1);
+
+	while (s->stash[i].key && s->stash[i].key != key)
+		i = (i + 1) & (STASH_SLOTS - 1);
+	return &s->stash[i];
+}
+
+/* Keeps one stack of the map in the stash, which has room for it (stash_stacks checks first). */
+static void stash_put(struct sampler *s, __u64 key, const struct stack_trace *st)
+{
+	struct stash_slot *slot;
+	unsigned n = 0;
+
+	while (n < PROFILE_MAX_DEPTH && st->ips[n])
+		n++;
+	slot = key ? stash_slot(s, key) : NULL;
+	if (!slot || slot->key)
+		return;
+	*slot = (struct stash_slot){ .key = key, .off = s->stash_used, .depth = n };
+	memcpy(s->stash_frames + s->stash_used, st->ips, n * sizeof(__u64));
+	s->stash_used += n;
+	s->stash_n++;
+}
+
+static void stash_release(struct sampler *s)
+{
+	if (s->stash)
+		munmap(s->stash, STASH_SLOTS * sizeof(*s->stash));
+	if (s->stash_frames)
+		munmap(s->stash_frames, STASH_FRAMES * sizeof(__u64));
+	s->stash = NULL;
+	s->stash_frames = NULL;
+}
+
+/* Moves the stacks map into the stash, CLEAR_CHUNK stacks per call, until the map is empty (true) or the
+ * stash is full or cannot be had (false: the rest stays in the map). */
+static bool stash_stacks(struct sampler *s, int fd)
+{
+	__u64 batch_in = 0, batch_out = 0;
+	void *index = mmap(NULL, STASH_SLOTS * sizeof(*s->stash), PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *frames = mmap(NULL, STASH_FRAMES * sizeof(__u64), PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	s->stash = index == MAP_FAILED ? NULL : index;
+	s->stash_frames = frames == MAP_FAILED ? NULL : frames;
+	s->stash_n = s->stash_used = 0;
+	if (!s->stash || !s->stash_frames) {
+		stash_release(s);
+		return false;
+	}
+	for (bool first = true;; first = false) {
+		__u32 count = CLEAR_CHUNK;
+		int err;
+
+		/* Room for a whole chunk first: a stack taken out of the map must land in the stash. */
+		if (2 * (s->stash_n + CLEAR_CHUNK) > STASH_SLOTS ||
+		    s->stash_used + CLEAR_CHUNK * PROFILE_MAX_DEPTH > STASH_FRAMES)
+			return false;
+		err = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &batch_in, &batch_out, s->clear_keys,
+						      s->clear_values, &count, NULL);
+		if (err && errno != ENOENT)
+			return false; /* ENOSPC (a bucket holds more than a chunk) or worse: the rest is looked up */
+		for (__u32 i = 0; i < count; i++)
+			stash_put(s, s->clear_keys[i], &s->clear_values[i]);
+		if (err)
+			return true; /* ENOENT: the map is empty */
+		batch_in = batch_out;
+	}
+}
+
+/* The stack under key, from the stash or else from the map (into ips); its depth, 0 for none. */
+static unsigned find_stack(struct sampler *s, int fd, __u64 key, __u64 *ips, const __u64 **out)
+{
+	const struct stash_slot *slot = key && s->stash ? stash_slot(s, key) : NULL;
+
+	if (slot && slot->key) {
+		s->stacks_stashed++;
+		*out = s->stash_frames + slot->off;
+		return slot->depth;
+	}
+	*out = ips;
+	if (!key)
+		return 0;
+	s->stacks_looked_up++;
+	return read_stack(fd, key, ips);
+}
+
 /* Moves up to s->chunk keys of a counts map into s->keys/s->values, continuing from *batch (first: from
  * the start). Returns how many, or -errno; *done tells the map is empty after them. */
 static int take_counts(struct sampler *s, int fd, __u64 *batch, bool first, bool *done)
@@ -265,11 +368,13 @@ int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx)
 	int stacks_fd = bpf_map__fd(old ? s->skel->maps.stacks1 : s->skel->maps.stacks0);
 	int64_t offset = boot_to_unix_offset();
 	__u64 batch = 0;
+	bool emptied;
 	int n, err, ret = 0;
 
 	err = switch_generation(s, !old);
 	if (err)
 		return err;
+	emptied = stash_stacks(s, stacks_fd);
 	/* A chunk of counts at a time: the old generation is quiescent, so no key comes or goes meanwhile. */
 	for (bool first = true, done = false; !done; first = false) {
 		n = take_counts(s, counts_fd, &batch, first, &done);
@@ -281,19 +386,19 @@ int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx)
 			struct sampler_sample smp = {
 				.key = &s->keys[i],
 				.unix_sec = (int64_t)s->keys[i].boot_sec + offset,
-				.kips = s->kips,
-				.uips = s->uips,
 				.count = s->values[i],
 			};
 
-			smp.nk = read_stack(stacks_fd, s->keys[i].kstack, s->kips);
-			smp.nu = read_stack(stacks_fd, s->keys[i].ustack, s->uips);
+			smp.nk = find_stack(s, stacks_fd, s->keys[i].kstack, s->kips, &smp.kips);
+			smp.nu = find_stack(s, stacks_fd, s->keys[i].ustack, s->uips, &smp.uips);
 			err = cb(&smp, ctx);
 			if (err && !ret)
 				ret = err;
 		}
 	}
-	clear_stacks(s, stacks_fd);
+	if (!emptied)
+		clear_stacks(s, stacks_fd);
+	stash_release(s);
 	s->drains++;
 	return ret;
 }
@@ -333,6 +438,8 @@ int sampler_get_stats(struct sampler *s, struct sampler_stats *out)
 	}
 	out->cpus = s->cpus_attached;
 	out->drains = s->drains;
+	out->stacks_stashed = s->stacks_stashed;
+	out->stacks_looked_up = s->stacks_looked_up;
 	return 0;
 }
 
@@ -357,5 +464,6 @@ void sampler_free(struct sampler *s)
 	free(s->percpu);
 	free(s->clear_keys);
 	free(s->clear_values);
+	stash_release(s);
 	free(s);
 }

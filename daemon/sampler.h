@@ -24,7 +24,7 @@ struct sampler_opts {
 struct sampler_sample {
 	const struct sample_key *key;
 	int64_t unix_sec;     /* key->boot_sec on the wall clock */
-	const __u64 *kips;    /* kernel frames, leaf first */
+	const __u64 *kips;    /* kernel frames, leaf first (nk of them) */
 	unsigned nk;
 	const __u64 *uips;    /* user frames, leaf first */
 	unsigned nu;
@@ -35,6 +35,8 @@ struct sampler_stats {
 	uint64_t stat[STAT_MAX]; /* cumulative, summed over CPUs (enum profile_stat) */
 	unsigned cpus;           /* CPUs with an attached event */
 	uint64_t drains;
+	uint64_t stacks_stashed;   /* stacks of drained keys found among those a drain read in batches */
+	uint64_t stacks_looked_up; /* ... and read one lookup each (the batches' stash was full) */
 };
 
 typedef int (*sampler_cb)(const struct sampler_sample *s, void *ctx);

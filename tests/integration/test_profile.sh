@@ -6,7 +6,7 @@ FREQ=99
 
 need_root profile
 build_workload branches
-run_flamed profile --db "$TMP/flamed.db" --frequency $FREQ --flush-interval 1
+run_flamed profile --db "$TMP/flamed.db" --frequency $FREQ --flush-interval 1 -v
 
 "$TMP/branches" 6 > "$TMP/branches.out" & wpid=$!
 "$TMP/branches" --syscalls 2 > "$TMP/syscalls.out" & spid=$!
@@ -14,6 +14,14 @@ wait $wpid $spid
 sleep 1.5
 stop_flamed
 check "flamed exits 0 on SIGTERM" [ $? -eq 0 ]
+# stacks_read LOG: "BATCHED LOOKED_UP" from the last flush line of flamed -v.
+stacks_read() {
+	sed -n 's/.*stacks so far: \([0-9]*\) read in batches, \([0-9]*\) looked up one by one.*/\1 \2/p' "$1" | tail -1
+}
+read -r batched looked <<< "$(stacks_read "$TMP/flamed.log")"
+echo "stacks: ${batched:-?} read in batches, ${looked:-?} looked up one by one"
+check "at 99 Hz every stack comes from the drain's batched read ($batched), none from a lookup each ($looked)" \
+	[ "${batched:-0}" -gt 100 -a "${looked:-1}" -eq 0 ]
 
 "$BUILD/flamectl" --db "$TMP/flamed.db" query --pid $wpid --since 10m > "$TMP/w.folded"
 check "flamectl query exits 0" [ $? -eq 0 ]
@@ -75,6 +83,19 @@ cpu=$(awk '{ print $6 }' "$TMP/churn.out")
 expected=$(awk -v c="$cpu" 'BEGIN { printf "%d", c * 4999 }')
 echo "chunks: largest flush $keys keys; churn: $stored samples stored for $cpu CPU seconds (expected about $expected); $lost flushes found the counts map full"
 check "chunks: a flush held more keys than one chunk ($keys > 4096)" [ "${keys:-0}" -gt 4096 ]
+# More stacks than the drain's stash holds (8192): the rest are looked up one by one, and named as well.
+read -r batched looked <<< "$(stacks_read "$TMP/flamed.log")"
+echo "chunks: stacks: ${batched:-?} read in batches, ${looked:-?} looked up one by one"
+check "chunks: stacks came both ways, batched ($batched) and past the stash one by one ($looked)" \
+	[ "${batched:-0}" -gt 0 -a "${looked:-0}" -gt 0 ]
+for p in $("$BUILD/flamectl" --db "$TMP/chunks.db" processes --comm churn --since 10m --format json | jq '.processes[].pid' | head -20); do
+	"$BUILD/flamectl" --db "$TMP/chunks.db" query --pid "$p" --since 10m
+done > "$TMP/churn.folded"
+# (A process that exited before its mappings were read has [unknown] frames only; not counted here.)
+cnamed=$(sum_samples "$TMP/churn.folded" ';step[0-9]+')
+cchain=$(sum_samples "$TMP/churn.folded" ';step[0-9]+;step[0-9]+;step[0-9]+;')
+check "chunks: churn's named stacks hold its whole chain of steps ($cchain of $cnamed samples, >= 95%)" \
+	[ "$cnamed" -gt 1000 -a $((20 * cchain)) -ge $((19 * cnamed)) ]
 check "chunks: no sample was lost to a full counts map" [ "$lost" -eq 0 ]
 check "chunks: every sample of every chunk is stored ($stored within 10% of $expected)" \
 	awk -v t="$stored" -v e="$expected" 'BEGIN { exit !(e > 0 && t >= 0.9 * e && t <= 1.1 * e) }'
