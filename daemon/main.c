@@ -837,8 +837,9 @@ static int start(struct daemon *d)
 	err = store_set_rollups(d->f->store, &(struct store_rollup_opts){
 		.raw_seconds = opt.raw_retention,
 		.minute_seconds = opt.minute_retention,
-		/* a minute is folded once every flush that may bring its samples has come */
-		.fold_delay = 2 * (int64_t)opt.flush_interval + 60 > 120 ? 2 * (int64_t)opt.flush_interval + 60 : 120,
+		/* a minute is folded once the flush that brings its last samples has come (prune runs right
+		 * after a flush), with 20 s to spare for a slow one; queries read raw rows only after that */
+		.fold_delay = (int64_t)opt.flush_interval + 20,
 	});
 	if (err) {
 		fprintf(stderr, "flamed: %s\n", store_errmsg(d->f->store));

@@ -22,7 +22,7 @@ struct store;
 struct store_rollup_opts {
 	int64_t raw_seconds;    /* default 3600; 60 .. 366 days */
 	int64_t minute_seconds; /* default 86400; at least raw_seconds + 3600, at most 366 days */
-	int64_t fold_delay;     /* default 120; 0 .. 86400: longer than the flush interval, so that a
+	int64_t fold_delay;     /* default 30; 0 .. 86400: longer than the flush interval, so that a
 				 * minute's samples are all stored when it is folded (later ones are merged
 				 * into its rollups at the commit that brings them, at a cost) */
 };

@@ -11,7 +11,7 @@
 
 #define DEFAULT_RAW_SECONDS 3600
 #define DEFAULT_MINUTE_SECONDS 86400
-#define DEFAULT_FOLD_DELAY 120
+#define DEFAULT_FOLD_DELAY 30 /* flamed's at its default flush interval */
 #define MAX_WINDOW (366 * 86400)
 #define MAX_FOLD_DELAY 86400
 
