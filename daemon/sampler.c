@@ -18,8 +18,8 @@
 /* A drain first moves the stacks map into a stash (CLEAR_CHUNK per call), so that the keys find their
  * stacks there instead of by one lookup each; what does not fit stays in the map and is looked up. The
  * stash is mapped for the drain and unmapped after it, so it adds nothing to the daemon's steady size. */
-#define STASH_SLOTS 16384           /* index slots: at most half are used */
-#define STASH_FRAMES (256u * 1024)  /* frames held (2 MiB) */
+#define STASH_SLOTS 8192           /* index slots (128 KiB): at most half are used */
+#define STASH_FRAMES (64u * 1024)  /* frames held (512 KiB) */
 
 struct sampler {
 	struct profile *skel;
@@ -282,12 +282,17 @@ static bool stash_stacks(struct sampler *s, int fd)
 		return false;
 	}
 	for (bool first = true;; first = false) {
-		__u32 count = CLEAR_CHUNK;
+		/* No more stacks than the stash has room for at their deepest: a stack taken out of the map
+		 * must land in it. */
+		__u32 count = CLEAR_CHUNK, room = STASH_SLOTS / 2 - s->stash_n;
 		int err;
 
-		/* Room for a whole chunk first: a stack taken out of the map must land in the stash. */
-		if (2 * (s->stash_n + CLEAR_CHUNK) > STASH_SLOTS ||
-		    s->stash_used + CLEAR_CHUNK * PROFILE_MAX_DEPTH > STASH_FRAMES)
+		if (room < count)
+			count = room;
+		room = (STASH_FRAMES - s->stash_used) / PROFILE_MAX_DEPTH;
+		if (room < count)
+			count = room;
+		if (!count)
 			return false;
 		err = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &batch_in, &batch_out, s->clear_keys,
 						      s->clear_values, &count, NULL);

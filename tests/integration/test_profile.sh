@@ -83,7 +83,7 @@ cpu=$(awk '{ print $6 }' "$TMP/churn.out")
 expected=$(awk -v c="$cpu" 'BEGIN { printf "%d", c * 4999 }')
 echo "chunks: largest flush $keys keys; churn: $stored samples stored for $cpu CPU seconds (expected about $expected); $lost flushes found the counts map full"
 check "chunks: a flush held more keys than one chunk ($keys > 4096)" [ "${keys:-0}" -gt 4096 ]
-# More stacks than the drain's stash holds (8192): the rest are looked up one by one, and named as well.
+# More stacks than the drain's stash holds (4096): the rest are looked up one by one, and named as well.
 read -r batched looked <<< "$(stacks_read "$TMP/flamed.log")"
 echo "chunks: stacks: ${batched:-?} read in batches, ${looked:-?} looked up one by one"
 check "chunks: stacks came both ways, batched ($batched) and past the stash one by one ($looked)" \
