@@ -23,6 +23,10 @@
 #define MODULE_MAX_BYTES 4096        /* longest module path accepted */
 #define BUILD_ID_MAX_CHARS 128       /* longest build-id accepted, in hex digits */
 #define CACHE_MAX_ENTRIES 65536      /* per cache; the cache is emptied when full */
+/* The stacks cache: its keys are whole folded stacks (about 200 bytes each), so at 65536 it held 15 MB
+ * at high sample rates. 32768 cover many flushes' distinct stacks at 99 Hz; at 9999 Hz flushes take
+ * about a third longer for it (measured: 6.2-6.4 s against 4.3-5.6 s) and the daemon 9.5 MB less. */
+#define STACK_CACHE_MAX_ENTRIES 32768
 #define CACHE_MAX_BYTES (16u << 20)  /* key text per cache; the cache is emptied when over */
 #define PENDING_MAX_ROWS 65536       /* rows merged in memory before they are written out early */
 
@@ -256,7 +260,7 @@ static void cache_clear(struct id_cache *c)
 	for (size_t i = 0; i < c->cap; i++)
 		free(c->slots[i].key);
 	free(c->slots);
-	memset(c, 0, sizeof(*c));
+	*c = (struct id_cache){ .max = c->max };
 }
 
 /* The entry of key, or NULL when not cached. */
@@ -317,7 +321,7 @@ static void cache_put(struct id_cache *c, const char *key, size_t len, uint64_t 
 {
 	struct cache_slot e = { .len = len, .hash = hash, .id = id, .tag = tag };
 
-	if (c->n >= CACHE_MAX_ENTRIES || c->bytes + len > CACHE_MAX_BYTES)
+	if (c->n >= (c->max ? c->max : CACHE_MAX_ENTRIES) || c->bytes + len > CACHE_MAX_BYTES)
 		cache_clear(c);
 	if ((c->n + 1) * 2 > c->cap && cache_grow(c) < 0)
 		return;
@@ -1234,6 +1238,7 @@ int store_open(const char *path, enum store_mode mode, struct store **out)
 	if (!st)
 		return -ENOMEM;
 	st->mode = mode;
+	st->stacks.max = STACK_CACHE_MAX_ENTRIES;
 	store_set_rollups(st, NULL);
 	snprintf(st->errmsg, sizeof(st->errmsg), "no error");
 

@@ -34,6 +34,7 @@ struct id_cache {
 	size_t cap;   /* a power of two, or 0 before the first entry */
 	size_t n;
 	size_t bytes; /* key text held */
+	size_t max;   /* entries held at most (0: CACHE_MAX_ENTRIES) */
 };
 
 /* One row waiting for the commit; count 0 marks a free slot. */
