@@ -111,6 +111,18 @@ void store_forget_ids(struct store *st);
 /* Makes room for n bytes in b. */
 int store_buf_reserve(struct buf *b, size_t n);
 
+/* Pages one prefetch hints at most (64 MiB at 4 KiB pages): a larger table is scanned unhinted. */
+#define STORE_PREFETCH_MAX_PAGES 16384
+
+/* Finds the leaf pages of the b-tree rooted at page root of the database file path (up to max, into
+ * pages, *n of them), hinting each level to the kernel (POSIX_FADV_WILLNEED) before it is read. 0,
+ * -E2BIG past max, -EIO when the file is not a b-tree this can follow there, or -errno. */
+int store_prefetch_pages(const char *path, uint32_t root, size_t max, uint32_t *pages, size_t *n);
+
+/* Hints every page of table (or index) to the kernel ahead of a full scan. Returns the leaf pages hinted
+ * or -errno; callers need not care, a hint only makes the scan's reads come sooner. */
+int store_prefetch_table(struct store *st, const char *table);
+
 /* Reads the rollup markers of the meta table into *t (INT64_MIN for a marker not set, and for every
  * one of a database older than version 3). */
 int store_load_tiers(struct store *st, struct rollup_tiers *t);

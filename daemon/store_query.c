@@ -560,6 +560,7 @@ static int load_stacks(struct answer *a)
 	int rc = SQLITE_DONE, err = 0;
 
 	if (s == st->stacks_all) {
+		store_prefetch_table(st, "stacks");
 		while (!err && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 			uint32_t idx;
 
@@ -630,6 +631,7 @@ static int load_frames(struct answer *a)
 	if (!s)
 		return store_set_err(st, -EIO, "stacks name frames, but this database has none");
 	if (s == st->frames_all) {
+		store_prefetch_table(st, "frames");
 		while (!err && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 			uint32_t idx;
 

@@ -16,8 +16,10 @@
 #include <sqlite3.h>
 
 #include "check.h"
+#include "testutil.h"
 #include "render/folded.h"
 #include "store.h"
+#include "store_impl.h"
 
 /* The fixture's fixed time: 2023-11-14T22:13:20Z. */
 #define T0 INT64_C(1700000000)
@@ -479,6 +481,104 @@ static void test_big_flush(const char *dir)
 	CHECK(err == 0 && (stats.sample_rows == (uint64_t)n || stats.sample_rows == (uint64_t)n + 1),
 	      "about one row per distinct key (%" PRIu64 ")", stats.sample_rows);
 	store_close(st);
+}
+
+static int cmp_page(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The root page of name and its leaf pages as SQLite's dbstat sees them (sorted), from db. */
+static size_t dbstat_leaves(sqlite3 *db, const char *name, uint32_t *root, uint32_t *out, size_t max)
+{
+	sqlite3_stmt *s = NULL;
+	size_t n = 0;
+
+	*root = 0;
+	if (sqlite3_prepare_v2(db, "SELECT rootpage FROM sqlite_schema WHERE name = ?1", -1, &s, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+		if (sqlite3_step(s) == SQLITE_ROW)
+			*root = (uint32_t)sqlite3_column_int64(s, 0);
+	}
+	sqlite3_finalize(s);
+	if (sqlite3_prepare_v2(db, "SELECT pageno FROM dbstat WHERE name = ?1 AND pagetype = 'leaf' ORDER BY pageno",
+			       -1, &s, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+		while (n < max && sqlite3_step(s) == SQLITE_ROW)
+			out[n++] = (uint32_t)sqlite3_column_int64(s, 0);
+	}
+	sqlite3_finalize(s);
+	return n;
+}
+
+/* A prefetch hints exactly the leaf pages dbstat finds, of a table and of an index; a one-page table
+ * has none to hint; past its bound it says so; a damaged b-tree or a file that is no database is -EIO. */
+static void test_prefetch(const char *dir)
+{
+	static uint32_t got[STORE_PREFETCH_MAX_PAGES], want[STORE_PREFETCH_MAX_PAGES];
+	const char *names[] = { "samples", "samples_ts" };
+	char path[512], damaged[560];
+	sqlite3 *db = NULL;
+	uint32_t root = 0, samples_root = 0;
+	size_t n, nwant;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/big.db", dir); /* test_big_flush's: 70000 raw rows */
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+		CHECK(false, "prefetch: open %s", path);
+		sqlite3_close(db);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		nwant = dbstat_leaves(db, names[i], &root, want, STORE_PREFETCH_MAX_PAGES);
+		if (i == 0)
+			samples_root = root;
+		err = store_prefetch_pages(path, root, STORE_PREFETCH_MAX_PAGES, got, &n);
+		qsort(got, n, sizeof(*got), cmp_page);
+		CHECK(err == 0 && nwant > 50 && n == nwant && memcmp(got, want, n * sizeof(*got)) == 0,
+		      "prefetch: the %zu leaf pages of %s are those dbstat finds (%zu; %d)", n, names[i], nwant, err);
+	}
+	dbstat_leaves(db, "meta", &root, want, STORE_PREFETCH_MAX_PAGES);
+	err = store_prefetch_pages(path, root, STORE_PREFETCH_MAX_PAGES, got, &n);
+	CHECK(err == 0 && n == 0, "prefetch: a table of one page has nothing to hint (%d, %zu)", err, n);
+	err = store_prefetch_pages(path, samples_root, 10, got, &n);
+	CHECK(err == -E2BIG && n == 0, "prefetch: more leaves than asked for is -E2BIG (%d)", err);
+	sqlite3_close(db);
+
+	/* The same file with the table's root page overwritten, then with a child past the end of the file. */
+	snprintf(damaged, sizeof(damaged), "%s/damaged.db", dir);
+	{
+		size_t len = 0;
+		unsigned char *all = read_all(path, &len);
+
+		err = !all || write_file(damaged, all, len) ? -EIO : 0;
+		free(all);
+	}
+	if (!err) {
+		unsigned char page[4096];
+		int fd = open(damaged, O_RDWR);
+
+		memset(page, 0xff, sizeof(page));
+		err = fd < 0 || pwrite(fd, page, sizeof(page), (off_t)(samples_root - 1) * 4096) != (ssize_t)sizeof(page);
+		err = err ?: store_prefetch_pages(damaged, samples_root, STORE_PREFETCH_MAX_PAGES, got, &n);
+		CHECK(err == -EIO, "prefetch: a root page of no b-tree type is -EIO (%d)", err);
+		memset(page, 0, sizeof(page));
+		page[0] = 5;                    /* an interior table page */
+		page[4] = 1;                    /* with one cell */
+		page[8] = page[9] = 0x7f;       /* whose right-most child is far past the end */
+		page[12] = 0x0f;                /* the cell at offset 0x0f00 */
+		page[0x0f00] = page[0x0f01] = 0x7f;
+		err = fd < 0 || pwrite(fd, page, sizeof(page), (off_t)(samples_root - 1) * 4096) != (ssize_t)sizeof(page);
+		err = err ?: store_prefetch_pages(damaged, samples_root, STORE_PREFETCH_MAX_PAGES, got, &n);
+		CHECK(err == -EIO, "prefetch: a child page past the end of the file is -EIO (%d)", err);
+		if (fd >= 0)
+			close(fd);
+	}
+	unlink(damaged);
+	err = store_prefetch_pages("/proc/self/status", 2, STORE_PREFETCH_MAX_PAGES, got, &n);
+	CHECK(err == -EIO && n == 0, "prefetch: a file that is no SQLite database is -EIO (%d)", err);
 }
 
 /* A reader sees committed flushes only, and is not blocked by an open write transaction (WAL). */
@@ -1938,6 +2038,7 @@ int main(int argc, char **argv)
 	test_rollback(dir);
 	test_collision(dir);
 	test_big_flush(dir);
+	test_prefetch(dir);
 	test_concurrent_reader(dir);
 	test_bad_files(dir);
 	test_frames_roundtrip(dir);
