@@ -115,12 +115,17 @@ int store_buf_reserve(struct buf *b, size_t n);
 #define STORE_PREFETCH_MAX_PAGES 16384
 
 /* Finds the leaf pages of the b-tree rooted at page root of the database file path (up to max, into
- * pages, *n of them), hinting each level to the kernel (POSIX_FADV_WILLNEED) before it is read. 0,
- * -E2BIG past max, -EIO when the file is not a b-tree this can follow there, or -errno. */
-int store_prefetch_pages(const char *path, uint32_t root, size_t max, uint32_t *pages, size_t *n);
+ * pages, *n of them), hinting each level to the kernel (POSIX_FADV_WILLNEED) before it is read. With
+ * lo and hi (an index b-tree, or a WITHOUT ROWID table, whose first two columns are integers): only the
+ * pages that can hold a key whose first two columns are within [lo, hi]. 0, -E2BIG past max, -EIO when
+ * the file is not a b-tree this can follow there, or -errno. */
+int store_prefetch_pages(const char *path, uint32_t root, const int64_t lo[2], const int64_t hi[2], size_t max,
+			 uint32_t *pages, size_t *n);
 
-/* Hints every page of table (or index) to the kernel ahead of a full scan. Returns the leaf pages hinted
- * or -errno; callers need not care, a hint only makes the scan's reads come sooner. */
+/* Hints the pages of table (or index) to the kernel ahead of a scan: all of them, or those of the keys
+ * whose first two columns are within [lo, hi]. Returns the leaf pages hinted or -errno; callers need not
+ * care, a hint only makes the scan's reads come sooner. */
+int store_prefetch_range(struct store *st, const char *table, const int64_t lo[2], const int64_t hi[2]);
 int store_prefetch_table(struct store *st, const char *table);
 
 /* Reads the rollup markers of the meta table into *t (INT64_MIN for a marker not set, and for every

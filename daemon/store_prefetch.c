@@ -1,5 +1,6 @@
 /* store_prefetch.c - before a full scan of a table, tells the kernel every page the scan will read, so that they come from disk together instead of one synchronous read at a time (SQLite reads a page when it gets to it). Finds them by reading the b-tree's interior pages from the database file (the SQLite file format, read only). A hint is never needed for an answer: a page that is stale (newer in the WAL) or a b-tree this code cannot follow only costs the reads the scan would have done anyway. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@ struct walk {
 	uint32_t *found; /* a level's pages */
 	size_t nfound, max;
 	unsigned interior_read;
+	const int64_t *lo, *hi; /* an index b-tree's keys whose first two columns are in [lo, hi]; NULL: all */
 };
 
 /* Reads page pgno; returns its type (or -EIO). */
@@ -50,28 +52,103 @@ static int read_page(struct walk *w, uint32_t pgno, size_t *hdr)
 	return w->page[*hdr];
 }
 
-/* Appends the children of the interior page in w->page (header at hdr) to out[*n] (room for max). */
+/* An SQLite varint at p[*pos] (at most 9 bytes, big-endian groups of 7 bits, the 9th of 8), within end. */
+static int varint(const unsigned char *p, size_t end, size_t *pos, uint64_t *v)
+{
+	*v = 0;
+	for (int i = 0; i < 9; i++) {
+		if (*pos >= end)
+			return -EIO;
+		unsigned char b = p[(*pos)++];
+
+		if (i == 8) {
+			*v = *v << 8 | b;
+			return 0;
+		}
+		*v = *v << 7 | (b & 0x7f);
+		if (!(b & 0x80))
+			return 0;
+	}
+	return 0;
+}
+
+/* The first two columns of the record that starts at p[pos] (within end), when both are integers:
+ * 1, or 0 when they are something else (or cut short by the page: the caller then keeps the child). */
+static int record_key(const unsigned char *p, size_t pos, size_t end, int64_t key[2])
+{
+	static const unsigned char int_size[10] = { 0, 1, 2, 3, 4, 6, 8, 0, 0, 0 };
+	uint64_t hdr_len, type[2];
+	size_t hp = pos, body;
+
+	if (varint(p, end, &hp, &hdr_len) || varint(p, end, &hp, &type[0]) || varint(p, end, &hp, &type[1]))
+		return 0;
+	body = pos + hdr_len;
+	for (int c = 0; c < 2; c++) {
+		if (type[c] == 8 || type[c] == 9) {
+			key[c] = (int64_t)type[c] - 8;
+			continue;
+		}
+		if (type[c] < 1 || type[c] > 6 || body + int_size[type[c]] > end || hdr_len > end - pos)
+			return 0;
+		uint64_t v = p[body] & 0x80 ? UINT64_MAX : 0; /* big-endian two's complement */
+
+		for (unsigned i = 0; i < int_size[type[c]]; i++)
+			v = v << 8 | p[body + i];
+		key[c] = (int64_t)v;
+		body += int_size[type[c]];
+	}
+	return 1;
+}
+
+/* a <=> b on two columns. */
+static int cmp_key(const int64_t a[2], const int64_t b[2])
+{
+	if (a[0] != b[0])
+		return a[0] < b[0] ? -1 : 1;
+	return a[1] < b[1] ? -1 : a[1] > b[1];
+}
+
+/* Appends the children of the interior page in w->page (header at hdr) to out[*n] (room for max): all
+ * of them, or with a range, those that can hold a key in it. In an index b-tree, the child left of a
+ * cell holds keys below the cell's, the right-most one keys above the last cell's. */
 static int children(struct walk *w, size_t hdr, uint32_t *out, size_t *n, size_t max)
 {
 	uint32_t cells = be16(w->page + hdr + 3), child;
+	bool prev_known = false, prev_above = false; /* the previous cell's key is past hi */
 
 	if (hdr + 12 + 2 * (size_t)cells > w->page_size)
 		return -EIO;
 	for (uint32_t i = 0; i <= cells; i++) {
+		bool take = true, known = false, below = false;
+		int64_t key[2];
+
 		if (i < cells) {
 			uint32_t off = be16(w->page + hdr + 12 + 2 * i);
+			size_t pos = off + 4;
+			uint64_t payload;
 
 			if (off < hdr + 12 || off + 4 > w->page_size)
 				return -EIO;
 			child = be32(w->page + off);
+			if (w->lo && !varint(w->page, w->page_size, &pos, &payload) &&
+			    record_key(w->page, pos, w->page_size, key)) {
+				known = true;
+				below = cmp_key(key, w->lo) < 0; /* every key left of it is below lo too */
+			}
 		} else {
 			child = be32(w->page + hdr + 8); /* the right-most pointer */
 		}
+		if (w->lo)
+			take = !below && !(prev_known && prev_above);
 		if (child < 2 || child > w->npages)
 			return -EIO;
-		if (*n >= max)
-			return -E2BIG;
-		out[(*n)++] = child;
+		if (take) {
+			if (*n >= max)
+				return -E2BIG;
+			out[(*n)++] = child;
+		}
+		prev_known = known;
+		prev_above = known && cmp_key(key, w->hi) > 0;
 	}
 	return 0;
 }
@@ -142,9 +219,10 @@ static int leaves(struct walk *w, uint32_t root)
 	return err;
 }
 
-int store_prefetch_pages(const char *path, uint32_t root, size_t max, uint32_t *pages, size_t *n)
+int store_prefetch_pages(const char *path, uint32_t root, const int64_t lo[2], const int64_t hi[2], size_t max,
+			 uint32_t *pages, size_t *n)
 {
-	struct walk w = { .max = max, .found = pages };
+	struct walk w = { .max = max, .found = pages, .lo = lo && hi ? lo : NULL, .hi = hi };
 	unsigned char head[100];
 	struct stat sb;
 	int err;
@@ -175,7 +253,7 @@ int store_prefetch_pages(const char *path, uint32_t root, size_t max, uint32_t *
 	return err;
 }
 
-int store_prefetch_table(struct store *st, const char *table)
+int store_prefetch_range(struct store *st, const char *table, const int64_t lo[2], const int64_t hi[2])
 {
 	const char *path = sqlite3_db_filename(st->db, "main");
 	sqlite3_stmt *s = NULL;
@@ -198,7 +276,12 @@ int store_prefetch_table(struct store *st, const char *table)
 	pages = malloc(STORE_PREFETCH_MAX_PAGES * sizeof(*pages));
 	if (!pages)
 		return -ENOMEM;
-	err = store_prefetch_pages(path, (uint32_t)root, STORE_PREFETCH_MAX_PAGES, pages, &n);
+	err = store_prefetch_pages(path, (uint32_t)root, lo, hi, STORE_PREFETCH_MAX_PAGES, pages, &n);
 	free(pages);
 	return err ? err : (int)n;
+}
+
+int store_prefetch_table(struct store *st, const char *table)
+{
+	return store_prefetch_range(st, table, NULL, NULL);
 }

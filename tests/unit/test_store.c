@@ -535,15 +535,15 @@ static void test_prefetch(const char *dir)
 		nwant = dbstat_leaves(db, names[i], &root, want, STORE_PREFETCH_MAX_PAGES);
 		if (i == 0)
 			samples_root = root;
-		err = store_prefetch_pages(path, root, STORE_PREFETCH_MAX_PAGES, got, &n);
+		err = store_prefetch_pages(path, root, NULL, NULL, STORE_PREFETCH_MAX_PAGES, got, &n);
 		qsort(got, n, sizeof(*got), cmp_page);
 		CHECK(err == 0 && nwant > 50 && n == nwant && memcmp(got, want, n * sizeof(*got)) == 0,
 		      "prefetch: the %zu leaf pages of %s are those dbstat finds (%zu; %d)", n, names[i], nwant, err);
 	}
 	dbstat_leaves(db, "meta", &root, want, STORE_PREFETCH_MAX_PAGES);
-	err = store_prefetch_pages(path, root, STORE_PREFETCH_MAX_PAGES, got, &n);
+	err = store_prefetch_pages(path, root, NULL, NULL, STORE_PREFETCH_MAX_PAGES, got, &n);
 	CHECK(err == 0 && n == 0, "prefetch: a table of one page has nothing to hint (%d, %zu)", err, n);
-	err = store_prefetch_pages(path, samples_root, 10, got, &n);
+	err = store_prefetch_pages(path, samples_root, NULL, NULL, 10, got, &n);
 	CHECK(err == -E2BIG && n == 0, "prefetch: more leaves than asked for is -E2BIG (%d)", err);
 	sqlite3_close(db);
 
@@ -562,7 +562,7 @@ static void test_prefetch(const char *dir)
 
 		memset(page, 0xff, sizeof(page));
 		err = fd < 0 || pwrite(fd, page, sizeof(page), (off_t)(samples_root - 1) * 4096) != (ssize_t)sizeof(page);
-		err = err ?: store_prefetch_pages(damaged, samples_root, STORE_PREFETCH_MAX_PAGES, got, &n);
+		err = err ?: store_prefetch_pages(damaged, samples_root, NULL, NULL, STORE_PREFETCH_MAX_PAGES, got, &n);
 		CHECK(err == -EIO, "prefetch: a root page of no b-tree type is -EIO (%d)", err);
 		memset(page, 0, sizeof(page));
 		page[0] = 5;                    /* an interior table page */
@@ -571,14 +571,56 @@ static void test_prefetch(const char *dir)
 		page[12] = 0x0f;                /* the cell at offset 0x0f00 */
 		page[0x0f00] = page[0x0f01] = 0x7f;
 		err = fd < 0 || pwrite(fd, page, sizeof(page), (off_t)(samples_root - 1) * 4096) != (ssize_t)sizeof(page);
-		err = err ?: store_prefetch_pages(damaged, samples_root, STORE_PREFETCH_MAX_PAGES, got, &n);
+		err = err ?: store_prefetch_pages(damaged, samples_root, NULL, NULL, STORE_PREFETCH_MAX_PAGES, got, &n);
 		CHECK(err == -EIO, "prefetch: a child page past the end of the file is -EIO (%d)", err);
 		if (fd >= 0)
 			close(fd);
 	}
 	unlink(damaged);
-	err = store_prefetch_pages("/proc/self/status", 2, STORE_PREFETCH_MAX_PAGES, got, &n);
+	err = store_prefetch_pages("/proc/self/status", 2, NULL, NULL, STORE_PREFETCH_MAX_PAGES, got, &n);
 	CHECK(err == -EIO && n == 0, "prefetch: a file that is no SQLite database is -EIO (%d)", err);
+}
+
+/* A range of an index b-tree (a WITHOUT ROWID table keyed as rollups are): the pages hinted are leaves
+ * of it; all of them for a range that holds every key, a few for a tenth of the keys, hardly any past
+ * the last key. */
+static void test_prefetch_range(const char *dir)
+{
+	static uint32_t got[STORE_PREFETCH_MAX_PAGES], leaves[STORE_PREFETCH_MAX_PAGES];
+	char path[512];
+	sqlite3 *db = NULL;
+	uint32_t root = 0;
+	size_t n, nleaves = 0, bad = 0;
+	int err = 0;
+
+	snprintf(path, sizeof(path), "%s/range.db", dir);
+	if (sqlite3_open(path, &db) != SQLITE_OK ||
+	    sqlite3_exec(db, "CREATE TABLE t(span INTEGER, bucket INTEGER, pad BLOB, PRIMARY KEY(span, bucket)) WITHOUT ROWID;"
+			 "WITH RECURSIVE k(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM k WHERE x < 19999)"
+			 " INSERT INTO t SELECT 60 + 3540 * (x % 2), 1000000 + 60 * (x / 2), randomblob(300) FROM k;",
+			 NULL, NULL, NULL) != SQLITE_OK)
+		err = -EIO;
+	if (!err)
+		nleaves = dbstat_leaves(db, "t", &root, leaves, STORE_PREFETCH_MAX_PAGES);
+	sqlite3_close(db);
+	CHECK(!err && nleaves > 1000, "prefetch range: a keyed table of %zu leaf pages", nleaves);
+	err = store_prefetch_pages(path, root, (int64_t[2]){ 0, 0 }, (int64_t[2]){ 4000, 1 << 30 },
+				   STORE_PREFETCH_MAX_PAGES, got, &n);
+	qsort(got, n, sizeof(*got), cmp_page);
+	CHECK(err == 0 && n == nleaves && memcmp(got, leaves, n * sizeof(*got)) == 0,
+	      "prefetch range: a range of every key hints every leaf (%zu of %zu; %d)", n, nleaves, err);
+	/* span 3600, the first tenth of its buckets: about a twentieth of the rows */
+	err = store_prefetch_pages(path, root, (int64_t[2]){ 3600, 1000000 }, (int64_t[2]){ 3600, 1000000 + 60 * 1000 },
+				   STORE_PREFETCH_MAX_PAGES, got, &n);
+	for (size_t i = 0; i < n; i++)
+		bad += !bsearch(&got[i], leaves, nleaves, sizeof(*leaves), cmp_page);
+	CHECK(err == 0 && n >= nleaves / 25 && n <= nleaves / 10 && bad == 0,
+	      "prefetch range: a twentieth of the keys hints a few of the leaves, all of them leaves (%zu of %zu, %zu"
+	      " not leaves; %d)", n, nleaves, bad, err);
+	err = store_prefetch_pages(path, root, (int64_t[2]){ 7200, 0 }, (int64_t[2]){ 7200, 1 << 30 },
+				   STORE_PREFETCH_MAX_PAGES, got, &n);
+	CHECK(err == 0 && n <= 2, "prefetch range: past the last key, at most the last leaf (%zu; %d)", n, err);
+	unlink(path);
 }
 
 /* A reader sees committed flushes only, and is not blocked by an open write transaction (WAL). */
@@ -2039,6 +2081,7 @@ int main(int argc, char **argv)
 	test_collision(dir);
 	test_big_flush(dir);
 	test_prefetch(dir);
+	test_prefetch_range(dir);
 	test_concurrent_reader(dir);
 	test_bad_files(dir);
 	test_frames_roundtrip(dir);
