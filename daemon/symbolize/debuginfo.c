@@ -143,7 +143,8 @@ static int try_debuglinks(const struct debuginfo_query *q, const char *debug_dir
 	return -ENOENT;
 }
 
-int debuginfo_find(const struct debuginfo_query *q, struct elf_file **out)
+/* The candidates under one root. */
+static int find_under(const struct debuginfo_query *q, struct elf_file **out)
 {
 	const char *debug_dir = q->debug_dir ? q->debug_dir : DEFAULT_DEBUG_DIR;
 	uint8_t id[ELF_BUILD_ID_MAX];
@@ -156,4 +157,17 @@ int debuginfo_find(const struct debuginfo_query *q, struct elf_file **out)
 			return err;
 	}
 	return try_debuglinks(q, debug_dir, id, len > 0 ? len : 0, out);
+}
+
+int debuginfo_find(const struct debuginfo_query *q, struct elf_file **out)
+{
+	struct debuginfo_query host = *q;
+	int err = find_under(q, out);
+
+	if (err == 0 || err == -ENOMEM || !q->root || !q->root[0])
+		return err;
+	/* The process's root is gone (it exited: a process of 30 ms often has by now) or holds no debug
+	 * file: the daemon's own. A candidate must match by build-id or CRC there too. */
+	host.root = "";
+	return find_under(&host, out);
 }

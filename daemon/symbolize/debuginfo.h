@@ -21,7 +21,8 @@ struct debuginfo_query {
  *   DEBUG_DIR/.build-id/xx/rest.debug            (its build-id must equal the binary's)
  *   DIR/NAME, DIR/.debug/NAME, DEBUG_DIR/DIR/NAME (NAME, CRC from .gnu_debuglink; DIR the binary's dir)
  * A debuglink candidate must have the CRC32 recorded in the binary, and when both files have a
- * build-id they must be equal. Each path is tried under q->root.
+ * build-id they must be equal. Each path is tried under q->root, then (none found there: the process
+ * may have exited, or have no debug files of its own) under the daemon's root.
  * Returns 0 with *out set (free with elf_file_free), -ENOENT (none) or -ENOMEM. */
 int debuginfo_find(const struct debuginfo_query *q, struct elf_file **out);
 

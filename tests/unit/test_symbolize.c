@@ -871,6 +871,33 @@ out:
 		stop(&c[i], false);
 }
 
+/* A process that exited leaves no /proc/PID/root to look for its debug files under: the daemon's own
+ * root is tried then, with the same checks (a debug file by build-id is found, a wrong CRC refused). */
+static void test_debug_root_gone(const char *dir)
+{
+	static const char *const names[] = { "app_bid", "app_dl", "app_badcrc" };
+	static const int want[] = { 0, 0, -ENOENT };
+	char path[PATH_MAX], found[PATH_MAX];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		struct debuginfo_query q = { .root = "/proc/4000000000/root", .debug_dir = dir, .path = path,
+					     .found = found, .found_len = sizeof(found) };
+		struct elf_file *bin = NULL, *dbg = NULL;
+		int err;
+
+		found[0] = '\0';
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		err = elf_file_open(path, &bin);
+		q.bin = bin;
+		err = err ?: debuginfo_find(&q, &dbg);
+		CHECK(err == want[i] && (err || strncmp(found, dir, strlen(dir)) == 0),
+		      "debug file of %s with the process's root gone: %d (want %d), %s", names[i], err, want[i],
+		      found[0] ? found : "none");
+		elf_file_free(dbg);
+		elf_file_free(bin);
+	}
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/test_symbolize.XXXXXX";
@@ -895,6 +922,7 @@ int main(void)
 		test_elf_corrupt(dir, lib);
 		test_unstripped(dir);
 		test_stripped(dir);
+		test_debug_root_gone(dir);
 	}
 	run("rm -rf -- '%s'", dir);
 	return CHECK_EXIT();
