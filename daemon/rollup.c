@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "rollup.h"
 
 #define MAP_DEFAULT_MAX (1u << 22)
@@ -99,14 +100,8 @@ void rollup_map_free(struct rollup_map *m)
 static uint64_t cell_hash(int64_t bucket, uint32_t pid, int64_t comm_id, int64_t stack_id)
 {
 	uint64_t v[4] = { (uint64_t)bucket, pid, (uint64_t)comm_id, (uint64_t)stack_id };
-	uint64_t h = 0x9e3779b97f4a7c15ULL;
 
-	for (size_t i = 0; i < 4; i++) {
-		h ^= v[i];
-		h *= 0xbf58476d1ce4e5b9ULL;
-		h ^= h >> 31;
-	}
-	return h;
+	return hash_words(v, 4);
 }
 
 /* The slot of a key: its cell, or the free one where it goes. The table has a free slot. */

@@ -13,6 +13,7 @@
 #include <sqlite3.h>
 
 #include "store.h"
+#include "hash.h"
 #include "store_impl.h"
 
 #define STR_(x) #x
@@ -91,13 +92,7 @@ static const char migrate_v3_sql[] =
 /* 64-bit FNV-1a of len bytes. */
 static uint64_t fnv1a(const char *s, size_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
+	return hash_bytes(HASH_FNV_OFFSET, s, len);
 }
 
 /* Maps an SQLite result code to a negative errno. */
@@ -340,14 +335,8 @@ static uint64_t row_hash(const struct pending_row *r)
 {
 	uint64_t v[5] = { (uint64_t)r->ts, ((uint64_t)r->pid << 32) | r->tid, (uint64_t)r->comm_id,
 			  (uint64_t)r->thread_id, (uint64_t)r->stack_id };
-	uint64_t h = 0x9e3779b97f4a7c15ULL;
 
-	for (size_t i = 0; i < 5; i++) {
-		h ^= v[i];
-		h *= 0xbf58476d1ce4e5b9ULL;
-		h ^= h >> 31;
-	}
-	return h;
+	return hash_words(v, 5);
 }
 
 static bool row_same(const struct pending_row *a, const struct pending_row *b)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "store.h"
 #include "store_impl.h"
 
@@ -391,13 +392,7 @@ static int frame_new(struct answer *a, int64_t id, uint32_t *idx)
 /* FNV-1a of a frame name, as the key of the map of names split out of texts. */
 static int64_t name_key(const char *s, size_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return (int64_t)h;
+	return (int64_t)hash_bytes(HASH_FNV_OFFSET, s, len);
 }
 
 /* The frame index of a name split out of a stored text (names are kept once, by hash and text). */

@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "daemon/render/pprof.pb-c.h"
+#include "hash.h"
 #include "render/pprof.h"
 
 #define TABLE_MIN_CAP 64 /* first capacity of each table; they double as needed */
@@ -63,20 +64,14 @@ static void *alloc_array(size_t n, size_t size)
 
 static uint64_t hash_str(const char *s)
 {
-	uint64_t h = 1469598103934665603ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
+	return hash_bytes(HASH_FNV_OFFSET, s, strlen(s));
 }
 
 static uint64_t hash_pair(uint64_t a, uint64_t b)
 {
-	uint64_t h = a * 0x9e3779b97f4a7c15ULL ^ b;
+	uint64_t v[2] = { a, b };
 
-	h ^= h >> 31;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	return h ^ (h >> 29);
+	return hash_words(v, 2);
 }
 
 /* Length of the well-formed UTF-8 sequence s starts with, 0 when it starts none. Never reads past

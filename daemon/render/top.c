@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "render/json.h"
 #include "render/top.h"
 
@@ -38,15 +39,6 @@ int top_new(size_t max_functions, struct top **out)
 	return 0;
 }
 
-static uint64_t hash(const char *s, size_t len)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-	return h;
-}
-
 static int grow(struct top *t)
 {
 	size_t cap = t->cap * 2;
@@ -71,7 +63,7 @@ static int grow(struct top *t)
 /* The slot of name[0..len), created when missing; NULL when full (-ENOSPC) or out of memory. */
 static struct slot *lookup(struct top *t, const char *name, size_t len, int *err)
 {
-	uint64_t h = hash(name, len);
+	uint64_t h = hash_bytes(HASH_FNV_OFFSET, name, len);
 	size_t i = h & (t->cap - 1);
 	char *copy;
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "render/tree.h"
 
 #define DEFAULT_MAX_NODES 1000000
@@ -26,10 +27,8 @@ struct tree {
 
 static uint64_t hash_name(const struct node *parent, const char *s, size_t len)
 {
-	uint64_t h = 1469598103934665603ULL ^ (uint64_t)(uintptr_t)parent;
+	uint64_t h = hash_bytes(HASH_FNV_OFFSET ^ (uint64_t)(uintptr_t)parent, s, len);
 
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
 	return h ? h : 1;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bincache.h"
+#include "hash.h"
 #include "kallsyms.h"
 #include "perfmap.h"
 #include "proccache.h"
@@ -38,7 +39,7 @@ struct symbolizer {
 static uint64_t modules_signature(const char *path)
 {
 	char line[512], name[128], addr[64];
-	uint64_t h = 1469598103934665603ULL;
+	uint64_t h = HASH_FNV_OFFSET;
 	FILE *f = fopen(path, "re");
 
 	if (!f)
@@ -48,10 +49,8 @@ static uint64_t modules_signature(const char *path)
 
 		if (sscanf(line, "%127s", name) != 1 || !last || sscanf(last, "%63s", addr) != 1)
 			continue;
-		for (const char *p = name; *p; p++)
-			h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-		for (const char *p = addr; *p; p++)
-			h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+		h = hash_bytes(h, name, strlen(name));
+		h = hash_bytes(h, addr, strlen(addr));
 	}
 	fclose(f);
 	return h;

@@ -18,6 +18,7 @@
 #include "check.h"
 #include "testutil.h"
 #include "render/folded.h"
+#include "hash.h"
 #include "store.h"
 #include "store_impl.h"
 
@@ -415,13 +416,7 @@ static void test_rollback(const char *dir)
 /* Mirrors store.c's stack hash (64-bit FNV-1a) to plant a colliding row. */
 static uint64_t fnv1a(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
+	return hash_bytes(HASH_FNV_OFFSET, s, strlen(s));
 }
 
 static void test_collision(const char *dir)
