@@ -229,6 +229,12 @@ static __always_inline __u64 capture(void *ctx, void *stacks, __u64 flags, __u32
 /* x86-64 user addresses are below this (canonical lower half); kernel ones above. */
 #define USER_TOP 0x800000000000ULL
 
+/* Bytes of the user stack copied at the start of a walk: from the stack pointer to the end of its page
+ * (x86-64 pages are 4 KiB, so the copy never reaches an unmapped page). The frames found in it are read
+ * from the copy, the rest one by one: one helper call instead of one or two per frame, 8% of the
+ * program's time over bench/burn at 99 Hz. */
+#define STACK_COPY 4096
+
 /* A user stack walk in progress, shared with walk_step(). */
 struct walk {
 	__u64 ip, sp, bp; /* registers of the frame being unwound */
@@ -236,6 +242,9 @@ struct walk {
 	__u32 n;          /* frames written to scratch */
 	__u32 done;       /* WALK_* once the walk stopped */
 	__u32 used;       /* USED_* ways frames were unwound */
+	__u64 copy_at;    /* user address of copy[0] */
+	__u64 copied;     /* bytes of copy holding the stack (0: none) */
+	__u8 copy[STACK_COPY];
 };
 
 enum { WALK_ON = 0, WALK_END, WALK_FAILED, WALK_REFRESH };
@@ -299,6 +308,21 @@ static __always_inline const struct unwind_row *find_row(void *table, __u32 nrow
 	return r && r->pc <= pc ? r : NULL;
 }
 
+/* Reads size bytes (8 or 16) of the user stack at addr: from the walk's copy when it holds them all,
+ * else from user memory. Returns 0 or a negative error. */
+static __always_inline long read_stack(struct walk *w, void *dst, __u32 size, __u64 addr)
+{
+	__u64 off = addr - w->copy_at; /* wraps to a huge value below the copy */
+
+	if (off > STACK_COPY - 16 || off + size > w->copied)
+		return bpf_probe_read_user(dst, size, (void *)addr);
+	if (size == 16)
+		__builtin_memcpy(dst, &w->copy[off], 16);
+	else
+		__builtin_memcpy(dst, &w->copy[off], 8);
+	return 0;
+}
+
 /* One frame up with the frame pointer: [bp] is the caller's bp, [bp + 8] the return address. */
 static __always_inline long fp_step(struct walk *w)
 {
@@ -309,7 +333,7 @@ static __always_inline long fp_step(struct walk *w)
 		return 1;
 	}
 	w->used |= USED_FP;
-	if (!w->bp || w->bp < w->sp || bpf_probe_read_user(frame, sizeof(frame), (void *)w->bp)) {
+	if (!w->bp || w->bp < w->sp || read_stack(w, frame, sizeof(frame), w->bp)) {
 		w->done = WALK_END; /* the chain ends (or was never there) */
 		return 1;
 	}
@@ -344,12 +368,12 @@ static __always_inline long table_step(struct walk *w, const struct unwind_row *
 		w->done = WALK_FAILED;
 		return 1;
 	}
-	if (cfa <= w->sp || bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8))) {
+	if (cfa <= w->sp || read_stack(w, &ra, sizeof(ra), cfa - 8)) {
 		w->done = WALK_FAILED; /* a stack only grows down; or unreadable */
 		return 1;
 	}
 	if (cfa_kind != UNWIND_CFA_PLT && rbp_kind == UNWIND_RBP_CFA) {
-		if (bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + (__s64)r->rbp_off * 8)))
+		if (read_stack(w, &bp, sizeof(bp), cfa + (__s64)r->rbp_off * 8))
 			bp = 0;
 	} else if (rbp_kind == UNWIND_RBP_OTHER) {
 		bp = 0;
@@ -439,6 +463,7 @@ static __always_inline __u64 walk_user(struct bpf_perf_event_data *ctx, const st
 	struct stack_trace *st = bpf_map_lookup_elem(&scratch, &zero);
 	struct walk *w = bpf_map_lookup_elem(&walks, &zero);
 	struct walk_ctx wc = { .proc = p };
+	__u32 copy, n;
 
 	if (!st || !w)
 		return 0;
@@ -457,10 +482,18 @@ static __always_inline __u64 walk_user(struct bpf_perf_event_data *ctx, const st
 	}
 	if (!w->ip)
 		return 0;
-	__builtin_memset(st->ips, 0, sizeof(st->ips));
+	/* The rest of the stack pointer's page, in one read (frames beyond it are read one by one). */
+	copy = STACK_COPY - (w->sp & (STACK_COPY - 1));
+	if (copy > STACK_COPY)
+		copy = STACK_COPY;
+	w->copy_at = w->sp;
+	w->copied = bpf_probe_read_user(w->copy, copy, (void *)w->sp) ? 0 : copy;
 	bpf_loop(PROFILE_MAX_DEPTH, walk_step, &wc, 0);
 	if (!w->n)
 		return 0;
+	n = w->n;
+	if (n < PROFILE_MAX_DEPTH)
+		st->ips[n] = 0; /* the end; what follows is an earlier stack's, and nobody reads it */
 	if (w->done == WALK_ON) {
 		key->flags |= SAMPLE_USTACK_TRUNCATED;
 		stat_inc(STAT_UNWIND_TRUNCATED);
