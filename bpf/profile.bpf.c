@@ -516,7 +516,7 @@ static __always_inline __u64 user_stack(struct bpf_perf_event_data *ctx, struct 
 
 	const struct seen_process *known;
 
-	if (unwind_mode != UNWIND_MODE_FP && BPF_CORE_READ(task, mm)) {
+	if (unwind_mode != UNWIND_MODE_FP && task->mm) {
 		p = bpf_map_lookup_elem(&unwind_procs, &key->pid);
 		known = p ? bpf_map_lookup_elem(&seen, &key->pid) : NULL;
 		/* Only tables read for this image: not those of the program it exec'd from, or of a process
@@ -552,7 +552,7 @@ static __always_inline void count(void *counts, struct sample_key *key)
 /* Reports a process's first samples (pid and start time) through the events ring buffer. */
 static __always_inline void note_process(struct task_struct *task, __u32 pid)
 {
-	__u64 start = BPF_CORE_READ(task, group_leader, start_time), now = bpf_ktime_get_ns();
+	__u64 start = task->group_leader->start_time, now = bpf_ktime_get_ns();
 	struct seen_process *known = bpf_map_lookup_elem(&seen, &pid), fresh = { .start = start };
 	struct process_event *e;
 
@@ -595,9 +595,10 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	key.boot_sec = bpf_ktime_get_boot_ns() / 1000000000ULL;
-	bpf_get_current_comm(key.comm, sizeof(key.comm));
-	task = (struct task_struct *)bpf_get_current_task();
-	BPF_CORE_READ_STR_INTO(&key.pcomm, task, group_leader, comm);
+	/* The task's fields are read with plain loads (a BTF pointer), not with helper calls. */
+	task = bpf_get_current_task_btf();
+	__builtin_memcpy(key.comm, task->comm, sizeof(key.comm));
+	__builtin_memcpy(key.pcomm, task->group_leader->comm, sizeof(key.pcomm));
 
 	/* Interrupted in user mode there is no kernel stack to read. */
 	kernel = ctx->regs.ip >= USER_TOP;
