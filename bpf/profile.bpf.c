@@ -484,8 +484,6 @@ static __always_inline __u64 walk_user(struct bpf_perf_event_data *ctx, const st
 		return 0;
 	/* The rest of the stack pointer's page, in one read (frames beyond it are read one by one). */
 	copy = STACK_COPY - (w->sp & (STACK_COPY - 1));
-	if (copy > STACK_COPY)
-		copy = STACK_COPY;
 	w->copy_at = w->sp;
 	w->copied = bpf_probe_read_user(w->copy, copy, (void *)w->sp) ? 0 : copy;
 	bpf_loop(PROFILE_MAX_DEPTH, walk_step, &wc, 0);
