@@ -17,11 +17,17 @@ const check = (ok, name, why) => {
   if (!ok) failed++;
 };
 
-const browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), 'flamed-chromium-')), {
-  executablePath: arg.chromium, headless: true, viewport: { width: 1280, height: 800 },
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+let browser;
+try {
+  browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), 'flamed-chromium-')), {
+    executablePath: arg.chromium, headless: true, viewport: { width: 1280, height: 800 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+} catch (e) {
+  check(false, `${arg.chromium} starts under playwright-core`, String(e.message).split('\n').slice(0, 2).join(' | ').slice(0, 300));
+  process.exit(1);
+}
 mkdirSync(arg.shots, { recursive: true });
 const T = (page, id) => page.locator(`[data-testid="${id}"]`);
 

@@ -31,14 +31,20 @@ let failed = 0, shot = 0;
 
 // ---- the browser ----
 const profileDir = mkdtempSync(join(tmpdir(), 'flamed-chromium-'));
-const context = await chromium.launchPersistentContext(profileDir, {
-  executablePath: arg.chromium,
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1440, height: 1000 },
-  timezoneId: 'UTC',
-});
+let context;
+try {
+  context = await chromium.launchPersistentContext(profileDir, {
+    executablePath: arg.chromium,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1440, height: 1000 },
+    timezoneId: 'UTC',
+  });
+} catch (e) {
+  console.log(`FAIL: ${arg.chromium} starts under playwright-core: ${String(e.message).split('\n').slice(0, 2).join(' | ').slice(0, 300)}`);
+  process.exit(1);
+}
 const page = context.pages()[0] || await context.newPage();
 page.setDefaultTimeout(TIMEOUT);
 const consoleErrors = [], pageErrors = [], foreign = [];
