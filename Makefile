@@ -88,7 +88,7 @@ $(foreach p,$(PROTO_SRCS),$(eval $(BUILD)/$(p:.proto=.o): $(BUILD)/$(p:.proto=.p
 # The dashboard: npm packages pinned by web/package-lock.json, bundled by esbuild into one HTML file,
 # embedded in the binary.
 web/node_modules/.package-lock.json: web/package.json web/package-lock.json | $(BUILD)/.deps
-	cd web && npm ci --no-audit --no-fund --loglevel=error
+	cd web && npm ci --no-audit --no-fund --engine-strict --loglevel=error
 $(BUILD)/web/index.html: $(WEB_SRCS) web/node_modules/.package-lock.json
 	cd web && node build.mjs $(abspath $@)
 $(BUILD)/daemon/dashboard.o: daemon/dashboard.S $(BUILD)/web/index.html

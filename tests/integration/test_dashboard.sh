@@ -16,13 +16,50 @@ if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
 	exit 0
 fi
 
-# playwright-core as pinned by tests/browser/package-lock.json, when missing or older than the lock.
-stamp=$BROWSER_DIR/node_modules/.package-lock.json
-if [ ! -f "$stamp" ] || [ "$BROWSER_DIR/package-lock.json" -nt "$stamp" ] || [ "$BROWSER_DIR/package.json" -nt "$stamp" ]; then
-	(cd "$BROWSER_DIR" && npm ci --no-audit --no-fund --loglevel=error) > "$TMP/npm.log" 2>&1
-	check "npm ci installs playwright-core in tests/browser" eval '[ -f "$stamp" ] || { cat "$TMP/npm.log"; false; }'
-	[ -f "$stamp" ] || exit 1
+# Too old a Node.js or Chromium is named before anything starts: the oldest Node.js is what the pinned
+# playwright-core says (its engines in the lock file), the oldest Chromium what the page is built for.
+lock=$BROWSER_DIR/package-lock.json
+need_node=$(jq -r '.packages["node_modules/playwright-core"].engines.node // ""' "$lock" | tr -dc '0-9.' | cut -d. -f1)
+have_node=$(node -p 'process.versions.node' 2>/dev/null)
+if [ -z "$need_node" ] || ! [ "${have_node%%.*}" -ge "$need_node" ] 2>/dev/null; then
+	fail "dashboard: Node.js ${have_node:-(none)} is older than ${need_node:-?}, which playwright-core (tests/browser/package-lock.json) needs: apt-get install nodejs (Debian 12's is 18), or put a newer node first in PATH"
+	exit 1
 fi
+pass "dashboard: Node.js $have_node is at least $need_node, which playwright-core needs"
+
+# playwright-core as pinned by tests/browser/package-lock.json, when missing or another version.
+want=$(jq -r '.packages["node_modules/playwright-core"].version' "$lock")
+installed=$BROWSER_DIR/node_modules/playwright-core/package.json
+if [ "$(jq -r .version "$installed" 2>/dev/null)" != "$want" ]; then
+	(cd "$BROWSER_DIR" && npm ci --no-audit --no-fund --engine-strict --loglevel=error) > "$TMP/npm.log" 2>&1
+	check "npm ci installs playwright-core $want in tests/browser" \
+		eval '[ "$(jq -r .version "$installed" 2>/dev/null)" = "$want" ] || { cat "$TMP/npm.log"; false; }'
+	[ "$FAILED" -eq 0 ] || exit 1
+fi
+
+# The dashboard's bundle is built for Chromium 100 and later (esbuild's target in web/build.mjs).
+need_chromium=$(grep -o "'chrome[0-9]*'" "$BROWSER_DIR/../../web/build.mjs" | tr -dc 0-9)
+have_chromium=$("$CHROMIUM" --version 2>/dev/null | grep -o '[0-9][0-9.]*' | head -1)
+if [ -z "$need_chromium" ] || ! [ "${have_chromium%%.*}" -ge "$need_chromium" ] 2>/dev/null; then
+	fail "dashboard: Chromium ${have_chromium:-(no version from $CHROMIUM --version)} is older than ${need_chromium:-?}, which the dashboard is built for (web/build.mjs): apt-get install chromium, or set CHROMIUM=PATH"
+	exit 1
+fi
+pass "dashboard: Chromium $have_chromium is at least $need_chromium, which the dashboard is built for"
+
+# browser_test SCRIPT ARGS...: runs tests/browser/SCRIPT, which prints a PASS or FAIL line per check;
+# when it exits non-zero without one (a crash, a browser that would not start) the failure says so.
+browser_test() {
+	local script=$1 rc
+	shift
+	(cd "$BROWSER_DIR" && node "$script" "$@") > "$TMP/$script.out" 2>&1
+	rc=$?
+	cat "$TMP/$script.out"
+	if [ $rc -ne 0 ]; then
+		FAILED=1
+		grep -q '^FAIL: ' "$TMP/$script.out" ||
+			fail "$script runs to its end (it exited with status $rc: $(grep -v '^ *at ' "$TMP/$script.out" | tail -3 | tr '\n' ' '))"
+	fi
+}
 
 build_workload phases
 run_flamed dashboard --db "$TMP/flamed.db" --frequency 99 --flush-interval 1 --listen 127.0.0.1:0
@@ -45,9 +82,8 @@ check "the workload's profile has its three functions (crunch_leaf, write_loop, 
 SHOTS=$BUILD/screenshots
 mkdir -p "$SHOTS"
 rm -f "$SHOTS"/dashboard-*.png
-(cd "$BROWSER_DIR" && node dashboard.test.mjs --url "$URL" --pid "$wpid" --start "$START" --from "$FROM" --to "$TO" \
-	--shots "$SHOTS" --chromium "$CHROMIUM")
-[ $? -eq 0 ] || FAILED=1
+browser_test dashboard.test.mjs --url "$URL" --pid "$wpid" --start "$START" --from "$FROM" --to "$TO" \
+	--shots "$SHOTS" --chromium "$CHROMIUM"
 
 stop_flamed
 check "flamed exits 0 on SIGTERM after serving the dashboard" [ $? -eq 0 ]
@@ -56,7 +92,6 @@ check "flamed exits 0 on SIGTERM after serving the dashboard" [ $? -eq 0 ]
 head -c 24 /dev/urandom | base64 > "$TMP/token"
 chmod 600 "$TMP/token"
 run_flamed dashboard --db "$TMP/flamed.db" --listen 127.0.0.1:0 --auth-token-file "$TMP/token"
-(cd "$BROWSER_DIR" && node auth.test.mjs --url "$URL" --token "$(cat "$TMP/token")" --shots "$SHOTS" --chromium "$CHROMIUM")
-[ $? -eq 0 ] || FAILED=1
+browser_test auth.test.mjs --url "$URL" --token "$(cat "$TMP/token")" --shots "$SHOTS" --chromium "$CHROMIUM"
 stop_flamed
 exit $FAILED
