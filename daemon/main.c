@@ -141,8 +141,9 @@ static void usage(FILE *f)
 		"                         binaries no process runs are dropped first\n"
 		"  --unwind-processes N   processes given unwind tables at once, 16-65536 (default\n"
 		"                         1024; 8 KiB of kernel memory each); more use frame pointers\n"
-		"  -v, --verbose          log each flush (samples, keys, its length, when it drained\n"
-		"                         the maps) and its stacks; twice (-vv): libbpf's debug output too\n"
+		"  -v, --verbose          log when sampling began and each flush (samples, keys, its\n"
+		"                         length, when it drained the maps) and its stacks; twice\n"
+		"                         (-vv): libbpf's debug output too\n"
 		"  -h, --help             show this help and exit\n"
 		"  -V, --version          show the version and exit\n"
 		"\n"
@@ -962,6 +963,7 @@ int main(int argc, char **argv)
 		.flushed = PTHREAD_COND_INITIALIZER,
 	};
 	struct sampler_stats st;
+	struct timespec sampling;
 	int sfd = -1, tfd = -1, err;
 
 	parse_options(argc, argv);
@@ -986,10 +988,15 @@ int main(int argc, char **argv)
 	err = start(&d);
 	if (err)
 		goto out;
+	clock_gettime(CLOCK_REALTIME, &sampling);
 	if (!sampler_get_stats(d.smp, &st))
 		d.status.cpus = st.cpus;
 	fprintf(stderr, "flamed: sampling %u CPUs at %u Hz, storing every %u s in %s\n", d.status.cpus,
 		opt.frequency, opt.flush_interval, opt.db);
+	/* When every CPU was sampled, in Unix seconds: a test reading this log late knows from when. */
+	if (opt.verbose)
+		fprintf(stderr, "flamed: sampling since %lld.%06ld\n", (long long)sampling.tv_sec,
+			sampling.tv_nsec / 1000);
 	err = start_http(&d);
 	if (err)
 		goto out;
