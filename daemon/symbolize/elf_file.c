@@ -346,3 +346,154 @@ int elf_segments_vaddr(const struct elf_segment *segs, size_t n, uint64_t off, u
 	}
 	return -ENOENT;
 }
+
+unsigned elf_file_class(const struct elf_file *f)
+{
+	return f->ehdr.e_ident[EI_CLASS];
+}
+
+int elf_file_fd(const struct elf_file *f)
+{
+	return f->fd;
+}
+
+size_t elf_file_section_count(const struct elf_file *f)
+{
+	return f->shnum;
+}
+
+/* What a symbol search looks for: the symbol called name, or (name NULL) a function symbol at value. */
+struct sym_query {
+	const char *name;
+	uint64_t value;
+};
+
+/* The symbol table .symtab or .dynsym and the index of its string table. Returns 0, -ENOENT or -EINVAL. */
+static int symbol_table(const struct elf_file *f, bool dynamic, Elf_Data **data, size_t *strndx)
+{
+	GElf_Shdr sh, strsh;
+	Elf_Scn *scn, *strscn;
+	Elf_Data *strdata;
+
+	if (elf_file_find_section(f, dynamic ? SHT_DYNSYM : SHT_SYMTAB, &scn, &sh) < 0)
+		return -ENOENT;
+	if (elf_file_section(f, sh.sh_link, &strscn, &strsh) < 0 || strsh.sh_type != SHT_STRTAB ||
+	    elf_file_section_data(f, strscn, &strsh, &strdata) < 0 ||
+	    elf_file_section_data(f, scn, &sh, data) < 0)
+		return -EINVAL;
+	*strndx = sh.sh_link;
+	return 0;
+}
+
+/* True when defined symbol sym (name at offset st_name of section strndx) is what q looks for. */
+static bool sym_matches(const struct elf_file *f, size_t strndx, const GElf_Sym *sym,
+			const struct sym_query *q)
+{
+	unsigned type = GELF_ST_TYPE(sym->st_info);
+	const char *s;
+
+	if (!q->name)
+		return sym->st_value == q->value && (type == STT_FUNC || type == STT_GNU_IFUNC);
+	s = elf_file_string(f, strndx, sym->st_name);
+	return s && strcmp(s, q->name) == 0;
+}
+
+/* Finds the first defined symbol of .symtab or .dynsym that q looks for. Returns 0 (in *sym), -ENOENT
+ * or -EINVAL. */
+static int find_symbol(const struct elf_file *f, bool dynamic, const struct sym_query *q, GElf_Sym *sym)
+{
+	Elf_Data *data;
+	size_t strndx;
+	int i, err = symbol_table(f, dynamic, &data, &strndx);
+
+	if (err)
+		return err;
+	for (i = 1; i < INT32_MAX && gelf_getsym(data, i, sym); i++) {
+		if (sym->st_shndx != SHN_UNDEF && sym_matches(f, strndx, sym, q))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+int elf_file_symbol(const struct elf_file *f, bool dynamic, const char *name, GElf_Sym *sym)
+{
+	struct sym_query q = { .name = name };
+
+	return find_symbol(f, dynamic, &q, sym);
+}
+
+int elf_file_func_at(const struct elf_file *f, bool dynamic, uint64_t vaddr)
+{
+	struct sym_query q = { .value = vaddr };
+	GElf_Sym sym;
+	int err = find_symbol(f, dynamic, &q, &sym);
+
+	if (err == -ENOENT)
+		return 0;
+	return err ? err : 1;
+}
+
+/* Finds the PT_LOAD header *ph whose memory image (file: its file bytes) holds [vaddr, vaddr+len) and
+ * whose flags hold flags. Returns 0, -ENOENT or -EINVAL. */
+static int find_load(const struct elf_file *f, uint64_t vaddr, uint64_t len, uint32_t flags, bool file,
+		     GElf_Phdr *ph)
+{
+	uint64_t size;
+	size_t i;
+
+	if (len == 0)
+		len = 1;
+	if (vaddr + len < vaddr)
+		return -ENOENT;
+	for (i = 0; i < f->phnum; i++) {
+		if (!gelf_getphdr(f->elf, (int)i, ph))
+			return -EINVAL;
+		if (ph->p_type != PT_LOAD || (ph->p_flags & flags) != flags)
+			continue;
+		size = file ? ph->p_filesz : ph->p_memsz;
+		if (vaddr >= ph->p_vaddr && vaddr - ph->p_vaddr <= size && len <= size - (vaddr - ph->p_vaddr))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+int elf_file_vaddr_loaded(const struct elf_file *f, uint64_t vaddr, uint64_t len, uint32_t flags)
+{
+	GElf_Phdr ph;
+
+	return find_load(f, vaddr, len, flags, false, &ph);
+}
+
+int elf_file_pread(const struct elf_file *f, uint64_t off, void *buf, size_t len)
+{
+	size_t done = 0;
+	ssize_t r;
+
+	if (!in_file(f, off, len))
+		return -EINVAL;
+	while (done < len) {
+		r = pread(f->fd, (char *)buf + done, len - done, (off_t)(off + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -EIO;
+		done += (size_t)r;
+	}
+	return 0;
+}
+
+int elf_file_read_vaddr(const struct elf_file *f, uint64_t vaddr, void *buf, size_t len)
+{
+	uint64_t delta;
+	GElf_Phdr ph;
+	int err = find_load(f, vaddr, len, 0, true, &ph);
+
+	if (err)
+		return err;
+	delta = vaddr - ph.p_vaddr;
+	if (ph.p_offset > UINT64_MAX - delta)
+		return -EINVAL;
+	return elf_file_pread(f, ph.p_offset + delta, buf, len);
+}

@@ -3,6 +3,7 @@
 #define FLAMED_SYMBOLIZE_ELF_FILE_H
 
 #include <gelf.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,5 +62,40 @@ int elf_file_section_data(const struct elf_file *f, Elf_Scn *scn, const GElf_Shd
 
 /* The string at offset off of string table section ndx, or NULL when out of range. */
 const char *elf_file_string(const struct elf_file *f, size_t ndx, size_t off);
+
+/* The EI_CLASS of the file (ELFCLASS64, ELFCLASS32). */
+unsigned elf_file_class(const struct elf_file *f);
+
+/* The descriptor f reads through (owned by f: do not close it), for readers that parse the same file
+ * again with libelf or libdw (cfi_fde_ranges). */
+int elf_file_fd(const struct elf_file *f);
+
+/* The number of section headers, the null one included: indices 1 to this - 1 name sections. */
+size_t elf_file_section_count(const struct elf_file *f);
+
+/* Finds the first defined symbol (st_shndx not SHN_UNDEF) called exactly name in .symtab (dynamic =
+ * false) or .dynsym (dynamic = true) of f, of any type and binding. Returns 0 with *sym set, -ENOENT (no
+ * such section or symbol) or -EINVAL (a corrupt section or string table). */
+int elf_file_symbol(const struct elf_file *f, bool dynamic, const char *name, GElf_Sym *sym);
+
+/* Whether a defined STT_FUNC or STT_GNU_IFUNC symbol of .symtab (dynamic = false) or .dynsym
+ * (dynamic = true) of f has the value vaddr. Returns 1, 0 (none, or no such section) or -EINVAL. */
+int elf_file_func_at(const struct elf_file *f, bool dynamic, uint64_t vaddr);
+
+/* Whether ELF virtual addresses [vaddr, vaddr+len) (len 0: vaddr alone) lie in the memory image
+ * (p_vaddr, p_memsz) of one PT_LOAD segment whose p_flags hold all of flags (PF_X, PF_W, PF_R; 0: any).
+ * Returns 0, -ENOENT (no such segment, or the range wraps) or -EINVAL (unreadable program headers). */
+int elf_file_vaddr_loaded(const struct elf_file *f, uint64_t vaddr, uint64_t len, uint32_t flags);
+
+/* Reads len bytes at file offset off into buf (pread, retried on EINTR and short reads).
+ * Returns 0, -EINVAL ([off, off+len) is not inside the file as it was opened), -EIO (the file shrank)
+ * or -errno from pread. */
+int elf_file_pread(const struct elf_file *f, uint64_t off, void *buf, size_t len);
+
+/* Reads the len bytes the file holds for ELF virtual addresses [vaddr, vaddr+len): they must lie in the
+ * file bytes (p_offset, p_filesz) of one PT_LOAD segment. Returns 0, -ENOENT (they do not: outside all
+ * segments, or in a segment's zero-filled tail such as .bss), -EINVAL (unreadable program headers, or
+ * those bytes past the end of the file), -EIO or -errno as elf_file_pread. */
+int elf_file_read_vaddr(const struct elf_file *f, uint64_t vaddr, void *buf, size_t len);
 
 #endif
