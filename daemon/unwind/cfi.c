@@ -1103,3 +1103,48 @@ const struct unwind_row *cfi_lookup(const struct unwind_row *rows, size_t n, uin
 	}
 	return &rows[lo];
 }
+
+/* Copies the kept .eh_frame FDEs of b into a malloc'd array. Returns 0, -ENOENT (none) or -ENOMEM. */
+static int copy_ranges(const struct build *b, struct cfi_range **out, size_t *n)
+{
+	struct cfi_range *v;
+	size_t i;
+
+	if (b->eh.n == 0)
+		return -ENOENT;
+	v = calloc(b->eh.n, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < b->eh.n; i++)
+		v[i] = (struct cfi_range){ .lo = b->eh.v[i].lo, .hi = b->eh.v[i].hi };
+	*out = v;
+	*n = b->eh.n;
+	return 0;
+}
+
+int cfi_fde_ranges(int fd, size_t max, struct cfi_range **out, size_t *n)
+{
+	struct build b = { 0 };
+	int err;
+
+	if (!out || !n)
+		return -EINVAL;
+	if (fd < 0)
+		return -EBADF;
+	b.max_fdes = max;
+	err = elf_in_open(&b.bin, fd);
+	if (!err && !is_x86_64(&b.bin))
+		err = -ENOTSUP;
+	if (!err)
+		err = load_exec_segments(&b);
+	if (!err)
+		err = open_eh_frame(&b);
+	if (!err)
+		err = collect_fdes(&b, &b.eh);
+	if (!err) {
+		sort_fdes(&b, &b.eh, NULL);
+		err = copy_ranges(&b, out, n);
+	}
+	build_free(&b);
+	return err;
+}

@@ -71,4 +71,20 @@ int cfi_build(int fd, int debug_fd, size_t max_rows, struct unwind_row **rows, s
  * does), or NULL when n is 0 or pc is below the first row. */
 const struct unwind_row *cfi_lookup(const struct unwind_row *rows, size_t n, uint64_t pc);
 
+/* One FDE's address range: [lo, hi), ELF virtual addresses. */
+struct cfi_range {
+	uint64_t lo, hi;
+};
+
+/* Lists the FDE ranges of the .eh_frame of the binary open on fd (not taken over; read with pread as
+ * cfi_build reads it). Every entry is walked (the .eh_frame_hdr table is not used) and checked as
+ * cfi_build checks it; FDEs are kept and overlaps dropped by its rules (non-empty, not at 0, inside an
+ * executable PT_LOAD segment; of overlapping ones the first to start, at equal starts the first in the
+ * section). No instruction is interpreted. Returns 0 with *out (malloc'd, free() it) sorted by
+ * increasing lo, not overlapping, and *n set; or -errno: -ENOTSUP (not an x86-64 ELF64 executable or
+ * shared object), -ENOENT (no .eh_frame, one over CFI_MAX_SECTION, or no FDE kept), -EINVAL (corrupt,
+ * or not ELF), -E2BIG (more than max FDEs, a kept FDE above 4 GiB, more than CFI_MAX_CIES CIEs),
+ * -ENOMEM, or another -errno from fstat. *out and *n are set only on success. */
+int cfi_fde_ranges(int fd, size_t max, struct cfi_range **out, size_t *n);
+
 #endif
