@@ -1,0 +1,46 @@
+/* pyelf.h - tells whether an ELF file is a CPython interpreter (a python binary with libpython linked in,
+ * or libpython3.X.so), and where it keeps what a Python stack walk needs; from .dynsym and sections
+ * alone, as a stripped distribution binary keeps them, with its .symtab (or a debug file's) when there. */
+#ifndef FLAMED_PYTHON_PYELF_H
+#define FLAMED_PYTHON_PYELF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "python/pylayout.h"
+
+struct elf_file;
+
+/* How the eval loop's .cold part was found. */
+enum py_cold_source {
+	PY_COLD_NONE = 0,    /* none: the function is in one piece, or the part was not found */
+	PY_COLD_SYMBOL = 1,  /* the symbol _PyEval_EvalFrameDefault.cold (.symtab, or the debug file's) */
+	PY_COLD_JUMPS = 2,   /* the FDE most jumps out of the function land in, with no symbol of its own */
+};
+
+/* An interpreter; addresses are ELF virtual addresses of the file. */
+struct py_binary {
+	unsigned major, minor, micro;      /* from Py_Version (3.11+), else the "cpython-3X" cache tag
+					    * (micro 0 then) */
+	const struct py_layout *layout;    /* py_layout_find(major, minor) */
+	uint64_t runtime;                  /* _PyRuntime */
+	uint64_t eval_start, eval_end;     /* _PyEval_EvalFrameDefault, from its symbol's size */
+	uint64_t cold_start, cold_end;     /* its .cold part; both 0 when none */
+	enum py_cold_source cold_source;
+	uint64_t code_type;                /* PyCode_Type; 0 when not found (code objects then unchecked) */
+	uint64_t tramp_start, tramp_end;   /* _Py_trampoline_func_start, _end (3.12+ -X perf); 0: none */
+	uint8_t tramp_cfa;                 /* at the trampoline's call's return address CFA = rsp +
+					    * tramp_cfa; 0 when the template was not understood */
+	bool tramp_rbp_saved;              /* the template pushes rbp (saved at CFA - 16) */
+	bool debug_offsets;                /* 3.13+: _Py_DebugOffsets were found and agree with layout */
+};
+
+/* Inspects f, with its separate debug file debug (NULL: none) for .symtab. Symbols are looked up in
+ * f's .dynsym, then .symtab, then debug's .symtab. Returns 0 with *out filled; -ENOENT when f is not an
+ * interpreter (no _PyRuntime or _PyEval_EvalFrameDefault symbol: most files); -ENOTSUP for an
+ * interpreter of a version without a layout (out->major and minor say which); -EINVAL when it looks
+ * like one but is inconsistent: no version found or several, a 3.13+ _Py_DebugOffsets that disagrees
+ * with the layout, symbols outside the file's segments. */
+int py_elf_inspect(const struct elf_file *f, const struct elf_file *debug, struct py_binary *out);
+
+#endif
