@@ -13,6 +13,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "profile.h"
+#include "python.h"
 #include "unwind.h"
 
 #define ENOMEM 12
@@ -22,6 +23,7 @@
 /* Knobs set by the daemon before load. */
 const volatile bool include_idle = false;
 const volatile __u32 unwind_mode = UNWIND_MODE_FP; /* enum unwind_mode */
+const volatile bool python_walk = false;           /* write Python frames (python_walk.h) */
 
 /* Generation being filled: 0 or 1. Written by the daemon through the mmaped .bss. */
 __u32 active_gen = 0;
@@ -242,12 +244,29 @@ struct walk {
 	__u32 n;          /* frames written to scratch */
 	__u32 done;       /* WALK_* once the walk stopped */
 	__u32 used;       /* USED_* ways frames were unwound */
+	__u32 unwound;    /* native frames unwound so far (0: ip is the leaf's) */
+	__u32 py_state;   /* PY_* */
+	__u64 py_frame;   /* the next Python frame to write (0: none) */
+	__u32 py_written; /* Python frames written */
+	__u8 py_truncated;
+	__u8 after_eval;  /* the frame just unwound was an eval-loop call's (a perf trampoline may call it) */
+	__u16 pad;
+	__u8 py_buf[PY_TSTATE_READ]; /* a thread state or frame read from the process */
 	__u64 copy_at;    /* user address of copy[0] */
 	__u64 copied;     /* bytes of copy holding the stack (0: none) */
 	__u8 copy[STACK_COPY];
 };
 
 enum { WALK_ON = 0, WALK_END, WALK_FAILED, WALK_REFRESH };
+
+/* Where the walk is with Python frames. */
+enum {
+	PY_NATIVE = 0, /* unwinding native frames */
+	PY_EMIT,       /* writing the Python frames of the eval-loop call at ip, in its place */
+	PY_EVAL,       /* those written: unwind the eval-loop frame without writing it */
+	PY_TAIL,       /* the native walk failed: writing the Python frames left, to the last */
+	PY_DONE,
+};
 
 /* The walk lives in a map, not on the stack: the verifier then checks walk_step once for any frame
  * count instead of once per distinct count. */
@@ -261,6 +280,7 @@ struct {
 /* What walk_step gets from walk_user besides the map. */
 struct walk_ctx {
 	const struct unwind_proc *proc; /* the process's mappings */
+	const struct py_proc *py;       /* its interpreter; NULL: not a Python process */
 };
 enum { USED_TABLE = 1, USED_FP = 2, USED_UNKNOWN = 4 /* an address in no known mapping */ };
 
@@ -386,7 +406,22 @@ static __always_inline long table_step(struct walk *w, const struct unwind_row *
 	return w->done != WALK_ON;
 }
 
-/* bpf_loop callback: records the frame at w->ip and unwinds to its caller. Returns 1 to stop. */
+#include "python_walk.h"
+
+/* After a native step that stopped the walk (stop 1): when it failed with Python frames still to write,
+ * they are written after what was walked (their native callers are lost, they are not). */
+static __always_inline long native_done(struct walk *w, const struct walk_ctx *wc, long stop)
+{
+	if (stop && w->done == WALK_FAILED && w->py_frame && wc->py) {
+		w->py_state = PY_TAIL;
+		stat_inc(STAT_PY_APPENDED);
+		return 0;
+	}
+	return stop;
+}
+
+/* bpf_loop callback: records the frame at w->ip and unwinds to its caller; in a Python process, writes
+ * an eval-loop call's Python frames in its place (one per call). Returns 1 to stop. */
 static long walk_step(__u64 index, void *ctx)
 {
 	const struct walk_ctx *wc = ctx;
@@ -403,17 +438,40 @@ static long walk_step(__u64 index, void *ctx)
 	(void)index;
 	if (!st || !cache || !w || !wc->proc)
 		return 1;
+	if (w->py_state == PY_EMIT || w->py_state == PY_TAIL) {
+		if (!wc->py)
+			return 1;
+		py_step(w, wc->py, st);
+		return w->py_state == PY_DONE;
+	}
 	n = w->n;
-	if (n >= PROFILE_MAX_DEPTH)
+	if (w->py_state == PY_DONE || n >= PROFILE_MAX_DEPTH)
 		return 1;
-	st->ips[n] = w->ip;
-	w->n = n + 1;
-	pc = n ? w->ip - 1 : w->ip; /* a return address may be past the end of its call's function */
+	pc = w->unwound ? w->ip - 1 : w->ip; /* a return address may be past the end of its call's function */
 	m = find_mapping(wc->proc, pc);
+	if (wc->py && w->py_state == PY_NATIVE) {
+		if (w->py_frame && py_in_eval(wc->py, pc)) {
+			w->py_state = PY_EMIT; /* its Python frames go in its place */
+			return 0;
+		}
+		if (w->after_eval && wc->py->tramp_cfa && (!m || m->table == UNWIND_NO_TABLE)) {
+			w->after_eval = 0; /* a perf trampoline: stood for by the Python frames, not written */
+			w->unwound++;
+			return native_done(w, wc, tramp_step(w, wc->py));
+		}
+	}
+	w->after_eval = w->py_state == PY_EVAL;
+	if (w->py_state == PY_EVAL) {
+		w->py_state = PY_NATIVE;
+	} else {
+		st->ips[n] = w->ip;
+		w->n = n + 1;
+	}
+	w->unwound++;
 	if (!m)
 		w->used |= USED_UNKNOWN; /* ask for the mappings again */
 	if (!m || m->table == UNWIND_NO_TABLE || pc - m->bias > 0xffffffffULL)
-		return fp_step(w);
+		return native_done(w, wc, fp_step(w));
 	table = m->table;
 	rpc = (__u32)(pc - m->bias);
 	c = &cache->s[(rpc * 0x9e3779b1u ^ table) & (ROW_CACHE - 1)];
@@ -422,12 +480,12 @@ static long walk_step(__u64 index, void *ctx)
 		rows = bpf_map_lookup_elem(&unwind_tables, &slot);
 		r = rows ? find_row(rows, m->nrows, rpc) : NULL;
 		if (!r)
-			return fp_step(w);
+			return native_done(w, wc, fp_step(w));
 		c->table = table;
 		c->pc = rpc;
 		c->row = *r;
 	}
-	return table_step(w, &c->row);
+	return native_done(w, wc, table_step(w, &c->row));
 }
 
 /* Asks the daemon to read pid's mappings again, at most once per REFRESH_GAP_NS. */
@@ -468,7 +526,12 @@ static __always_inline __u64 walk_user(struct bpf_perf_event_data *ctx, const st
 	if (!st || !w)
 		return 0;
 	w->pid = key->pid;
-	w->n = w->done = w->used = 0;
+	w->n = w->done = w->used = w->unwound = 0;
+	w->py_state = PY_NATIVE;
+	w->py_frame = 0;
+	w->py_written = 0;
+	w->py_truncated = 0;
+	w->after_eval = 0;
 	if (ctx->regs.ip < USER_TOP) { /* interrupted in user mode */
 		w->ip = ctx->regs.ip;
 		w->sp = ctx->regs.sp;
@@ -482,11 +545,24 @@ static __always_inline __u64 walk_user(struct bpf_perf_event_data *ctx, const st
 	}
 	if (!w->ip)
 		return 0;
+	/* A Python process: its interpreter (read for this image) and the thread's innermost frame. */
+	if (python_walk) {
+		wc.py = bpf_map_lookup_elem(&py_procs, &key->pid);
+		if (wc.py && wc.py->token != p->token)
+			wc.py = NULL;
+		if (wc.py)
+			w->py_frame = py_current_frame(wc.py, w, key->tid, bpf_get_current_task_btf()->thread.fsbase);
+	}
 	/* The rest of the stack pointer's page, in one read (frames beyond it are read one by one). */
 	copy = STACK_COPY - (w->sp & (STACK_COPY - 1));
 	w->copy_at = w->sp;
 	w->copied = bpf_probe_read_user(w->copy, copy, (void *)w->sp) ? 0 : copy;
-	bpf_loop(PROFILE_MAX_DEPTH, walk_step, &wc, 0);
+	/* Each step writes at most one frame; eval-loop frames and shims take a step and write none. */
+	bpf_loop(3 * PROFILE_MAX_DEPTH, walk_step, &wc, 0);
+	if (w->py_written)
+		stat_inc(STAT_PY_STACKS);
+	if (w->py_frame && w->py_state == PY_NATIVE && w->done == WALK_END)
+		stat_inc(STAT_PY_UNMATCHED); /* an eval-loop call not recognised, or a thread state that lies */
 	if (!w->n)
 		return 0;
 	n = w->n;

@@ -113,7 +113,10 @@ static int open_and_load(struct sampler *s, const struct sampler_opts *opts, boo
 	/* 2. Configure: read-only knobs, map sizes and flags must be set before load. */
 	s->skel->rodata->include_idle = opts->include_idle;
 	s->skel->rodata->unwind_mode = opts->unwind_mode;
-	if ((err = bpf_map__set_max_entries(s->skel->maps.unwind_tables, opts->max_unwind_tables ?: 1)) ||
+	s->skel->rodata->python_walk = opts->python && opts->unwind_mode != UNWIND_MODE_FP;
+	if ((err = bpf_map__set_max_entries(s->skel->maps.py_procs, opts->max_python_procs ?: 1)) ||
+	    (err = bpf_map__set_max_entries(s->skel->maps.py_threads, opts->max_python_threads ?: 1)) ||
+	    (err = bpf_map__set_max_entries(s->skel->maps.unwind_tables, opts->max_unwind_tables ?: 1)) ||
 	    (err = bpf_map__set_max_entries(s->skel->maps.unwind_procs, opts->max_unwind_procs ?: 1)) ||
 	    (err = bpf_map__set_max_entries(s->skel->maps.counts0, opts->max_keys)) ||
 	    (err = bpf_map__set_max_entries(s->skel->maps.counts1, opts->max_keys)) ||
@@ -428,6 +431,11 @@ void sampler_unwind_fds(const struct sampler *s, int *tables_fd, int *procs_fd)
 {
 	*tables_fd = bpf_map__fd(s->skel->maps.unwind_tables);
 	*procs_fd = bpf_map__fd(s->skel->maps.unwind_procs);
+}
+
+int sampler_python_fd(const struct sampler *s)
+{
+	return bpf_map__fd(s->skel->maps.py_procs);
 }
 
 int sampler_get_stats(struct sampler *s, struct sampler_stats *out)

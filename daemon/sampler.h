@@ -18,6 +18,9 @@ struct sampler_opts {
 	unsigned unwind_mode;      /* enum unwind_mode */
 	unsigned max_unwind_tables; /* binaries with unwind tables loaded at once (not UNWIND_MODE_FP) */
 	unsigned max_unwind_procs;  /* processes with unwind tables at once (not UNWIND_MODE_FP) */
+	bool python;                /* write Python frames (include/python.h; not UNWIND_MODE_FP) */
+	unsigned max_python_procs;  /* Python processes walked at once */
+	unsigned max_python_threads; /* threads whose thread state is remembered */
 };
 
 /* One drained key with its stacks, valid only during the callback. */
@@ -62,6 +65,9 @@ int sampler_read_events(struct sampler *s, sampler_process_cb cb, void *ctx);
 
 /* The descriptors of the unwind_tables (array of maps) and unwind_procs maps, for the unwinder. */
 void sampler_unwind_fds(const struct sampler *s, int *tables_fd, int *procs_fd);
+
+/* The descriptor of the py_procs map (pid -> struct py_proc), for the Python process tracker. */
+int sampler_python_fd(const struct sampler *s);
 
 /* Reads the cumulative counters. Returns 0 or -errno. */
 int sampler_get_stats(struct sampler *s, struct sampler_stats *out);

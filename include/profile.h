@@ -67,6 +67,12 @@ enum profile_stat {
 	STAT_UNWIND_TRUNCATED,   /* user stacks deeper than PROFILE_MAX_DEPTH, cut */
 	STAT_UNWIND_FAILED,      /* user stacks whose walk stopped early: unreadable stack, rule not followed */
 	STAT_UNWIND_REFRESH,     /* mappings re-read requests sent (an address in no known mapping) */
+	STAT_PY_STACKS,          /* user stacks with Python frames in them */
+	STAT_PY_NO_THREAD,       /* samples of a Python process whose thread has no thread state found */
+	STAT_PY_READ_FAILED,     /* Python walks cut short: a thread state or frame could not be read */
+	STAT_PY_TRUNCATED,       /* Python walks cut at the most Python frames a stack may hold */
+	STAT_PY_UNMATCHED,       /* Python frames left over when the native walk ended (not written) */
+	STAT_PY_APPENDED,        /* native walks that failed, the rest of the Python frames written after */
 	STAT_MAX,
 };
 

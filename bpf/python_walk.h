@@ -1,0 +1,227 @@
+/* python_walk.h - the Python part of profile.bpf.c's user stack walk (include/python.h): finds the
+ * sampled thread's thread state and writes the Python frames of each eval-loop call in its place.
+ * Included by profile.bpf.c after struct walk; every read of the process is bounded and checked. */
+#ifndef FLAMED_BPF_PYTHON_WALK_H
+#define FLAMED_BPF_PYTHON_WALK_H
+
+/* Threads of a Python process walked to find the sampled one's thread state, at most. */
+#define PY_MAX_THREADS 256
+/* A thread with no thread state found is looked for again after this long (it may get one). */
+#define PY_RETRY_NS 100000000ULL
+
+/* Each Python process's interpreter, by pid; written by the daemon. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024); /* sized by the daemon before load */
+	__type(key, __u32);
+	__type(value, struct py_proc);
+} py_procs SEC(".maps");
+
+/* Each thread's thread state, by tid, as last found. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384); /* sized by the daemon before load */
+	__type(key, __u32);
+	__type(value, struct py_thread);
+} py_threads SEC(".maps");
+
+static __always_inline __u64 py_load64(const __u8 *buf, __u32 size, __u32 off)
+{
+	__u64 v;
+
+	if (off > size - 8)
+		return 0;
+	__builtin_memcpy(&v, buf + off, 8);
+	return v;
+}
+
+static __always_inline __u32 py_load32(const __u8 *buf, __u32 size, __u32 off)
+{
+	__u32 v;
+
+	if (off > size - 4)
+		return 0;
+	__builtin_memcpy(&v, buf + off, 4);
+	return v;
+}
+
+static __always_inline __u8 py_load8(const __u8 *buf, __u32 size, __u32 off)
+{
+	if (off > size - 1)
+		return 0;
+	return buf[off];
+}
+
+/* True when pc is in the eval loop (either of its parts). */
+static __always_inline bool py_in_eval(const struct py_proc *py, __u64 pc)
+{
+	return (pc >= py->eval_start[0] && pc < py->eval_end[0]) ||
+	       (pc >= py->eval_start[1] && pc < py->eval_end[1]);
+}
+
+/* bpf_loop callback state of a thread-list walk. */
+struct py_find {
+	__u64 tstate;  /* the one being looked at; 0: end of the list */
+	__u64 fsbase;  /* the sampled thread's thread pointer */
+	__u64 found;
+	const struct py_offsets *off;
+	struct walk *w;
+};
+
+/* Reads the thread state at t into w->py_buf. Returns 0 or a negative error. */
+static __always_inline long py_read_tstate(struct walk *w, __u64 t)
+{
+	return bpf_probe_read_user(w->py_buf, PY_TSTATE_READ, (void *)t);
+}
+
+static long py_find_step(__u64 index, void *ctx)
+{
+	struct py_find *f = ctx;
+	struct walk *w = f->w;
+
+	(void)index;
+	if (!f->tstate || py_read_tstate(w, f->tstate))
+		return 1;
+	if (py_load64(w->py_buf, PY_TSTATE_READ, f->off->tstate_thread_id) == f->fsbase) {
+		f->found = f->tstate;
+		return 1;
+	}
+	f->tstate = py_load64(w->py_buf, PY_TSTATE_READ, f->off->tstate_next);
+	return 0;
+}
+
+/* The thread state of the thread whose thread pointer is fsbase: the interpreter's list of thread
+ * states walked (thread_id is pthread_self(), which is the thread pointer). 0: none found. */
+static __always_inline __u64 py_find_tstate(const struct py_proc *py, struct walk *w, __u64 fsbase)
+{
+	struct py_find f = { .fsbase = fsbase, .off = &py->off, .w = w };
+	__u64 interp = 0;
+
+	if (bpf_probe_read_user(&interp, sizeof(interp), (void *)(py->runtime + py->off.runtime_interp_head)) ||
+	    !interp ||
+	    bpf_probe_read_user(&f.tstate, sizeof(f.tstate), (void *)(interp + py->off.interp_tstate_head)))
+		return 0;
+	bpf_loop(PY_MAX_THREADS, py_find_step, &f, 0);
+	return f.found;
+}
+
+/* The innermost Python frame of the current thread (tid, thread pointer fsbase) of a Python process,
+ * from its thread state (cached by tid, checked at each use); 0 when it has none or runs no Python. */
+static __always_inline __u64 py_current_frame(const struct py_proc *py, struct walk *w, __u32 tid, __u64 fsbase)
+{
+	const struct py_offsets *o = &py->off;
+	struct py_thread *t = bpf_map_lookup_elem(&py_threads, &tid), fresh = { .token = py->token };
+	__u64 tstate = 0, frame = 0, now = bpf_ktime_get_ns();
+
+	if (t && t->token == py->token) {
+		if (t->tstate && !py_read_tstate(w, t->tstate) &&
+		    py_load64(w->py_buf, PY_TSTATE_READ, o->tstate_thread_id) == fsbase)
+			tstate = t->tstate;
+		else if (!t->tstate && now - t->checked_ns < PY_RETRY_NS)
+			return 0; /* none found lately */
+	}
+	if (!tstate) {
+		tstate = py_find_tstate(py, w, fsbase); /* leaves its thread state in w->py_buf */
+		fresh.tstate = tstate;
+		fresh.checked_ns = now;
+		bpf_map_update_elem(&py_threads, &tid, &fresh, BPF_ANY);
+		if (!tstate) {
+			stat_inc(STAT_PY_NO_THREAD);
+			return 0;
+		}
+	}
+	frame = py_load64(w->py_buf, PY_TSTATE_READ, o->tstate_frame);
+	if (frame && o->cframe_frame != PY_NO_OFFSET &&
+	    bpf_probe_read_user(&frame, sizeof(frame), (void *)(frame + o->cframe_frame))) {
+		stat_inc(STAT_PY_READ_FAILED);
+		return 0;
+	}
+	return frame;
+}
+
+/* The instruction a frame (read into buf) runs, in code units; PY_INSTR_UNKNOWN when out of range. */
+static __always_inline __u32 py_instr(const struct py_offsets *o, const __u8 *buf, __u64 code)
+{
+	__u64 at, first;
+	__s32 lasti;
+
+	if (o->walk == PY_WALK_OBJECTS) {
+		lasti = (__s32)py_load32(buf, PY_FRAME_READ, o->frame_instr);
+		if (lasti < 0)
+			return PY_INSTR_UNKNOWN;
+		if (o->lasti_bytes)
+			lasti /= 2;
+		return lasti < PY_INSTR_UNKNOWN ? (__u32)lasti : PY_INSTR_UNKNOWN;
+	}
+	at = py_load64(buf, PY_FRAME_READ, o->frame_instr);
+	first = code + o->code_first_instr;
+	if (at < first || (at - first) / 2 >= PY_INSTR_UNKNOWN)
+		return PY_INSTR_UNKNOWN;
+	return (__u32)((at - first) / 2);
+}
+
+/* One step of writing the Python frames of the eval-loop call at w->ip: writes the next frame, or ends
+ * the call's frames (w->py_state to PY_EVAL: the native frame is unwound next, not written). */
+static __always_inline void py_step(struct walk *w, const struct py_proc *py, struct stack_trace *st)
+{
+	const struct py_offsets *o = &py->off;
+	__u64 code, back;
+	__u32 n = w->n;
+	bool last = false;
+
+	if (!w->py_frame || n >= PROFILE_MAX_DEPTH || w->py_written >= py->max_frames) {
+		if (w->py_frame && w->py_written >= py->max_frames && !w->py_truncated) {
+			w->py_truncated = 1;
+			stat_inc(STAT_PY_TRUNCATED);
+		}
+		w->py_state = w->py_state == PY_TAIL ? PY_DONE : PY_EVAL;
+		return;
+	}
+	if (bpf_probe_read_user(w->py_buf, PY_FRAME_READ, (void *)w->py_frame)) {
+		stat_inc(STAT_PY_READ_FAILED);
+		w->py_frame = 0;
+		w->py_state = w->py_state == PY_TAIL ? PY_DONE : PY_EVAL;
+		return;
+	}
+	code = py_load64(w->py_buf, PY_FRAME_READ, o->frame_code);
+	back = py_load64(w->py_buf, PY_FRAME_READ, o->frame_back);
+	if (back == w->py_frame)
+		back = 0; /* a frame that is its own caller: a lie; stop there */
+	if (o->walk == PY_WALK_SHIM && py_load8(w->py_buf, PY_FRAME_READ, o->frame_owner) == o->owner_cstack) {
+		/* The shim under an eval-loop call's first frame: it ends the call's frames. */
+		w->py_frame = back;
+		if (w->py_state != PY_TAIL)
+			w->py_state = PY_EVAL;
+		return;
+	}
+	if (o->walk == PY_WALK_OBJECTS ||
+	    (o->walk == PY_WALK_ENTRY && py_load8(w->py_buf, PY_FRAME_READ, o->frame_entry)))
+		last = true;
+	st->ips[n] = PY_FRAME(code, py_instr(o, w->py_buf, code));
+	w->n = n + 1;
+	w->py_written++;
+	w->py_frame = back;
+	if (last && w->py_state != PY_TAIL)
+		w->py_state = PY_EVAL;
+}
+
+/* One frame up through a -X perf trampoline, which called the eval-loop frame just unwound: it keeps
+ * no unwind table (anonymous code), so its layout says where the return address is. */
+static __always_inline long tramp_step(struct walk *w, const struct py_proc *py)
+{
+	__u64 cfa = w->sp + py->tramp_cfa, ra, bp = w->bp;
+
+	if (read_stack(w, &ra, sizeof(ra), cfa - 8) ||
+	    (py->tramp_rbp_saved && read_stack(w, &bp, sizeof(bp), cfa - 16))) {
+		w->done = WALK_FAILED;
+		return 1;
+	}
+	w->ip = ra;
+	w->sp = cfa;
+	w->bp = bp;
+	if (!ra)
+		w->done = WALK_END;
+	return w->done != WALK_ON;
+}
+
+#endif
