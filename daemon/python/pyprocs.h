@@ -1,0 +1,67 @@
+/* pyprocs.h - finds the CPython interpreter of each sampled process (its python binary or a loaded
+ * libpython) and gives the BPF program what walking its Python frames needs (py_procs, python.h). */
+#ifndef FLAMED_PYTHON_PYPROCS_H
+#define FLAMED_PYTHON_PYPROCS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "python/pyelf.h"
+
+struct pyprocs;
+
+struct pyprocs_opts {
+	int procs_fd;          /* the py_procs map: pid -> struct py_proc, max_procs entries; -1: none (tests) */
+	unsigned max_procs;    /* Python processes tracked at once (> 0) */
+	unsigned max_binaries; /* files remembered as interpreter or not (> 0) */
+	unsigned max_frames;   /* Python frames the BPF program writes per stack (1 to PROFILE_MAX_DEPTH) */
+	const char *debug_dir; /* where separate debug files are (.symtab); NULL: "/usr/lib/debug" */
+};
+
+struct pyprocs_stats {
+	uint64_t processes;        /* Python processes tracked now */
+	uint64_t processes_refused; /* not tracked: max_procs reached, or the map refused them */
+	uint64_t interpreters;     /* interpreter binaries found since start */
+	uint64_t unsupported;      /* processes whose interpreter has a version without a layout */
+	uint64_t inconsistent;     /* interpreter binaries rejected as inconsistent (py_elf_inspect -EINVAL) */
+	uint64_t binaries_checked; /* files inspected since start */
+	uint64_t binaries_evicted; /* remembered files dropped for room */
+	uint64_t cold_by_jumps;    /* interpreters whose eval loop's cold part was found by its jumps */
+};
+
+/* What naming a Python process's frames needs. */
+struct pyproc_info {
+	uint64_t token;            /* the image it was found in (struct process_event's) */
+	const struct py_layout *layout;
+	uint64_t code_type;        /* PyCode_Type in the process; 0: not known */
+	unsigned major, minor, micro;
+	const char *path;          /* the interpreter's file as the process maps it (valid until the next
+				    * call that changes the tracker) */
+};
+
+/* Creates a tracker. Returns 0, -EINVAL (a zero bound) or -ENOMEM; *out set only on success. */
+int pyprocs_new(const struct pyprocs_opts *opts, struct pyprocs **out);
+
+/* Reads pid's mappings and, when one is an interpreter, writes the process into py_procs under token
+ * (struct process_event's; 0: the one this tracker last saw for pid, and nothing is done when it saw
+ * none). A process whose interpreter is gone (execve of another program) is dropped. Binaries are
+ * inspected once per file (dev, inode, size, mtime). Returns 0, -ENOENT (no interpreter), -ESRCH (the
+ * process is gone), -ENOTSUP (an interpreter of a version without a layout), -ENOSPC (max_procs
+ * reached), or another -errno. */
+int pyprocs_add(struct pyprocs *p, uint32_t pid, uint64_t token);
+
+/* Drops the processes that have exited (a process is kept one sweep after it is first found gone, so
+ * the flush that drains its last samples can still name them). */
+void pyprocs_sweep(struct pyprocs *p);
+
+/* The interpreter of pid, or NULL when it is not a tracked Python process. */
+const struct pyproc_info *pyprocs_find(const struct pyprocs *p, uint32_t pid);
+
+/* Copies the counters. */
+void pyprocs_get_stats(const struct pyprocs *p, struct pyprocs_stats *out);
+
+/* Frees everything and removes its processes from py_procs; NULL is safe. */
+void pyprocs_free(struct pyprocs *p);
+
+#endif
