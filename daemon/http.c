@@ -21,6 +21,7 @@
 
 #include "http.h"
 #include "query.h"
+#include "status_python.h"
 #include "store.h"
 #include "window.h"
 
@@ -667,6 +668,7 @@ static void handle_status(struct http *h, struct request *rq)
 	if (table) {
 		rq->type = "text/plain; charset=utf-8";
 		status_text(o, &s, rq->now);
+		status_python_text(o, &s);
 		return;
 	}
 	rq->type = "application/json";
@@ -691,6 +693,7 @@ static void handle_status(struct http *h, struct request *rq)
 		s.sym_user_misses, s.sym_kernel_hits, s.sym_kernel_misses, s.sym_binaries_cached, s.sym_processes_cached,
 		s.sym_cache_bytes, s.sym_binaries_evicted);
 	status_unwind_json(o, &s);
+	status_python_json(o, &s);
 	fputs("}\n", o);
 }
 
@@ -820,6 +823,7 @@ static void handle_metrics(struct http *h, struct request *rq)
 	metrics_samples(o, &s);
 	metrics_symbolizer(o, &s);
 	metrics_unwind(o, &s);
+	status_python_metrics(o, &s);
 	metric_u64(o, "flamed_database_bytes", "gauge", "Size of the database.", s.db_bytes);
 	metric_u64(o, "flamed_stacks_stored", "gauge", "Distinct stacks in the database.", s.stacks_stored);
 	metrics_http(h, o);

@@ -24,6 +24,9 @@
 #include "status.h"
 #include "window.h"
 #include "store.h"
+#include "python/pyglue.h"
+#include "python/pynames.h"
+#include "python/pyprocs.h"
 #include "symbolize/symbolizer.h"
 #include "unwind/unwinder.h"
 
@@ -52,7 +55,15 @@ static struct options {
 	unsigned unwind;           /* enum unwind_mode */
 	unsigned unwind_tables_mb;
 	unsigned unwind_processes;
+	bool python;               /* walk Python frames */
+	unsigned python_processes;
+	unsigned python_frames;
+	unsigned python_code_cache;
 } opt = {
+	.python = true,
+	.python_processes = 1024,
+	.python_frames = PROFILE_MAX_DEPTH,
+	.python_code_cache = 16384,
 	.unwind = UNWIND_MODE_AUTO,
 	.unwind_tables_mb = 64,
 	.unwind_processes = 1024,
@@ -79,9 +90,21 @@ struct frame_slot {
 	char build_id[sizeof(((struct frame_origin *)0)->build_id)];
 };
 
+/* One user frame of the sample being folded, before it is pushed. */
+struct user_frame {
+	int kind;                  /* enum frame_kind, or USER_FRAME_PYTHON */
+	bool drop;                 /* interpreter glue between Python frames: left out */
+	char name[FRAME_NAME_MAX]; /* as folded, without a suffix */
+	struct frame_origin origin;
+};
+#define USER_FRAME_PYTHON 100
+
 /* What one flush needs to turn raw samples into stored stacks. */
 struct flush {
 	struct symbolizer *sym;
+	struct pyprocs *py;        /* NULL with --python off */
+	struct pynames *pynames;
+	struct user_frame user[PROFILE_MAX_DEPTH];
 	struct store *store;
 	char folded[FOLDED_MAX];
 	struct frame_slot slots[MAX_FRAMES];
@@ -141,6 +164,18 @@ static void usage(FILE *f)
 		"                         binaries no process runs are dropped first\n"
 		"  --unwind-processes N   processes given unwind tables at once, 16-65536 (default\n"
 		"                         1024; 8 KiB of kernel memory each); more use frame pointers\n"
+		"  --python on|off        name Python functions (CPython 3.8-3.13) in every stack,\n"
+		"                         walked from each thread's own interpreter state where the\n"
+		"                         eval loop runs, in place of its native frames (default on;\n"
+		"                         not with --unwind fp)\n"
+		"  --python-processes N   Python processes walked at once, 16-65536 (default 1024;\n"
+		"                         about 120 bytes of kernel memory each); more are counted\n"
+		"                         and keep their native frames only\n"
+		"  --python-frames N      Python frames kept per stack, 1-127 (default 127); a deeper\n"
+		"                         Python stack is cut (its outermost frames) and counted\n"
+		"  --python-code-cache N  code objects whose names and line tables are kept,\n"
+		"                         256-1048576 (default 16384, at most 1 KiB each on average);\n"
+		"                         the least recently used go first\n"
 		"  -v, --verbose          log when sampling began and each flush (samples, keys, its\n"
 		"                         length, when it drained the maps) and its stacks; twice\n"
 		"                         (-vv): libbpf's debug output too\n"
@@ -206,6 +241,15 @@ static int64_t parse_window(const char *name, const char *s)
 	return v;
 }
 
+static bool parse_on_off(const char *name, const char *s)
+{
+	if (!strcmp(s, "on"))
+		return true;
+	if (!strcmp(s, "off"))
+		return false;
+	die_usage("%s wants on or off, not '%s'", name, s);
+}
+
 static unsigned parse_unwind(const char *s)
 {
 	if (!strcmp(s, "fp"))
@@ -219,7 +263,7 @@ static unsigned parse_unwind(const char *s)
 
 static void parse_options(int argc, char **argv)
 {
-	enum { O_DB = 256, O_LISTEN, O_AUTH, O_INLINE, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS, O_UNWIND, O_UNWIND_MB, O_UNWIND_PROCS, O_RAW_RET, O_MIN_RET };
+	enum { O_DB = 256, O_LISTEN, O_AUTH, O_INLINE, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS, O_UNWIND, O_UNWIND_MB, O_UNWIND_PROCS, O_RAW_RET, O_MIN_RET, O_PYTHON, O_PY_PROCS, O_PY_FRAMES, O_PY_CODES };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "listen", required_argument, NULL, O_LISTEN },
@@ -239,6 +283,10 @@ static void parse_options(int argc, char **argv)
 		{ "unwind", required_argument, NULL, O_UNWIND },
 		{ "unwind-tables-mb", required_argument, NULL, O_UNWIND_MB },
 		{ "unwind-processes", required_argument, NULL, O_UNWIND_PROCS },
+		{ "python", required_argument, NULL, O_PYTHON },
+		{ "python-processes", required_argument, NULL, O_PY_PROCS },
+		{ "python-frames", required_argument, NULL, O_PY_FRAMES },
+		{ "python-code-cache", required_argument, NULL, O_PY_CODES },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -271,6 +319,10 @@ static void parse_options(int argc, char **argv)
 		case O_UNWIND: opt.unwind = parse_unwind(optarg); break;
 		case O_UNWIND_MB: opt.unwind_tables_mb = parse_uint("--unwind-tables-mb", optarg, 1, 65536); break;
 		case O_UNWIND_PROCS: opt.unwind_processes = parse_uint("--unwind-processes", optarg, 16, 65536); break;
+		case O_PYTHON: opt.python = parse_on_off("--python", optarg); break;
+		case O_PY_PROCS: opt.python_processes = parse_uint("--python-processes", optarg, 16, 65536); break;
+		case O_PY_FRAMES: opt.python_frames = parse_uint("--python-frames", optarg, 1, PROFILE_MAX_DEPTH); break;
+		case O_PY_CODES: opt.python_code_cache = parse_uint("--python-code-cache", optarg, 256, 1 << 20); break;
 		case 'v': opt.verbose++; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("flamed %s\n", FLAMED_VERSION); exit(0);
@@ -335,11 +387,59 @@ static void push_frame(struct flush *f, size_t *len, const char *name, const cha
 	f->nframes++;
 }
 
+/* Names user frame i (leaf first) of sample s into f->user[i]: a Python frame from its code object, a
+ * native one from the ELF symbols of its binary. */
+static void name_user_frame(struct flush *f, const struct sampler_sample *s, unsigned i,
+			    const struct pyproc_info *py)
+{
+	struct user_frame *u = &f->user[i];
+	struct py_frame_name pn;
+
+	u->drop = false;
+	if (!PY_IS_FRAME(s->uips[i]) || !f->pynames) {
+		u->kind = symbolizer_user_frame(f->sym, s->key->pid, s->uips[i], i > 0, u->name, sizeof(u->name),
+						&u->origin);
+		return;
+	}
+	pynames_name(f->pynames, s->key->pid, py, s->uips[i], &pn);
+	u->kind = USER_FRAME_PYTHON;
+	snprintf(u->name, sizeof(u->name), "%s (%s)", pn.name, pn.short_file);
+	for (char *c = u->name; *c; c++) /* a file name may hold anything; the folded text may not */
+		if (*c == ';' || (unsigned char)*c < 0x20)
+			*c = '?';
+	u->origin = (struct frame_origin){ .ninlined = 0 };
+}
+
+/* Marks the interpreter's glue for leaving out: its call machinery between two Python frames, and
+ * between the innermost Python frame and the builtin it calls; between two Python frames also its
+ * frames no symbol names (the same machinery, in a binary without its symbols). */
+static void drop_glue(struct flush *f, unsigned n, const struct pyproc_info *py)
+{
+	unsigned inner = n, outer = n; /* the innermost and outermost Python frames */
+
+	for (unsigned i = 0; i < n; i++) {
+		if (f->user[i].kind != USER_FRAME_PYTHON)
+			continue;
+		if (inner == n)
+			inner = i;
+		outer = i;
+	}
+	if (inner == n || !py)
+		return;
+	for (unsigned i = 0; i < outer; i++) {
+		struct user_frame *u = &f->user[i];
+
+		if (u->kind == USER_FRAME_PYTHON || strcmp(u->origin.module, py->path))
+			continue;
+		u->drop = py_is_glue(u->name) || (i > inner && u->kind == FRAME_UNKNOWN);
+	}
+}
+
 /* Builds the folded stack of one sample, root first: user frames, then kernel frames marked _[k]. */
 static void fold(struct flush *f, const struct sampler_sample *s)
 {
 	static const struct frame_origin kernel = { .module = "[kernel]" };
-	struct frame_origin origin;
+	const struct pyproc_info *py = f->py ? pyprocs_find(f->py, s->key->pid) : NULL;
 	char name[FRAME_NAME_MAX];
 	size_t len = 0;
 
@@ -348,13 +448,19 @@ static void fold(struct flush *f, const struct sampler_sample *s)
 	if (s->nu && (s->key->flags & SAMPLE_USTACK_TRUNCATED)) /* its outermost frames were cut */
 		push_frame(f, &len, "[truncated]", "", NULL);
 	if (s->nu) {
-		for (unsigned i = s->nu; i-- > 0;) {
-			int kind = symbolizer_user_frame(f->sym, s->key->pid, s->uips[i], i > 0, name, sizeof(name),
-							 &origin);
+		unsigned nu = s->nu < PROFILE_MAX_DEPTH ? s->nu : PROFILE_MAX_DEPTH;
 
-			push_frame(f, &len, name, kind == FRAME_JIT ? "_[j]" : "", &origin);
-			for (int j = 0; j < origin.ninlined; j++) /* inlined into it: called from it */
-				push_frame(f, &len, origin.inlined[j], "_[i]", &origin);
+		for (unsigned i = 0; i < nu; i++)
+			name_user_frame(f, s, i, py);
+		drop_glue(f, nu, py);
+		for (unsigned i = nu; i-- > 0;) {
+			const struct user_frame *u = &f->user[i];
+
+			if (u->drop)
+				continue;
+			push_frame(f, &len, u->name, u->kind == FRAME_JIT ? "_[j]" : "", &u->origin);
+			for (int j = 0; j < u->origin.ninlined; j++) /* inlined into it: called from it */
+				push_frame(f, &len, u->origin.inlined[j], "_[i]", &u->origin);
 		}
 	} else if (s->key->flags & SAMPLE_USTACK_LOST) {
 		push_frame(f, &len, "[unknown]", "", NULL);
@@ -527,6 +633,10 @@ static void update_status(struct daemon *d, const struct sampler_stats *st, doub
 	s->sym_binaries_evicted = sy.binaries_evicted;
 	if (d->unw)
 		unwinder_get_stats(d->unw, &s->unwind);
+	if (d->f->py) {
+		pyprocs_get_stats(d->f->py, &s->py);
+		pynames_get_stats(d->f->pynames, &s->pynames);
+	}
 	/* Counting rows reads whole tables (seconds on a big database): once a minute, not per flush. */
 	if ((!d->last_db_stats || now_sec() - d->last_db_stats >= DB_STATS_EVERY_S) &&
 	    !store_get_stats(d->f->store, &ss)) {
@@ -630,6 +740,8 @@ static int flush(struct daemon *d)
 	prune(d);
 	if (d->unw)
 		unwinder_request_sweep(d->unw);
+	if (f->py)
+		pyprocs_sweep(f->py);
 
 	pthread_mutex_lock(&d->lock);
 	if (f->store_err)
@@ -734,6 +846,8 @@ static int run_rechecks(struct daemon *d)
 				recheck_later(d, pid, round + 1);
 			if (d->unw)
 				unwinder_request(d->unw, pid, 0); /* libraries the dynamic loader mapped since */
+			if (d->f->py)
+				pyprocs_add(d->f->py, pid, 0); /* libpython, once the dynamic loader mapped it */
 		}
 		if (q->count && (next < 0 || q->e[q->head].due < next))
 			next = q->e[q->head].due;
@@ -757,6 +871,8 @@ static void on_process_event(uint32_t pid, unsigned kind, uint64_t token, void *
 	}
 	if (d->unw) /* tables are built in the unwinder's thread: they may take a second */
 		unwinder_request(d->unw, pid, token);
+	if (d->f->py) /* its interpreter, if any: before its next samples */
+		pyprocs_add(d->f->py, pid, token);
 }
 
 /* Tells systemd the daemon is alive, at half its watchdog interval; returns the poll timeout (ms) to
@@ -818,6 +934,28 @@ static int run(struct daemon *d, int sfd, int tfd)
 	}
 }
 
+/* The Python process tracker and frame namer (--python on). Logs and returns -errno. */
+static int start_python(struct daemon *d)
+{
+	struct pyprocs_opts po = {
+		.procs_fd = sampler_python_fd(d->smp),
+		.max_procs = opt.python_processes,
+		.max_binaries = 1024,
+		.max_frames = opt.python_frames,
+		.debug_dir = opt.debug_dir,
+	};
+	struct pynames_opts no = {
+		.max_codes = opt.python_code_cache,
+		.max_bytes = (size_t)opt.python_code_cache * 1024,
+	};
+	int err = pyprocs_new(&po, &d->f->py);
+
+	err = err ?: pynames_new(&no, &d->f->pynames);
+	if (err)
+		fprintf(stderr, "flamed: cannot start the Python frame walker: %s\n", strerror(-err));
+	return err;
+}
+
 /* Opens the store, the symbolizer and the sampler, in that order. Logs and returns -errno. */
 static int start(struct daemon *d)
 {
@@ -834,6 +972,9 @@ static int start(struct daemon *d)
 		.unwind_mode = opt.unwind,
 		.max_unwind_tables = 1024,
 		.max_unwind_procs = opt.unwind_processes,
+		.python = opt.python,
+		.max_python_procs = opt.python_processes,
+		.max_python_threads = 16384,
 	};
 	int err;
 
@@ -879,6 +1020,8 @@ static int start(struct daemon *d)
 		if (err)
 			fprintf(stderr, "flamed: cannot start the unwinder: %s\n", strerror(-err));
 	}
+	if (!err && opt.python && opt.unwind != UNWIND_MODE_FP)
+		err = start_python(d);
 	return err;
 }
 
@@ -973,6 +1116,8 @@ int main(int argc, char **argv)
 	d.status.frequency = opt.frequency;
 	d.status.flush_interval = opt.flush_interval;
 	d.status.unwind_mode = opt.unwind == UNWIND_MODE_FP ? "fp" : opt.unwind == UNWIND_MODE_DWARF ? "dwarf" : "auto";
+	d.status.python = opt.python && opt.unwind != UNWIND_MODE_FP;
+	d.status.python_frames = opt.python_frames;
 
 	/* Signals are blocked before any thread starts, so only the main loop receives them. */
 	err = setup_fds(&sfd, &tfd);
@@ -1013,6 +1158,8 @@ out:
 	pthread_mutex_unlock(&d.lock);
 	http_free(d.http); /* before the store and sampler: requests in flight may wait on a flush */
 	unwinder_free(d.unw);
+	pyprocs_free(f.py);
+	pynames_free(f.pynames);
 	sampler_free(d.smp);
 	symbolizer_free(f.sym);
 	store_close(f.store);

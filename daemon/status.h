@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include "profile.h"
+#include "python/pynames.h"
+#include "python/pyprocs.h"
 #include "unwind/unwinder.h"
 
 struct daemon_status {
@@ -29,6 +31,10 @@ struct daemon_status {
 	uint64_t sym_cache_bytes, sym_binaries_evicted;
 	const char *unwind_mode;   /* "fp", "dwarf" or "auto" */
 	struct unwinder_stats unwind; /* zeros with --unwind fp */
+	bool python;               /* Python frames are walked (--python on, not --unwind fp) */
+	unsigned python_frames;    /* --python-frames */
+	struct pyprocs_stats py;   /* zeros when not walked */
+	struct pynames_stats pynames;
 };
 
 #endif

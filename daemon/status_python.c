@@ -1,0 +1,96 @@
+/* status_python.c - the Python frame walker's counters as JSON, text and Prometheus metrics. */
+#include <inttypes.h>
+
+#include "status_python.h"
+
+/* Why Python walks came up short, as counted by the BPF program (enum profile_stat). */
+static const struct {
+	unsigned stat;
+	const char *name, *help;
+} walk_errors[] = {
+	{ STAT_PY_NO_THREAD, "no_thread_state", "a thread of a Python process whose thread state was not found" },
+	{ STAT_PY_READ_FAILED, "read_failed", "a thread state or frame could not be read" },
+	{ STAT_PY_UNMATCHED, "unmatched", "Python frames left when the native walk ended (not written)" },
+	{ STAT_PY_APPENDED, "native_failed", "the native walk failed; the Python frames left written after it" },
+};
+
+/* Why Python frames were left unnamed. */
+static uint64_t unnamed(const struct daemon_status *s, int i)
+{
+	const struct pynames_stats *n = &s->pynames;
+
+	return i == 0 ? n->gone : i == 1 ? n->unreadable : i == 2 ? n->invalid : n->untracked;
+}
+static const char *const unnamed_kinds[] = { "process_gone", "unreadable", "not_code", "untracked" };
+
+void status_python_json(FILE *o, const struct daemon_status *s)
+{
+	fprintf(o, ", \"python\": {\"enabled\": %s, \"max_frames\": %u, \"stacks\": %" PRIu64 ", \"truncated\": %" PRIu64
+		", \"walk_errors\": {", s->python ? "true" : "false", s->python_frames, s->lost[STAT_PY_STACKS],
+		s->lost[STAT_PY_TRUNCATED]);
+	for (size_t i = 0; i < sizeof(walk_errors) / sizeof(walk_errors[0]); i++)
+		fprintf(o, "%s\"%s\": %" PRIu64, i ? ", " : "", walk_errors[i].name, s->lost[walk_errors[i].stat]);
+	fprintf(o, "}, \"processes\": %" PRIu64 ", \"processes_refused\": %" PRIu64 ", \"interpreters\": %" PRIu64
+		", \"unsupported\": %" PRIu64 ", \"inconsistent\": %" PRIu64 ", \"binaries_checked\": %" PRIu64
+		", \"cold_by_jumps\": %" PRIu64 ", \"code_objects\": %" PRIu64 ", \"code_cache_bytes\": %" PRIu64
+		", \"code_hits\": %" PRIu64 ", \"code_misses\": %" PRIu64 ", \"code_evicted\": %" PRIu64
+		", \"frames_unnamed\": {", s->py.processes, s->py.processes_refused, s->py.interpreters,
+		s->py.unsupported, s->py.inconsistent, s->py.binaries_checked, s->py.cold_by_jumps, s->pynames.codes,
+		s->pynames.bytes, s->pynames.hits, s->pynames.misses, s->pynames.evicted);
+	for (int i = 0; i < 4; i++)
+		fprintf(o, "%s\"%s\": %" PRIu64, i ? ", " : "", unnamed_kinds[i], unnamed(s, i));
+	fputs("}}", o);
+}
+
+void status_python_text(FILE *o, const struct daemon_status *s)
+{
+	fprintf(o, "python_enabled %d\npython_stacks %" PRIu64 "\npython_truncated %" PRIu64 "\n", s->python ? 1 : 0,
+		s->lost[STAT_PY_STACKS], s->lost[STAT_PY_TRUNCATED]);
+	for (size_t i = 0; i < sizeof(walk_errors) / sizeof(walk_errors[0]); i++)
+		fprintf(o, "python_walk_errors_%s %" PRIu64 "\n", walk_errors[i].name, s->lost[walk_errors[i].stat]);
+	fprintf(o, "python_processes %" PRIu64 "\npython_processes_refused %" PRIu64 "\npython_interpreters %" PRIu64
+		"\npython_unsupported %" PRIu64 "\npython_code_objects %" PRIu64 "\npython_code_cache_bytes %" PRIu64
+		"\npython_code_evicted %" PRIu64 "\n", s->py.processes, s->py.processes_refused, s->py.interpreters,
+		s->py.unsupported, s->pynames.codes, s->pynames.bytes, s->pynames.evicted);
+	for (int i = 0; i < 4; i++)
+		fprintf(o, "python_frames_unnamed_%s %" PRIu64 "\n", unnamed_kinds[i], unnamed(s, i));
+}
+
+static void metric(FILE *o, const char *name, const char *type, const char *help)
+{
+	fprintf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void metric_u64(FILE *o, const char *name, const char *type, const char *help, uint64_t v)
+{
+	metric(o, name, type, help);
+	fprintf(o, "%s %" PRIu64 "\n", name, v);
+}
+
+void status_python_metrics(FILE *o, const struct daemon_status *s)
+{
+	metric_u64(o, "flamed_python_stacks_total", "counter", "User stacks with Python frames in them.",
+		   s->lost[STAT_PY_STACKS]);
+	metric_u64(o, "flamed_python_stacks_truncated_total", "counter",
+		   "Python walks cut at --python-frames frames.", s->lost[STAT_PY_TRUNCATED]);
+	metric(o, "flamed_python_walk_errors_total", "counter", "Python walks that came up short, by reason.");
+	for (size_t i = 0; i < sizeof(walk_errors) / sizeof(walk_errors[0]); i++)
+		fprintf(o, "flamed_python_walk_errors_total{reason=\"%s\"} %" PRIu64 "\n", walk_errors[i].name,
+			s->lost[walk_errors[i].stat]);
+	metric_u64(o, "flamed_python_processes", "gauge", "Python processes whose frames are walked.",
+		   s->py.processes);
+	metric_u64(o, "flamed_python_processes_refused_total", "counter",
+		   "Python processes not walked: --python-processes reached.", s->py.processes_refused);
+	metric_u64(o, "flamed_python_unsupported_total", "counter",
+		   "Processes of an interpreter version without a layout (not walked).", s->py.unsupported);
+	metric_u64(o, "flamed_python_code_objects", "gauge", "Code objects cached (--python-code-cache).",
+		   s->pynames.codes);
+	metric_u64(o, "flamed_python_code_cache_bytes", "gauge", "Memory the cached code objects hold.",
+		   s->pynames.bytes);
+	metric_u64(o, "flamed_python_code_evicted_total", "counter", "Code objects dropped from the cache for room.",
+		   s->pynames.evicted);
+	metric(o, "flamed_python_frames_unnamed_total", "counter", "Python frames left unnamed, by reason.");
+	for (int i = 0; i < 4; i++)
+		fprintf(o, "flamed_python_frames_unnamed_total{reason=\"%s\"} %" PRIu64 "\n", unnamed_kinds[i],
+			unnamed(s, i));
+}
