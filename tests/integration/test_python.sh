@@ -1,0 +1,123 @@
+#!/bin/bash
+# test_python.sh - Python functions in every stack: tests/workloads/pyspin.py, whose main thread runs
+# main -> Engine.crank -> Engine.gear_a / gear_b (3:2) -> tooth and whose thread 'sorter' sorts with a
+# Python key function (Python -> C -> Python), profiled on Debian's python3.11 and on every pyenv
+# interpreter 3.8 to 3.13 present, with -X perf on 3.12+, and in C calls that release the GIL.
+. "$(dirname "$0")/lib.sh"
+FREQ=499
+W=$(cd "$(dirname "$0")/../workloads" && pwd)
+PYENV=${PYENV_ROOT:-/root/.pyenv}
+
+need_root python
+
+# Debian's interpreter always; pyenv's newest build of each minor version where present.
+interps=(/usr/bin/python3.11)
+for v in 3.8 3.9 3.10 3.11 3.12 3.13; do
+	p=$(ls -d "$PYENV"/versions/"$v".*/bin/python"$v" 2> /dev/null | sort -V | tail -1)
+	if [ -x "$p" ]; then
+		interps+=("$p")
+	else
+		echo "# python$v (pyenv): not installed here, not tested"
+	fi
+done
+
+# version PY: "3.11" of interpreter PY.
+version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }
+
+# enough PART ALL PCT: PART >= PCT% of ALL, and ALL > 0.
+enough() { [ "$2" -gt 0 ] && [ $((100 * $1)) -ge $(($2 * $3)) ]; }
+
+run_flamed python --db "$TMP/flamed.db" --frequency $FREQ --flush-interval 1 --listen 127.0.0.1:0
+
+# Each interpreter once, briefly: its binaries' unwind tables are built before the measured runs.
+warm=()
+for py in "${interps[@]}"; do
+	"$py" -c 'import time
+end = time.time() + 0.3
+while time.time() < end: pass' &
+	warm+=($!)
+done
+wait "${warm[@]}"
+sleep 0.5
+
+# The measured runs, two at a time (two threads of one process share its GIL: about one CPU each).
+declare -A pid_of
+runs=()
+for py in "${interps[@]}"; do
+	runs+=("python:$py")
+	runs+=("native:$py")
+	case $(version "$py") in 3.12|3.13) runs+=("perf:$py") ;; esac
+done
+# run SPEC: starts one run ("mode:interpreter") in the background; its pid in pid_of[SPEC].
+run() {
+	local mode=${1%%:*} py=${1#*:}
+	case $mode in
+	python) "$py" "$W/pyspin.py" 4 python > /dev/null & ;;
+	native) "$py" "$W/pyspin.py" 3 native > /dev/null & ;;
+	perf) "$py" -X perf "$W/pyspin.py" 4 python > /dev/null & ;;
+	esac
+	pid_of[$1]=$!
+}
+for ((i = 0; i < ${#runs[@]}; i += 2)); do
+	run "${runs[$i]}"
+	p1=${pid_of[${runs[$i]}]}
+	p2=
+	if [ $((i + 1)) -lt ${#runs[@]} ]; then
+		run "${runs[$((i + 1))]}"
+		p2=${pid_of[${runs[$((i + 1))]}]}
+	fi
+	wait $p1 $p2
+done
+sleep 2 # the last flush
+curl -sf "$URL/api/v1/status" > "$TMP/status.json"
+stop_flamed
+check "flamed exits 0 on SIGTERM" [ $? -eq 0 ]
+
+# A Python frame in the folded text: "NAME (pyspin.py)"; before 3.11 NAME is co_name, not qualified.
+PF='[^;]* \(pyspin\.py\)'
+for spec in "${runs[@]}"; do
+	mode=${spec%%:*} py=${spec#*:} pid=${pid_of[$spec]}
+	v=$(version "$py")
+	name="python $v ($py${mode:+, $mode})"
+	out=$TMP/$pid.folded
+	"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid "$pid" --since 10m > "$out"
+	total=$(sum_samples "$out")
+	E='(Engine\.)?'
+	case $mode in
+	python|perf)
+		# The main thread: native main through Py_RunMain, then only Python frames down to tooth.
+		crank=$(sum_samples "$out" ";${E}crank \\(pyspin\\.py\\)")
+		chain=$(sum_samples "$out" ";Py_RunMain;([^;]*;)*<module> \\(pyspin\\.py\\);main \\(pyspin\\.py\\);${E}crank \\(pyspin\\.py\\);${E}gear_[ab] \\(pyspin\\.py\\);tooth \\(pyspin\\.py\\)(;[^;(]*)*$")
+		ga=$(sum_samples "$out" ";${E}gear_a \\(pyspin\\.py\\);tooth")
+		gb=$(sum_samples "$out" ";${E}gear_b \\(pyspin\\.py\\);tooth")
+		key=$(sum_samples "$out" ";key_of \\(pyspin\\.py\\)")
+		callback=$(sum_samples "$out" ";sorter \\(pyspin\\.py\\);([^;(]*;)*[^;(]*sort[^;(]*;([^;(]*;)*key_of \\(pyspin\\.py\\)")
+		eval_leaf=$(sum_samples "$out" ";_PyEval_EvalFrameDefault(\\.cold)?$")
+		echo "$name: $total samples; crank $crank, whole chain $chain; gear_a $ga, gear_b $gb; key_of $key, through sort $callback; ending in the eval loop $eval_leaf"
+		check "$name: >= 95% of crank's samples carry main;...;Py_RunMain;...;<module>;main;crank;gear_a|gear_b;tooth, nothing between the Python frames ($chain of $crank)" \
+			enough "$chain" "$crank" 95
+		check "$name: gear_a's share of gear_a + gear_b is 60% within 5 points ($ga vs $gb)" \
+			awk -v a="$ga" -v b="$gb" 'BEGIN { exit !(a + b > 100 && (s = 100 * a / (a + b)) >= 55 && s <= 65) }'
+		check "$name: >= 90% of key_of's samples keep sorter, the C sort between, and key_of ($callback of $key)" \
+			enough "$callback" "$key" 90
+		check "$name: at most 5% of the samples still end in the eval loop ($eval_leaf of $total)" \
+			[ "$total" -gt 0 -a $((100 * eval_leaf)) -le $((5 * total)) ]
+		;;
+	native)
+		# Samples in the C functions the threads called, GIL released: their Python callers stay.
+		sleep=$(sum_samples "$out" ";time_sleep(\\.[^;]*)?(;|$)")
+		sleep_chain=$(sum_samples "$out" ";poller \\(pyspin\\.py\\);poll_once \\(pyspin\\.py\\);([^;(]*;)*time_sleep(\\.[^;]*)?(;|$)")
+		zlib=$(sum_samples "$out" ";deflate(;|$)")
+		zlib_chain=$(sum_samples "$out" ";packer \\(pyspin\\.py\\);pack \\(pyspin\\.py\\);([^;(]*;)*deflate(;|$)")
+		echo "$name: $total samples; in time.sleep $sleep (under poller;poll_once $sleep_chain); in zlib's deflate $zlib (under packer;pack $zlib_chain)"
+		check "$name: >= 90% of the samples in time.sleep (GIL released) keep poller;poll_once above ($sleep_chain of $sleep)" \
+			enough "$sleep_chain" "$sleep" 90
+		check "$name: >= 90% of the samples in zlib.compress (GIL released) keep packer;pack above ($zlib_chain of $zlib)" \
+			enough "$zlib_chain" "$zlib" 90
+		;;
+	esac
+done
+
+check "status counts stacks with Python frames" jq -e '.python.stacks > 1000' "$TMP/status.json"
+jq -c '.python' "$TMP/status.json"
+exit $FAILED
