@@ -37,7 +37,7 @@ inside() {
 	# 4. The README's commands, as root, in a clean environment (nothing of the host's PATH or tools).
 	in_root() {
 		chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
-			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c "cd /root/flamed && $1"
+			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c "cd /root/flamed || exit 1; $1"
 	}
 	if ! in_root make; then
 		echo "fresh-debian.sh: make: failed"
@@ -50,7 +50,9 @@ inside() {
 	# make run serves on 127.0.0.1:7070, in the host's network: only when nothing else holds that port.
 	if grep -q ':1B9E 00000000:0000 0A' /proc/net/tcp; then
 		echo "fresh-debian.sh: make run: not tried, port 7070 is taken on this host"
-	elif in_root 'make run > /tmp/run.log 2>&1 & for i in $(seq 150); do curl -sf http://127.0.0.1:7070/healthz && exit 0; sleep 0.2; done; cat /tmp/run.log; exit 1'; then
+	elif in_root 'make run > /tmp/run.log 2>&1 < /dev/null & m=$!; ok=1
+		for i in $(seq 150); do curl -sf http://127.0.0.1:7070/healthz > /dev/null && { ok=0; break; }; sleep 0.2; done
+		pkill -TERM -P $m; wait $m; [ $ok = 0 ] || cat /tmp/run.log; exit $ok'; then
 		echo "fresh-debian.sh: make run: /healthz answered"
 	else
 		echo "fresh-debian.sh: make run: /healthz did not answer"
