@@ -185,7 +185,7 @@ test_kill9() {
 		# Sampling began before c0 was read (this shell reads the log late under load): what the burners
 		# took from then, at their average rate, may be stored too.
 		since=$(tail -n +"$from" "$TMP/flamed.log" | awk '$2 == "flamed:" && $3 == "sampling" && $4 == "since" { s = $5 } END { print s }')
-		early=$(awk -v r="$per_s" -v a="${since:-$t0}" -v b="$t0" 'BEGIN { x = (b - a) * r; printf "%d", x > 0 ? x : 0 }')
+		early=$(awk -v r="$per_s" -v a="${since:-$t0}" -v b="$t0" 'BEGIN { x = (b - a) * r; if (x < 0) x = 0; printf "%d", x }')
 		check "kill -9 round $r: nothing counted twice ($stored <= $expected + $early taken before the first reading + 5% + 20)" \
 			[ $((stored * 100)) -le $((expected * 105 + early * 100 + 2000)) ]
 		sampled_s=$(awk -v s="$sampled_s" -v a="$t0" -v b="$t1" 'BEGIN { print s + b - a }')
