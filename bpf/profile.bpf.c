@@ -250,7 +250,8 @@ struct walk {
 	__u32 py_written; /* Python frames written */
 	__u8 py_truncated;
 	__u8 after_eval;  /* the frame just unwound was an eval-loop call's (a perf trampoline may call it) */
-	__u16 pad;
+	__u8 fp_ended;    /* the walk ended where a frame pointer chain did: perhaps code without one */
+	__u8 pad;
 	__u8 py_buf[PY_TSTATE_READ]; /* a thread state or frame read from the process */
 	__u64 copy_at;    /* user address of copy[0] */
 	__u64 copied;     /* bytes of copy holding the stack (0: none) */
@@ -355,6 +356,7 @@ static __always_inline long fp_step(struct walk *w)
 	w->used |= USED_FP;
 	if (!w->bp || w->bp < w->sp || read_stack(w, frame, sizeof(frame), w->bp)) {
 		w->done = WALK_END; /* the chain ends (or was never there) */
+		w->fp_ended = 1;
 		return 1;
 	}
 	w->sp = w->bp + 16;
@@ -408,11 +410,12 @@ static __always_inline long table_step(struct walk *w, const struct unwind_row *
 
 #include "python_walk.h"
 
-/* After a native step that stopped the walk (stop 1): when it failed with Python frames still to write,
+/* After a native step that stopped the walk (stop 1): when it failed, or ended in code without unwind
+ * information (the vDSO, JIT code) whose frame pointer led nowhere, with Python frames still to write,
  * they are written after what was walked (their native callers are lost, they are not). */
 static __always_inline long native_done(struct walk *w, const struct walk_ctx *wc, long stop)
 {
-	if (stop && w->done == WALK_FAILED && w->py_frame && wc->py) {
+	if (stop && (w->done == WALK_FAILED || w->fp_ended) && w->py_frame && wc->py) {
 		w->py_state = PY_TAIL;
 		stat_inc(STAT_PY_APPENDED);
 		return 0;
@@ -505,6 +508,7 @@ static __always_inline void ask_refresh(__u32 pid)
 	}
 	e->pid = pid;
 	e->kind = PROCESS_MAPPINGS;
+	e->addr = 0;
 	e->start_ns = known->start;
 	e->token = known->token;
 	bpf_ringbuf_submit(e, 0);
@@ -532,6 +536,7 @@ static __always_inline __u64 walk_user(struct bpf_perf_event_data *ctx, const st
 	w->py_written = 0;
 	w->py_truncated = 0;
 	w->after_eval = 0;
+	w->fp_ended = 0;
 	if (ctx->regs.ip < USER_TOP) { /* interrupted in user mode */
 		w->ip = ctx->regs.ip;
 		w->sp = ctx->regs.sp;
@@ -648,6 +653,7 @@ static __always_inline void note_process(struct task_struct *task, __u32 pid)
 	}
 	e->pid = pid;
 	e->kind = PROCESS_NEW;
+	e->addr = 0;
 	e->start_ns = start;
 	e->token = known && known->start == start ? known->token : fresh.token;
 	bpf_ringbuf_submit(e, 0);

@@ -17,6 +17,26 @@ struct {
 	__type(value, struct py_proc);
 } py_procs SEC(".maps");
 
+/* Code objects first written (PROCESS_PY_CODE), apart from the events of processes, which they would
+ * crowd out at a process's start (its imports run hundreds of code objects). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} py_events SEC(".maps");
+
+/* Code objects written lately, per CPU, direct-mapped by (pid, address): a code object not among them
+ * is reported (PROCESS_PY_CODE) so the daemon names it while its process lives. 16 KiB per CPU. */
+#define PY_SEEN_SLOTS 2048
+struct py_seen {
+	__u64 tag[PY_SEEN_SLOTS];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_seen);
+} py_seen SEC(".maps");
+
 /* Each thread's thread state, by tid, as last found. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -139,6 +159,30 @@ static __always_inline __u64 py_current_frame(const struct py_proc *py, struct w
 	return frame;
 }
 
+/* Reports the code object code of process pid unless this CPU wrote it lately. */
+static __always_inline void py_note_code(const struct py_proc *py, __u32 pid, __u64 code)
+{
+	__u64 tag = code ^ ((__u64)pid * 0x9e3779b97f4a7c15ULL);
+	__u32 zero = 0, i = (__u32)((tag >> 3) ^ (tag >> 29)) & (PY_SEEN_SLOTS - 1);
+	struct py_seen *seen = bpf_map_lookup_elem(&py_seen, &zero);
+	struct process_event *e;
+
+	if (!seen || seen->tag[i] == tag)
+		return;
+	seen->tag[i] = tag;
+	e = bpf_ringbuf_reserve(&py_events, sizeof(*e), 0);
+	if (!e) {
+		stat_inc(STAT_PY_EVENTS_LOST); /* named at the flush instead, if the process still lives */
+		return;
+	}
+	e->pid = pid;
+	e->kind = PROCESS_PY_CODE;
+	e->start_ns = 0;
+	e->token = py->token;
+	e->addr = code;
+	bpf_ringbuf_submit(e, 0);
+}
+
 /* The instruction a frame (read into buf) runs, in code units; PY_INSTR_UNKNOWN when out of range. */
 static __always_inline __u32 py_instr(const struct py_offsets *o, const __u8 *buf, __u64 code)
 {
@@ -170,7 +214,7 @@ static __always_inline void py_step(struct walk *w, const struct py_proc *py, st
 	bool last = false;
 
 	if (!w->py_frame || n >= PROFILE_MAX_DEPTH || w->py_written >= py->max_frames) {
-		if (w->py_frame && w->py_written >= py->max_frames && !w->py_truncated) {
+		if (w->py_frame && !w->py_truncated) { /* frames left: the stack or --python-frames is full */
 			w->py_truncated = 1;
 			stat_inc(STAT_PY_TRUNCATED);
 		}
@@ -199,6 +243,7 @@ static __always_inline void py_step(struct walk *w, const struct py_proc *py, st
 		last = true;
 	st->ips[n] = PY_FRAME(code, py_instr(o, w->py_buf, code));
 	w->n = n + 1;
+	py_note_code(py, w->pid, code);
 	w->py_written++;
 	w->py_frame = back;
 	if (last && w->py_state != PY_TAIL)

@@ -131,14 +131,14 @@ static int open_and_load(struct sampler *s, const struct sampler_opts *opts, boo
 	return profile__load(s->skel);
 }
 
-/* ring_buffer callback: hands one first-sample event to the caller of sampler_read_events. */
+/* ring_buffer callback: hands one event to the caller of sampler_read_events. */
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
 	const struct process_event *e = data;
 
 	if (size >= sizeof(*e) && s->event_cb)
-		s->event_cb(e->pid, e->kind, e->token, s->event_ctx);
+		s->event_cb(e, s->event_ctx);
 	return 0;
 }
 
@@ -173,12 +173,16 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **out)
 	}
 	if (err)
 		goto fail;
-	/* 4. Listen for first samples of processes, then attach: one cpu-clock event per online CPU. */
+	/* 4. Listen for events of processes (first samples, Python code), then attach: one cpu-clock event
+	 * per online CPU. */
 	s->events = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s, NULL);
 	if (!s->events) {
 		err = -errno;
 		goto fail;
 	}
+	err = ring_buffer__add(s->events, bpf_map__fd(s->skel->maps.py_events), on_event, s);
+	if (err)
+		goto fail;
 	s->exec_link = bpf_program__attach(s->skel->progs.process_exec);
 	if (!s->exec_link) {
 		err = -errno;

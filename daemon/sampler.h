@@ -44,10 +44,11 @@ struct sampler_stats {
 
 typedef int (*sampler_cb)(const struct sampler_sample *s, void *ctx);
 
-/* Called with the pid of a process at its first samples (PROCESS_NEW; again after an execve), or when
- * its user stack met an address in none of the mappings it has unwind tables for (PROCESS_MAPPINGS);
- * token names the program image (struct process_event). */
-typedef void (*sampler_process_cb)(uint32_t pid, unsigned kind, uint64_t token, void *ctx);
+/* Called with an event of a process (struct process_event): at its first samples (PROCESS_NEW; again
+ * after an execve), when its user stack met an address in none of the mappings it has unwind tables for
+ * (PROCESS_MAPPINGS), or when a Python frame of a code object not seen lately was written
+ * (PROCESS_PY_CODE); e->token names the program image. */
+typedef void (*sampler_process_cb)(const struct process_event *e, void *ctx);
 
 /* Opens, sizes, loads and attaches the BPF program on every online CPU (offline ones skipped).
  * Returns 0 or -errno: -EPERM without CAP_BPF/CAP_PERFMON, -ENODEV when no CPU could be attached. */
@@ -57,10 +58,10 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **out);
  * counted and empties it. Returns 0, the first non-zero cb return, or -errno from a map operation. */
 int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx);
 
-/* A descriptor that polls readable when first-sample events of new processes are waiting. */
+/* A descriptor that polls readable when events of processes are waiting. */
 int sampler_events_fd(const struct sampler *s);
 
-/* Calls cb for every waiting first-sample event. Returns how many, or -errno. */
+/* Calls cb for every waiting event. Returns how many, or -errno. */
 int sampler_read_events(struct sampler *s, sampler_process_cb cb, void *ctx);
 
 /* The descriptors of the unwind_tables (array of maps) and unwind_procs maps, for the unwinder. */

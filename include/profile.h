@@ -41,6 +41,7 @@ struct stack_trace {
 enum process_event_kind {
 	PROCESS_NEW = 0,      /* first samples of a process */
 	PROCESS_MAPPINGS = 1, /* a user stack met an address in none of its known mappings (dlopen, JIT) */
+	PROCESS_PY_CODE = 2,  /* a Python frame of a code object not seen lately (addr): name it now */
 };
 
 struct process_event {
@@ -49,6 +50,7 @@ struct process_event {
 	__u64 start_ns; /* the process's start time, CLOCK_MONOTONIC ns */
 	__u64 token;    /* names this program image of the process: it changes at execve() and when the pid
 			 * is reused; unwind tables written for another token are not used */
+	__u64 addr;     /* PROCESS_PY_CODE: the code object's address; else 0 */
 };
 
 /* Per-CPU counters in the stats map, indexed by these. */
@@ -73,6 +75,7 @@ enum profile_stat {
 	STAT_PY_TRUNCATED,       /* Python walks cut at the most Python frames a stack may hold */
 	STAT_PY_UNMATCHED,       /* Python frames left over when the native walk ended (not written) */
 	STAT_PY_APPENDED,        /* native walks that failed, the rest of the Python frames written after */
+	STAT_PY_EVENTS_LOST,     /* code objects first written not reported: py_events ring buffer full */
 	STAT_MAX,
 };
 
