@@ -178,14 +178,13 @@ static bool code_layout_ok(const struct py_layout *l)
 	       l->code_linetable + 8u <= l->code_size && l->code_firstlineno + 4u <= l->code_size;
 }
 
-int py_code_read(const struct py_layout *l, uint64_t code_type, py_read_fn read, void *ctx, uint64_t addr,
-		 struct py_code *out)
+/* Reads the header of the code object at addr and takes its identity from it. */
+static int read_header(const struct py_layout *l, uint64_t code_type, py_read_fn read, void *ctx, uint64_t addr,
+		       struct py_code_id *id)
 {
 	uint8_t hdr[HEADER_MAX];
-	uint16_t name;
 	int rc;
 
-	memset(out, 0, sizeof(*out));
 	if (!l || !read || !code_layout_ok(l))
 		return -EINVAL;
 	rc = read_at(read, ctx, addr, 0, hdr, l->code_size);
@@ -193,13 +192,35 @@ int py_code_read(const struct py_layout *l, uint64_t code_type, py_read_fn read,
 		return rc;
 	if (code_type && u64_at(hdr, l->object_type) != code_type)
 		return -EINVAL;
-	memcpy(&out->firstlineno, hdr + l->code_firstlineno, sizeof(out->firstlineno));
-	name = l->code_qualname != PY_NO_OFFSET ? l->code_qualname : l->code_name;
-	rc = read_str(l, read, ctx, u64_at(hdr, name), out->name, sizeof(out->name));
+	id->name = u64_at(hdr, l->code_qualname != PY_NO_OFFSET ? l->code_qualname : l->code_name);
+	id->file = u64_at(hdr, l->code_filename);
+	id->lines = u64_at(hdr, l->code_linetable);
+	memcpy(&id->firstlineno, hdr + l->code_firstlineno, sizeof(id->firstlineno));
+	return 0;
+}
+
+int py_code_identify(const struct py_layout *l, uint64_t code_type, py_read_fn read, void *ctx, uint64_t addr,
+		     struct py_code_id *out)
+{
+	memset(out, 0, sizeof(*out));
+	return read_header(l, code_type, read, ctx, addr, out);
+}
+
+int py_code_read(const struct py_layout *l, uint64_t code_type, py_read_fn read, void *ctx, uint64_t addr,
+		 struct py_code *out)
+{
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = read_header(l, code_type, read, ctx, addr, &out->id);
+	if (rc < 0)
+		return rc;
+	out->firstlineno = out->id.firstlineno;
+	rc = read_str(l, read, ctx, out->id.name, out->name, sizeof(out->name));
 	if (rc == 0)
-		rc = read_str(l, read, ctx, u64_at(hdr, l->code_filename), out->file, sizeof(out->file));
+		rc = read_str(l, read, ctx, out->id.file, out->file, sizeof(out->file));
 	if (rc == 0)
-		rc = read_lines(l, read, ctx, u64_at(hdr, l->code_linetable), out);
+		rc = read_lines(l, read, ctx, out->id.lines, out);
 	if (rc < 0)
 		memset(out, 0, sizeof(*out)); /* read_lines frees what it allocated when it fails */
 	return rc;

@@ -17,8 +17,16 @@
  * the process is gone). */
 typedef int (*py_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
 
+/* What tells one code object from another that later takes its address: the objects its header points
+ * at (a code object's strings and line table outlive no code object that holds them) and its first line. */
+struct py_code_id {
+	uint64_t name, file, lines; /* addresses of the name (qualname, 3.11+), file and line table */
+	int firstlineno;
+};
+
 /* What naming one code object needs. */
 struct py_code {
+	struct py_code_id id;
 	char name[PY_NAME_MAX]; /* co_qualname (3.11+), else co_name; UTF-8, truncated at a character */
 	char file[PY_FILE_MAX]; /* co_filename, UTF-8 likewise */
 	int firstlineno;
@@ -35,6 +43,12 @@ struct py_code {
  * -EINVAL (not a code object of this layout: wrong type, a bad string or bytes object), or -ENOMEM. */
 int py_code_read(const struct py_layout *l, uint64_t code_type, py_read_fn read, void *ctx, uint64_t addr,
 		 struct py_code *out);
+
+/* Reads only the header of the code object at addr (one read; its type checked as py_code_read does):
+ * its identity, to tell whether the object read earlier at addr is still there. Returns 0, -EFAULT or
+ * -ESRCH (from read), or -EINVAL. */
+int py_code_identify(const struct py_layout *l, uint64_t code_type, py_read_fn read, void *ctx, uint64_t addr,
+		     struct py_code_id *out);
 
 /* Frees what py_code_read allocated in c (c itself is the caller's); NULL is safe. */
 void py_code_release(struct py_code *c);

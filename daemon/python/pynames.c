@@ -20,6 +20,10 @@ struct code_entry {
 	struct code_entry *next;  /* in its bucket */
 	uint32_t pid;
 	uint64_t token, addr;
+	struct py_code_id id;     /* what was there when read */
+	uint64_t checked;         /* the flush it was last found still there in (or read and failed) */
+	int err;                  /* 0, or why it could not be read: then it holds no strings and is read
+				   * again in the next flush, not at each frame of this one */
 	int first_line;
 	enum py_linetable_kind kind;
 	const char *name, *file, *short_file;
@@ -40,6 +44,7 @@ struct pynames {
 	struct lru_node lru;
 	size_t count, bytes;
 	struct short_slot *shorts; /* SHORT_SLOTS */
+	uint64_t flush;            /* flushes begun */
 	char short_buf[PY_FILE_MAX];
 	struct pynames_stats st;
 };
@@ -175,8 +180,9 @@ static struct code_entry *load(struct pynames *n, uint32_t pid, const struct pyp
 		*err = -ENOMEM;
 		return NULL;
 	}
-	*e = (struct code_entry){ .pid = pid, .token = info->token, .addr = addr, .first_line = c.firstlineno,
-				  .kind = info->layout->lines, .nlines = c.nlines, .bytes = bytes };
+	*e = (struct code_entry){ .pid = pid, .token = info->token, .addr = addr, .id = c.id, .checked = n->flush,
+				  .first_line = c.firstlineno, .kind = info->layout->lines, .nlines = c.nlines,
+				  .bytes = bytes };
 	e->name = memcpy(e->data, c.name, nl);
 	e->file = memcpy(e->data + nl, c.file, fl);
 	e->short_file = memcpy(e->data + nl + fl, short_file, sl);
@@ -192,12 +198,87 @@ static struct code_entry *load(struct pynames *n, uint32_t pid, const struct pyp
 	return e;
 }
 
+/* Remembers, until the next flush, that the code object at addr could not be read (err). */
+static void remember_failure(struct pynames *n, uint32_t pid, const struct pyproc_info *info, uint64_t addr, int err)
+{
+	struct code_entry *e;
+	size_t b;
+
+	make_room(n, sizeof(*e));
+	e = malloc(sizeof(*e));
+	if (!e)
+		return;
+	*e = (struct code_entry){ .pid = pid, .token = info->token, .addr = addr, .checked = n->flush, .err = err,
+				  .name = "[unknown]", .file = "", .short_file = "python", .bytes = sizeof(*e) };
+	b = bucket_of(n, pid, info->token, addr);
+	e->next = n->buckets[b];
+	n->buckets[b] = e;
+	lru_init(&e->lru);
+	lru_touch(&n->lru, &e->lru);
+	n->count++;
+	n->bytes += e->bytes;
+}
+
 static struct code_entry *lookup(struct pynames *n, uint32_t pid, uint64_t token, uint64_t addr)
 {
 	for (struct code_entry *e = n->buckets[bucket_of(n, pid, token, addr)]; e; e = e->next)
 		if (e->pid == pid && e->token == token && e->addr == addr)
 			return e;
 	return NULL;
+}
+
+/* Counts why a code object could not be read. */
+static void count_failure(struct pynames *n, int err)
+{
+	if (err == -ESRCH)
+		n->st.gone++;
+	else if (err == -EINVAL)
+		n->st.invalid++;
+	else
+		n->st.unreadable++;
+}
+
+void pynames_begin_flush(struct pynames *n)
+{
+	n->flush++;
+}
+
+/* Whether the code object cached in e is still the one at its address (checked once a flush; a process
+ * that is gone or unreadable keeps what was read). */
+static bool still_there(struct pynames *n, struct code_entry *e, const struct pyproc_info *info)
+{
+	struct py_code_id now;
+	uint32_t pid = e->pid;
+	int rc;
+
+	if (e->checked == n->flush)
+		return true;
+	e->checked = n->flush;
+	rc = py_code_identify(info->layout, info->code_type, read_process, &pid, e->addr, &now);
+	if (rc == -EINVAL)
+		return false; /* no code object there any more */
+	if (rc)
+		return true; /* gone or unreadable: what was read stands */
+	return now.name == e->id.name && now.file == e->id.file && now.lines == e->id.lines &&
+	       now.firstlineno == e->id.firstlineno;
+}
+
+void pynames_prefetch(struct pynames *n, uint32_t pid, const struct pyproc_info *info, uint64_t addr)
+{
+	int err;
+
+	if (!info) {
+		n->st.untracked++;
+		return;
+	}
+	if (lookup(n, pid, info->token, addr))
+		return;
+	if (load(n, pid, info, addr, &err)) {
+		n->st.prefetched++;
+	} else {
+		count_failure(n, err);
+		remember_failure(n, pid, info, addr, err);
+	}
 }
 
 int pynames_name(struct pynames *n, uint32_t pid, const struct pyproc_info *info, uint64_t v,
@@ -214,6 +295,19 @@ int pynames_name(struct pynames *n, uint32_t pid, const struct pyproc_info *info
 		return -ENOENT;
 	}
 	e = lookup(n, pid, info->token, addr);
+	if (e && e->err && e->checked != n->flush) { /* failed in an earlier flush: try again */
+		unlink_entry(n, e);
+		e = NULL;
+	} else if (e && !e->err && !still_there(n, e, info)) {
+		unlink_entry(n, e);
+		n->st.replaced++;
+		e = NULL;
+	}
+	if (e && e->err) {
+		count_failure(n, e->err);
+		lru_touch(&n->lru, &e->lru);
+		return -ENOENT;
+	}
 	if (e) {
 		n->st.hits++;
 		lru_touch(&n->lru, &e->lru);
@@ -221,12 +315,8 @@ int pynames_name(struct pynames *n, uint32_t pid, const struct pyproc_info *info
 		n->st.misses++;
 		e = load(n, pid, info, addr, &err);
 		if (!e) {
-			if (err == -ESRCH)
-				n->st.gone++;
-			else if (err == -EINVAL)
-				n->st.invalid++;
-			else
-				n->st.unreadable++;
+			count_failure(n, err);
+			remember_failure(n, pid, info, addr, err);
 			return -ENOENT;
 		}
 	}

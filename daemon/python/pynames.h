@@ -26,6 +26,8 @@ struct pynames_stats {
 	uint64_t unreadable;   /* ... its memory could not be read there */
 	uint64_t invalid;      /* ... what was there is not a code object */
 	uint64_t untracked;    /* ... the process is not a tracked Python process */
+	uint64_t prefetched;   /* code objects read when first sampled (pynames_prefetch) */
+	uint64_t replaced;     /* cached code objects found replaced by another at their address */
 };
 
 /* One named Python frame. The strings live until the next pynames call. */
@@ -41,11 +43,20 @@ struct py_frame_name {
 /* Creates a namer. Returns 0, -EINVAL (a zero bound) or -ENOMEM; *out set only on success. */
 int pynames_new(const struct pynames_opts *opts, struct pynames **out);
 
+/* Starts a flush: each cached code object is checked (one read of its header) at its first use in the
+ * flush, and read anew when another code object has taken its address since (a freed function's). */
+void pynames_begin_flush(struct pynames *n);
+
 /* Names the Python frame v (PY_IS_FRAME) of process pid, whose interpreter is info (NULL: not known).
  * Returns 0, or -ENOENT when the code object could not be read (out then names an unknown frame; why
  * is counted: the process gone, its memory unreadable, not a code object, or not tracked). */
 int pynames_name(struct pynames *n, uint32_t pid, const struct pyproc_info *info, uint64_t v,
 		 struct py_frame_name *out);
+
+/* Reads and caches the code object at addr of process pid (interpreter info; NULL: not known) unless
+ * it is cached: a frame first sampled now is named even if the process is gone by the flush. Failures
+ * are counted as pynames_name's are. */
+void pynames_prefetch(struct pynames *n, uint32_t pid, const struct pyproc_info *info, uint64_t addr);
 
 /* Copies the counters. */
 void pynames_get_stats(const struct pynames *n, struct pynames_stats *out);
