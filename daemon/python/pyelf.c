@@ -499,3 +499,28 @@ int py_elf_inspect(const struct elf_file *f, const struct elf_file *debug, struc
 	*out = b;
 	return 0;
 }
+
+int py_elf_needs_libpython(const struct elf_file *f)
+{
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+	Elf_Data *data;
+	GElf_Dyn dyn;
+
+	if (elf_file_find_section(f, SHT_DYNAMIC, &scn, &sh))
+		return 0;
+	if (elf_file_section_data(f, scn, &sh, &data) || !sh.sh_entsize)
+		return -EINVAL;
+	for (size_t i = 0; i < sh.sh_size / sh.sh_entsize && gelf_getdyn(data, (int)i, &dyn); i++) {
+		const char *name;
+
+		if (dyn.d_tag == DT_NULL)
+			break;
+		if (dyn.d_tag != DT_NEEDED)
+			continue;
+		name = elf_file_string(f, sh.sh_link, dyn.d_un.d_val);
+		if (name && !strncmp(name, "libpython3.", 11))
+			return 1;
+	}
+	return 0;
+}

@@ -43,4 +43,9 @@ struct py_binary {
  * with the layout, symbols outside the file's segments. */
 int py_elf_inspect(const struct elf_file *f, const struct elf_file *debug, struct py_binary *out);
 
+/* Whether f needs a libpython3 (a DT_NEEDED entry starting "libpython3."): a python executable whose
+ * interpreter comes in a library the dynamic loader maps after the program starts. Returns 1, 0 (no
+ * such entry, or no dynamic section), or -EINVAL (a malformed dynamic section). */
+int py_elf_needs_libpython(const struct elf_file *f);
+
 #endif

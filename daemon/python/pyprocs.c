@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 
@@ -17,6 +18,11 @@
 
 #define TOKEN_SLOTS 4096 /* recent (pid, token) of any process, direct-mapped: for adds without a token */
 
+/* When a process whose program needs a libpython not mapped yet is looked at again: after its first
+ * look, then after each. */
+static const unsigned retry_ms[] = { 20, 60, 200, 600, 2000 };
+#define RETRY_ROUNDS (sizeof(retry_ms) / sizeof(retry_ms[0]))
+
 /* A file, as fstat sees it: a replaced binary is another file. */
 struct file_key {
 	uint64_t dev, ino, size;
@@ -27,6 +33,7 @@ struct file_key {
 struct bin_entry {
 	struct file_key key;
 	int verdict;             /* 0: an interpreter (b is valid), else py_elf_inspect's -errno */
+	bool needs_libpython;    /* not one, but it needs a libpython3 (py_elf_needs_libpython) */
 	struct py_binary b;
 	struct elf_segment segs[ELF_MAX_SEGMENTS];
 	size_t nsegs;
@@ -49,6 +56,9 @@ struct pyprocs {
 	struct proc_entry *procs; /* max_procs */
 	size_t nprocs;
 	struct { uint32_t pid; uint64_t token; } tokens[TOKEN_SLOTS];
+	struct retry { uint32_t pid; uint64_t token; unsigned round; double due; } retries[PYPROCS_RETRIES];
+	size_t nretries;
+	unsigned next_round;     /* the round a process pyprocs_add queues again waits in */
 	uint64_t clock;          /* uses of binaries, for LRU */
 	struct pyprocs_stats st;
 };
@@ -110,6 +120,7 @@ static int inspect(struct pyprocs *p, int fd, const char *root, const char *path
 	if (err)
 		return err;
 	err = py_elf_inspect(ef, NULL, &e->b);
+	e->needs_libpython = err == -ENOENT && py_elf_needs_libpython(ef) == 1;
 	if (!err && e->b.cold_source == PY_COLD_NONE) {
 		struct debuginfo_query q = { .root = root, .debug_dir = p->debug_dir, .path = path, .bin = ef };
 		struct py_binary with;
@@ -231,6 +242,53 @@ static int track(struct pyprocs *p, uint32_t pid, uint64_t token, const struct b
 	return 0;
 }
 
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Queues pid to be looked at again in round's time (a round past the last: given up). */
+static void retry_later(struct pyprocs *p, uint32_t pid, uint64_t token, unsigned round)
+{
+	if (round >= RETRY_ROUNDS)
+		return;
+	for (size_t i = 0; i < p->nretries; i++)
+		if (p->retries[i].pid == pid)
+			return; /* already waiting: another report of the same process */
+	if (p->nretries == PYPROCS_RETRIES) {
+		p->st.retries_dropped++;
+		return;
+	}
+	p->retries[p->nretries++] = (struct retry){ pid, token, round, mono_now() + retry_ms[round] / 1e3 };
+}
+
+int pyprocs_retry(struct pyprocs *p)
+{
+	double now = mono_now(), next = -1;
+
+	for (size_t i = 0; i < p->nretries;) {
+		struct retry r = p->retries[i];
+
+		if (r.due > now) {
+			if (next < 0 || r.due < next)
+				next = r.due;
+			i++;
+			continue;
+		}
+		p->retries[i] = p->retries[--p->nretries];
+		p->st.late_libpython++;
+		p->next_round = r.round + 1;
+		pyprocs_add(p, r.pid, r.token); /* queues it again, in its next round, if still not there (with
+						 * the latest token known for it) */
+		p->next_round = 0;
+		i = 0; /* the queue changed: look again from its start */
+	}
+	return next < 0 ? -1 : (int)((next - now) * 1e3) + 1;
+}
+
 int pyprocs_add(struct pyprocs *p, uint32_t pid, uint64_t token)
 {
 	struct proc_entry *pe = find_proc(p, pid);
@@ -238,15 +296,18 @@ int pyprocs_add(struct pyprocs *p, uint32_t pid, uint64_t token)
 	struct procmap *maps;
 	size_t n;
 	int err, found = -ENOENT;
+	bool needs = false; /* its program needs a libpython */
 
-	if (token) {
-		p->tokens[slot].pid = pid;
-		p->tokens[slot].token = token;
-	} else if (p->tokens[slot].pid == pid && p->tokens[slot].token) {
+	/* Tokens are the time of an image's first sample: the largest known names the image running now
+	 * (an add with an older one, a recheck queued before an execve, must not write it back). */
+	if (p->tokens[slot].pid == pid && p->tokens[slot].token > token)
 		token = p->tokens[slot].token;
-	} else {
-		return pe ? 0 : -ENOENT; /* no image known to write it for */
-	}
+	if (pe && pe->token > token)
+		token = pe->token;
+	if (!token)
+		return -ENOENT; /* no image known to write it for */
+	p->tokens[slot].pid = pid;
+	p->tokens[slot].token = token;
 	err = procmaps_read(pid, &maps, &n);
 	if (err)
 		return err == -ENOENT ? -ESRCH : err;
@@ -254,6 +315,8 @@ int pyprocs_add(struct pyprocs *p, uint32_t pid, uint64_t token)
 		const struct bin_entry *e = binary_for(p, pid, &maps[i]);
 		uint64_t vaddr;
 
+		if (e && e->verdict == -ENOENT && e->needs_libpython)
+			needs = true;
 		if (!e || e->verdict == -ENOENT || e->verdict == -EINVAL)
 			continue;
 		if (e->verdict) { /* -ENOTSUP and the like: an interpreter, not walked */
@@ -270,6 +333,10 @@ int pyprocs_add(struct pyprocs *p, uint32_t pid, uint64_t token)
 	pe = find_proc(p, pid);
 	if (found && found != -ENOSPC && pe) /* it runs another program now */
 		drop_proc(p, (size_t)(pe - p->procs));
+	if (found == -ENOENT && needs) { /* the dynamic loader has not mapped it yet */
+		retry_later(p, pid, token, p->next_round);
+		return -EAGAIN;
+	}
 	return found;
 }
 

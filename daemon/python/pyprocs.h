@@ -28,7 +28,12 @@ struct pyprocs_stats {
 	uint64_t binaries_checked; /* files inspected since start */
 	uint64_t binaries_evicted; /* remembered files dropped for room */
 	uint64_t cold_by_jumps;    /* interpreters whose eval loop's cold part was found by its jumps */
+	uint64_t late_libpython;   /* processes looked at again: their program needs a libpython not mapped
+				    * yet (the dynamic loader maps it after the first samples) */
+	uint64_t retries_dropped;  /* such processes not looked at again: PYPROCS_RETRIES waiting */
 };
+
+#define PYPROCS_RETRIES 256 /* processes waiting to be looked at again; more are dropped (counted) */
 
 /* What naming a Python process's frames needs. */
 struct pyproc_info {
@@ -44,12 +49,18 @@ struct pyproc_info {
 int pyprocs_new(const struct pyprocs_opts *opts, struct pyprocs **out);
 
 /* Reads pid's mappings and, when one is an interpreter, writes the process into py_procs under token
- * (struct process_event's; 0: the one this tracker last saw for pid, and nothing is done when it saw
- * none). A process whose interpreter is gone (execve of another program) is dropped. Binaries are
+ * (struct process_event's: the time of the image's first sample), or under a later one this tracker saw
+ * for pid (0: the latest it saw, and nothing is done when it saw none). A process whose interpreter is gone (execve of another program) is dropped. Binaries are
  * inspected once per file (dev, inode, size, mtime). Returns 0, -ENOENT (no interpreter), -ESRCH (the
  * process is gone), -ENOTSUP (an interpreter of a version without a layout), -ENOSPC (max_procs
- * reached), or another -errno. */
+ * reached), -EAGAIN (its program needs a libpython not mapped yet: pyprocs_retry looks again), or another
+ * -errno. */
 int pyprocs_add(struct pyprocs *p, uint32_t pid, uint64_t token);
+
+/* Looks again at the processes whose program needs a libpython that was not mapped yet when
+ * pyprocs_add read their mappings, when their time has come (20 ms, then 60, 200, 600 ms, 2 s after).
+ * Returns the milliseconds to the next one, -1 for none. */
+int pyprocs_retry(struct pyprocs *p);
 
 /* Drops the processes that have exited (a process is kept one sweep after it is first found gone, so
  * the flush that drains its last samples can still name them). */

@@ -572,6 +572,32 @@ static void test_others(void)
 	}
 }
 
+/* py_elf_needs_libpython of path is want. */
+static void expect_needs(const char *path, int want, const char *what)
+{
+	struct elf_file *f;
+	int got = elf_file_open(path, &f);
+
+	if (got == 0) {
+		got = py_elf_needs_libpython(f);
+		elf_file_free(f);
+	}
+	CHECK(got == want, "%s: %s (%d)", path, what, got);
+}
+
+/* Which programs wait for a libpython the dynamic loader maps after they start. */
+static void test_needs_libpython(void)
+{
+	char path[PATH_MAX];
+
+	expect_needs("/bin/ls", 0, "needs no libpython");
+	expect_needs(DEBIAN_PY, 0, "needs no libpython (it is built in)");
+	if (glob_one(PYENV "/3.12.*/bin/python3.12", path, sizeof(path)) == 0)
+		expect_needs(path, 1, "needs libpython3.12.so (DT_NEEDED)");
+	else
+		printf("# python3.12: not installed here, its executable not tested\n");
+}
+
 /* ---- crafted copies ---- */
 
 /* Copies of lib with symbol name's field (value or size) set to v must give an error. */
@@ -758,6 +784,7 @@ int main(void)
 	}
 	test_debian();
 	test_pyenv(dir);
+	test_needs_libpython();
 	test_others();
 	test_crafted(dir);
 	run("rm -rf -- '%s'", dir);
