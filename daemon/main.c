@@ -711,6 +711,8 @@ static int flush(struct daemon *d)
 	f->samples = f->keys = f->rejected = 0;
 	f->store_err = store_begin(f->store);
 	symbolizer_begin_flush(f->sym);
+	if (f->pynames)
+		pynames_begin_flush(f->pynames);
 	/* Just before the maps switch: what was sampled earlier is in this flush. */
 	clock_gettime(CLOCK_REALTIME, &drained);
 	err = sampler_drain(d->smp, store_sample, f);
@@ -858,11 +860,19 @@ static int run_rechecks(struct daemon *d)
 /* sampler_process_cb: a process was sampled for the first time; capture its mappings and binaries
  * now, in case it exits before the flush, and again shortly; give it unwind tables. Or its stack met
  * an address in none of its known mappings: read them again. */
-static void on_process_event(uint32_t pid, unsigned kind, uint64_t token, void *ctx)
+static void on_process_event(const struct process_event *e, void *ctx)
 {
 	struct daemon *d = ctx;
+	uint32_t pid = e->pid;
+	unsigned kind = e->kind;
+	uint64_t token = e->token;
 	struct chained *c = &d->chained[pid % CHAINED_SLOTS];
 
+	if (kind == PROCESS_PY_CODE) { /* named now, while the process lives; the flush finds it cached */
+		if (d->f->pynames)
+			pynames_prefetch(d->f->pynames, pid, pyprocs_find(d->f->py, pid), e->addr);
+		return;
+	}
 	/* Gone: what is known is used. A later report of the same image is read now, but its rechecks
 	 * are already queued. */
 	if (kind == PROCESS_NEW && symbolizer_snapshot(d->f->sym, pid) == 0 && (c->pid != pid || c->token != token)) {
@@ -911,6 +921,9 @@ static int run(struct daemon *d, int sfd, int tfd)
 		};
 		uint64_t ticks;
 		int timeout = min_timeout(run_rechecks(d), pet_watchdog(d));
+
+		if (d->f->py)
+			timeout = min_timeout(timeout, pyprocs_retry(d->f->py));
 
 		if (poll(pfd, 4, timeout) < 0) {
 			if (errno == EINTR)

@@ -12,6 +12,7 @@ static const struct {
 	{ STAT_PY_READ_FAILED, "read_failed", "a thread state or frame could not be read" },
 	{ STAT_PY_UNMATCHED, "unmatched", "Python frames left when the native walk ended (not written)" },
 	{ STAT_PY_APPENDED, "native_failed", "the native walk failed; the Python frames left written after it" },
+	{ STAT_PY_EVENTS_LOST, "code_events_lost", "code objects first written not reported (named at the flush)" },
 };
 
 /* Why Python frames were left unnamed. */
@@ -32,11 +33,13 @@ void status_python_json(FILE *o, const struct daemon_status *s)
 		fprintf(o, "%s\"%s\": %" PRIu64, i ? ", " : "", walk_errors[i].name, s->lost[walk_errors[i].stat]);
 	fprintf(o, "}, \"processes\": %" PRIu64 ", \"processes_refused\": %" PRIu64 ", \"interpreters\": %" PRIu64
 		", \"unsupported\": %" PRIu64 ", \"inconsistent\": %" PRIu64 ", \"binaries_checked\": %" PRIu64
-		", \"cold_by_jumps\": %" PRIu64 ", \"code_objects\": %" PRIu64 ", \"code_cache_bytes\": %" PRIu64
-		", \"code_hits\": %" PRIu64 ", \"code_misses\": %" PRIu64 ", \"code_evicted\": %" PRIu64
-		", \"frames_unnamed\": {", s->py.processes, s->py.processes_refused, s->py.interpreters,
-		s->py.unsupported, s->py.inconsistent, s->py.binaries_checked, s->py.cold_by_jumps, s->pynames.codes,
-		s->pynames.bytes, s->pynames.hits, s->pynames.misses, s->pynames.evicted);
+		", \"cold_by_jumps\": %" PRIu64 ", \"late_libpython\": %" PRIu64 ", \"retries_dropped\": %" PRIu64
+		", \"code_objects\": %" PRIu64 ", \"code_cache_bytes\": %" PRIu64
+		", \"code_hits\": %" PRIu64 ", \"code_misses\": %" PRIu64 ", \"code_prefetched\": %" PRIu64
+		", \"code_replaced\": %" PRIu64 ", \"code_evicted\": %" PRIu64 ", \"frames_unnamed\": {", s->py.processes, s->py.processes_refused,
+		s->py.interpreters, s->py.unsupported, s->py.inconsistent, s->py.binaries_checked, s->py.cold_by_jumps,
+		s->py.late_libpython, s->py.retries_dropped, s->pynames.codes, s->pynames.bytes, s->pynames.hits, s->pynames.misses, s->pynames.prefetched,
+		s->pynames.replaced, s->pynames.evicted);
 	for (int i = 0; i < 4; i++)
 		fprintf(o, "%s\"%s\": %" PRIu64, i ? ", " : "", unnamed_kinds[i], unnamed(s, i));
 	fputs("}}", o);
