@@ -24,6 +24,8 @@
 #define TOP 34                  /* first frame row without a subtitle */
 #define TOP_SUB 52              /* ... and with one */
 #define BOTTOM 30               /* below the last row: the details line */
+#define LEGEND_H 18             /* the legend's row, above the details line */
+#define SWATCH 10               /* a legend entry's colour square */
 #define NAME_MAX_CHARS 4096     /* longer names are cut in tooltips and labels */
 #define REPLACEMENT 0xFFFDu     /* written for bytes that are not valid XML text */
 
@@ -38,6 +40,7 @@ struct svg_ctx {
 	double scale;           /* pixels per sample */
 	double maxdelta;        /* the largest |change| among drawn frames, in samples (diff) */
 	uint32_t maxdepth;      /* of the drawn frames */
+	unsigned classes;       /* bit (1 << enum frame_class) of each kind drawn, the root's excepted */
 	unsigned top, height;
 	int decimals;           /* of x and width: enough to keep minwidth-wide frames apart */
 };
@@ -55,6 +58,16 @@ static const struct palette palettes[] = {
 	[FRAME_CLASS_JIT] = { { 50, 185, 50 }, { 60, 45, 60 } },       /* green */
 	[FRAME_CLASS_INLINED] = { { 50, 195, 195 }, { 60, 35, 35 } },  /* aqua */
 	[FRAME_CLASS_UNKNOWN] = { { 175, 175, 175 }, { 30, 30, 30 } }, /* grey (all spans follow byte 0) */
+	[FRAME_CLASS_PYTHON] = { { 95, 105, 215 }, { 45, 40, 35 } },    /* blue */
+};
+
+/* The legend's entries, in its order. */
+static const struct {
+	enum frame_class k;
+	const char *label;
+} legend[] = {
+	{ FRAME_CLASS_USER, "native" },     { FRAME_CLASS_PYTHON, "Python" },       { FRAME_CLASS_JIT, "JIT _[j]" },
+	{ FRAME_CLASS_INLINED, "inlined _[i]" }, { FRAME_CLASS_KERNEL, "kernel _[k]" }, { FRAME_CLASS_UNKNOWN, "unknown" },
 };
 
 struct rgb {
@@ -314,6 +327,8 @@ static void measure(struct svg_ctx *c, const struct tree_node *n)
 {
 	if (n->depth > c->maxdepth)
 		c->maxdepth = n->depth;
+	if (n->depth)
+		c->classes |= 1u << frame_classify(n->name);
 	if (c->o.diff && fabs(change(c, n)) > c->maxdelta)
 		c->maxdelta = fabs(change(c, n));
 	for (uint32_t i = 0; i < n->nchildren; i++)
@@ -424,6 +439,31 @@ static void put_idle_details(const struct svg_ctx *c, const struct tree *t)
 		fprintf(c->out, "; %s cut short at the frame limit", count_str(a, cut));
 }
 
+/* Writes the legend of the frame colours drawn (none for a diff, coloured by change): a swatch in the
+ * middle of each kind's family, then its name. */
+static void put_legend(const struct svg_ctx *c)
+{
+	unsigned y = c->height - BOTTOM - LEGEND_H + 14;
+	double x = PAD;
+
+	if (c->o.diff || !c->total)
+		return;
+	fputs("<g id=\"legend\">", c->out);
+	for (size_t i = 0; i < sizeof(legend) / sizeof(legend[0]); i++) {
+		const struct palette *p = &palettes[legend[i].k];
+		char bx[40];
+
+		if (!(c->classes & 1u << legend[i].k))
+			continue;
+		fprintf(c->out, "<rect x=\"%s\" y=\"%u\" width=\"%d\" height=\"%d\" fill=\"rgb(%u,%u,%u)\"/>",
+			fixed(bx, x, 2), y - SWATCH, SWATCH, SWATCH, p->base[0] + p->span[0] / 2,
+			p->base[1] + p->span[1] / 2, p->base[2] + p->span[2] / 2);
+		fprintf(c->out, "<text x=\"%s\" y=\"%u\">%s</text>", fixed(bx, x + SWATCH + 4, 2), y - 1, legend[i].label);
+		x += SWATCH + 4 + CHAR_W * (double)strlen(legend[i].label) + 14;
+	}
+	fputs("</g>\n", c->out);
+}
+
 /* Writes the prolog, style, background, title, controls and the details line; opens #frames. */
 static void put_head(const struct svg_ctx *c, const struct tree *t)
 {
@@ -454,6 +494,7 @@ static void put_head(const struct svg_ctx *c, const struct tree *t)
 	fprintf(c->out, "</text>\n<text id=\"matched\" x=\"%u\" y=\"%u\"></text>\n", w - PAD, h - 10);
 	if (!c->total)
 		fprintf(c->out, "<text id=\"empty\" x=\"%u\" y=\"%u\">No samples</text>\n", w / 2, c->top + ROW_H);
+	put_legend(c);
 	fputs("<g id=\"frames\">\n", c->out);
 }
 
@@ -496,7 +537,7 @@ static void setup(struct svg_ctx *c, FILE *out, const struct tree *t, const stru
 		c->scale = (double)(c->o.width - 2 * PAD) / (double)c->total;
 		measure(c, c->root);
 	}
-	c->height = c->top + ROW_H * (c->maxdepth + 1) + BOTTOM;
+	c->height = c->top + ROW_H * (c->maxdepth + 1) + BOTTOM + (c->o.diff || !c->total ? 0 : LEGEND_H);
 }
 
 int render_svg(FILE *out, const struct tree *t, const struct svg_opts *opts)

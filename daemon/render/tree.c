@@ -260,6 +260,20 @@ static int ends_with(const char *s, size_t len, const char *suffix)
 	return len >= l && !memcmp(s + len - l, suffix, l);
 }
 
+/* "QUALNAME (FILE)": ends in a parenthesis whose " (" opens a non-empty FILE holding no parenthesis. A
+ * native name never has " (": raw symbols are mangled, the others end in a FlameGraph suffix. */
+static bool is_python(const char *s, size_t len)
+{
+	const char *open;
+
+	if (len < 4 || s[len - 1] != ')')
+		return false;
+	for (open = s + len - 2; open > s && *open != '(' && *open != ')'; open--)
+		;
+	/* open: the parenthesis nearest the end; a file, and a name before " (", must be there */
+	return *open == '(' && open - s >= 2 && open[-1] == ' ' && open + 1 < s + len - 1;
+}
+
 enum frame_class frame_classify(const char *name)
 {
 	size_t len = strlen(name);
@@ -272,5 +286,7 @@ enum frame_class frame_classify(const char *name)
 		return FRAME_CLASS_JIT;
 	if (ends_with(name, len, "_[i]"))
 		return FRAME_CLASS_INLINED;
+	if (is_python(name, len))
+		return FRAME_CLASS_PYTHON;
 	return FRAME_CLASS_USER;
 }

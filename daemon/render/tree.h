@@ -59,6 +59,8 @@ enum frame_class {
 	FRAME_CLASS_JIT,      /* ends in "_[j]" */
 	FRAME_CLASS_INLINED,  /* ends in "_[i]" */
 	FRAME_CLASS_UNKNOWN,  /* "[unknown]", "[unknown]_[k]" or "module+0xOFF" */
+	FRAME_CLASS_PYTHON,   /* "QUALNAME (FILE)": a Python function, FILE with no parentheses */
+	FRAME_CLASS_COUNT
 };
 
 /* Classifies a frame name. */

@@ -16,6 +16,7 @@ const { values: arg } = parseArgs({
   options: {
     url: { type: 'string' }, pid: { type: 'string' }, start: { type: 'string' }, from: { type: 'string' },
     to: { type: 'string' }, shots: { type: 'string' }, chromium: { type: 'string', default: '/usr/bin/chromium' },
+    pypid: { type: 'string' },
   },
 });
 for (const k of ['url', 'pid', 'start', 'from', 'to', 'shots']) {
@@ -329,6 +330,20 @@ await step('auto-refresh reloads the views by itself', null, async () => {
   await T('auto-refresh').check();
   await reloaded;
   await T('auto-refresh').uncheck();
+});
+
+await step('a Python process: its functions in the Python colour, named in the legend', 'python', async () => {
+  assert(arg.pypid, 'no --pypid given');
+  await page.goto('about:blank');
+  await page.goto(`${arg.url}/#pid=${arg.pypid}&preset=custom&from=${FROM}&to=${TO}`);
+  await frame('flamegraph', 'tooth (pyspin.py)').first().waitFor();
+  const fill = await frame('flamegraph', 'tooth (pyspin.py)').first().locator('rect').getAttribute('fill');
+  const hue = /^hsl\((\d+)/.exec(fill || '');
+  assert(hue && +hue[1] >= 262 && +hue[1] <= 285, `tooth (pyspin.py) is not in the Python colour (fill ${fill})`);
+  const native = await frame('flamegraph', 'Py_RunMain').first().locator('rect').getAttribute('fill');
+  assert(native !== fill && !/^hsl\(2[6-8]\d /.test(native || ''), `Py_RunMain is drawn like Python (fill ${native})`);
+  const legend = await T('flame-panel').locator('.legend').first().textContent();
+  assert(legend.includes('Python') && legend.includes('native'), `the legend reads "${legend}"`);
 });
 
 await step('no script error, no console error, nothing fetched from elsewhere', null, async () => {

@@ -70,7 +70,8 @@ check "flamed says which port it serves on ($URL)" [ -n "$URL" ]
 FROM=$(($(date +%s) - 1))
 START=$(date +%s.%N)
 "$TMP/phases" 4 2 3 & wpid=$!
-wait $wpid
+/usr/bin/python3.11 "$(dirname "$0")/../workloads/pyspin.py" 3 > /dev/null & pypid=$! # Python frames' colour
+wait $wpid $pypid
 sleep 2.5 # the last flush
 TO=$(($(date +%s) + 1))
 
@@ -83,7 +84,7 @@ SHOTS=$BUILD/screenshots
 mkdir -p "$SHOTS"
 rm -f "$SHOTS"/dashboard-*.png
 browser_test dashboard.test.mjs --url "$URL" --pid "$wpid" --start "$START" --from "$FROM" --to "$TO" \
-	--shots "$SHOTS" --chromium "$CHROMIUM"
+	--shots "$SHOTS" --chromium "$CHROMIUM" --pypid "$pypid"
 
 stop_flamed
 check "flamed exits 0 on SIGTERM after serving the dashboard" [ $? -eq 0 ]

@@ -94,6 +94,12 @@ static void test_classify(void)
 	CHECK(frame_classify("[unknown]_[k]") == FRAME_CLASS_UNKNOWN, "classify: kernel [unknown]");
 	CHECK(frame_classify("libfoo.so+0x1a2b") == FRAME_CLASS_UNKNOWN, "classify: module+offset");
 	CHECK(frame_classify("main") == FRAME_CLASS_USER, "classify: user");
+	CHECK(frame_classify("Engine.gear_a (prog.py)") == FRAME_CLASS_PYTHON, "classify: Python QUALNAME (FILE)");
+	CHECK(frame_classify("<module> (<frozen runpy>)") == FRAME_CLASS_PYTHON, "classify: Python, a file in <>");
+	CHECK(frame_classify("[unknown] (python)") == FRAME_CLASS_UNKNOWN, "classify: an unnamed Python frame");
+	CHECK(frame_classify("f (a(b))") == FRAME_CLASS_USER && frame_classify("f()") == FRAME_CLASS_USER &&
+		      frame_classify("x ()") == FRAME_CLASS_USER && frame_classify("(p)") == FRAME_CLASS_USER,
+	      "classify: not Python: parentheses in the file, none, an empty file, no name");
 }
 
 static void test_json(void)

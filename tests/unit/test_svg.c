@@ -381,10 +381,12 @@ static void test_colours(void)
 		{ "main;[unknown]", 1, TREE_NEW },
 		{ "main;libc.so.6+0x1234", 1, TREE_NEW },
 		{ "other;foo", 1, TREE_NEW },
+		{ "main;Engine.gear_a (prog.py)", 1, TREE_NEW },
 	};
-	struct tree *t = build(NULL, s, 7);
+	struct tree *t = build(NULL, s, 8);
 	struct svg_opts o = { .minwidth = -1 };
-	struct frame u, k, j, i, q, m, u2;
+	struct frame u, k, j, i, q, m, u2, py;
+	const char *legend, *legend_end;
 	struct doc d;
 	char *p, *text;
 
@@ -396,6 +398,7 @@ static void test_colours(void)
 	}
 	u = find(&d, "foo"), k = find(&d, "do_syscall_64_[k]"), j = find(&d, "Interpreter_[j]");
 	i = find(&d, "inl_fn_[i]"), q = find(&d, "[unknown]"), m = find(&d, "libc.so.6+0x1234");
+	py = find(&d, "Engine.gear_a (prog.py)");
 	text = d.text;
 	p = strstr(d.text, "<g><title>foo (");
 	d.text = p ? p + 1 : d.text; /* the second foo, under "other" */
@@ -412,6 +415,13 @@ static void test_colours(void)
 	      i.g, i.b);
 	CHECK(q.found && q.r == q.g && q.g == q.b && m.found && m.r == m.g && m.g == m.b,
 	      "colours: unknown frames grey (rgb(%u,%u,%u), rgb(%u,%u,%u))", q.r, q.g, q.b, m.r, m.g, m.b);
+	CHECK(py.found && py.b >= 215 && py.b > py.r + 60 && py.b > py.g + 60,
+	      "colours: Python frame blue (rgb(%u,%u,%u))", py.r, py.g, py.b);
+	legend = strstr(d.text, "<g id=\"legend\">");
+	legend_end = legend ? strstr(legend, "</g>") : NULL;
+	CHECK(legend_end && strstr(legend, ">native</text>") < legend_end && strstr(legend, ">Python</text>") < legend_end &&
+		      strstr(legend, ">kernel _[k]</text>") < legend_end && strstr(legend, ">unknown</text>") < legend_end,
+	      "colours: the legend names each kind drawn, Python too");
 	check_xml(&d, "colours");
 	doc_free(&d);
 	tree_free(t);

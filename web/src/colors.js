@@ -1,19 +1,22 @@
 // colors.js - the kind of a frame from its name (the FlameGraph suffixes) and the colour each kind is drawn in.
 
-// 'kernel' (name_[k]), 'jit' (_[j]), 'inlined' (_[i]), 'unknown' ([unknown], module+0xOFF) or 'user'.
+// 'kernel' (name_[k]), 'jit' (_[j]), 'inlined' (_[i]), 'unknown' ([unknown], module+0xOFF), 'python'
+// ("QUALNAME (FILE)", no parenthesis in FILE: native names never hold " (") or 'user' (native code).
 export function frameKind(name) {
   if (!name) return 'unknown';
   if (name.startsWith('[unknown]') || /\+0x[0-9a-f]+(_\[[kji]\])?$/i.test(name)) return 'unknown';
   if (name.endsWith('_[k]')) return 'kernel';
   if (name.endsWith('_[j]')) return 'jit';
   if (name.endsWith('_[i]')) return 'inlined';
+  if (/. \([^()]+\)$/.test(name)) return 'python';
   return 'user';
 }
 
 // Hue range, saturation, lightness of each kind; a frame's name picks its hue within the range so
 // neighbours differ but a function keeps its colour from one graph to the next.
 export const KINDS = {
-  user: { label: 'user', hue: [0, 48], s: 78, l: 62 },
+  user: { label: 'native', hue: [0, 48], s: 78, l: 62 },
+  python: { label: 'Python', hue: [262, 285], s: 55, l: 70 },
   kernel: { label: 'kernel _[k]', hue: [205, 235], s: 60, l: 70 },
   jit: { label: 'JIT _[j]', hue: [95, 135], s: 55, l: 60 },
   inlined: { label: 'inlined _[i]', hue: [170, 190], s: 55, l: 62 },
