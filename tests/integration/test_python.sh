@@ -119,5 +119,22 @@ for spec in "${runs[@]}"; do
 done
 
 check "status counts stacks with Python frames" jq -e '.python.stacks > 1000' "$TMP/status.json"
+check "status counts code objects named when first sampled" jq -e '.python.code_prefetched > 20' "$TMP/status.json"
 jq -c '.python' "$TMP/status.json"
+
+# A script that ends long before the flush: its code objects are read when first sampled, while it lives.
+run_flamed python-short --db "$TMP/short.db" --frequency $FREQ --flush-interval 60 --listen none
+/usr/bin/python3.11 -c 'import time
+end = time.time() + 0.3
+while time.time() < end: pass' # the interpreter's unwind table, first
+/usr/bin/python3.11 "$W/pyspin.py" 0.8 > /dev/null & spid=$!
+wait $spid
+stop_flamed
+check "flamed with a 60 s flush exits 0 on SIGTERM" [ $? -eq 0 ]
+"$BUILD/flamectl" --db "$TMP/short.db" query --pid $spid --since 10m > "$TMP/short.folded"
+py=$(sum_samples "$TMP/short.folded" ' \([^();]+\)(;|$)')
+unnamed=$(sum_samples "$TMP/short.folded" '\[unknown\] \(python\)')
+echo "a 0.8 s script, flushed after it ended: $py samples with Python frames, $unnamed with unnamed ones"
+check "a script gone before the flush keeps its Python names (unnamed in at most 5%: $unnamed of $py)" \
+	[ "$py" -gt 100 -a $((100 * unnamed)) -le $((5 * py)) ]
 exit $FAILED
