@@ -3,11 +3,14 @@
     python pyspin.py SECONDS [MODE]
 
 main -> Engine.crank -> Engine.gear_a (3 parts) / Engine.gear_b (2 parts) -> tooth, on the main
+thread (each crank turn picks one gear at random, 3:2, so that no period of the work lines up with the
+sampling's)
 thread, and a thread 'sorter' sorting with a Python key function (sorted's list_sort calls back into
 key_of: Python -> C -> Python). MODE 'native' instead runs two threads in C calls that release the
 GIL: 'poller' busy-polls time.sleep(0), 'packer' runs zlib.compress of a large buffer, both under Python
 callers of their own. Written for Python 2.7 and 3.6 to 3.13 alike.
 """
+import random
 import sys
 import threading
 import time
@@ -23,15 +26,18 @@ def tooth(n):
 
 class Engine(object):
     def gear_a(self):
-        return tooth(3000)
+        return tooth(2000)
 
     def gear_b(self):
         return tooth(2000)
 
     def crank(self, until):
+        pick = random.Random(42).random
         while time.time() < until:
-            self.gear_a()
-            self.gear_b()
+            if pick() < 0.6:
+                self.gear_a()
+            else:
+                self.gear_b()
 
 
 def key_of(x):
