@@ -1,6 +1,6 @@
 #!/bin/bash
 # run.sh - make bench: flamed's overhead next to perf, ingest rate, query latency, storage and memory; prints one table and writes docs/BENCHMARKS.md.
-# Usage: [QUICK=1] [BENCH_PARTS="overhead ingest query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] bench/run.sh
+# Usage: [QUICK=1] [BENCH_PARTS="overhead python ingest query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] bench/run.sh
 #        (root; `make bench` builds first). BENCH_PARTS runs only the parts named (query, storage and
 #        memory share one generated history); the report says which ran.
 # shellcheck disable=SC2154 # G_* (gen_history) and Q_* (query_bench) are set by parse_kv
@@ -12,7 +12,8 @@ BUILD=${BUILD:-$PWD/build}
 QUICK=${QUICK:-0}
 [ "$QUICK" = 1 ] || QUICK=0
 OUT=docs/BENCHMARKS.md
-ALL_PARTS="overhead ingest query storage memory"
+ALL_PARTS="overhead python ingest query storage memory"
+PYTHON=${PYTHON:-/usr/bin/python3.11}
 PARTS=${BENCH_PARTS:-$ALL_PARTS}
 STARTED=()
 TMP=
@@ -52,6 +53,7 @@ check_setup() {
 	for c in flamed bench/burn bench/gen_history bench/query_bench; do
 		[ -x "$BUILD/$c" ] || die "no $BUILD/$c: run make bench, not bench/run.sh alone"
 	done
+	if want python; then [ -x "$PYTHON" ] || die "no $PYTHON for the python part: apt-get install python3.11"; fi
 	TMP=$(mktemp -d "${BENCH_TMP:-/var/tmp}/flamed-bench.XXXXXX")
 	: > "$TMP/rows.tsv"
 	BPF_STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled)
@@ -77,6 +79,21 @@ stop_flamed() {
 	R_TOTAL_CPU=$(tail -1 "$1/flamed.time" | awk '{ print $2 + $3 }')
 }
 
+# burn_workload SECONDS DIR: the overhead runs' workload, two bench/burn of 256 call chains.
+burn_workload() { run_burners "$1" 4 4 "$2"; }
+
+# run_pyburners SECONDS DIR: two bench/pyburn.py at once (one per core). Sets BURN_UNITS (units/s, summed).
+run_pyburners() {
+	local pids=() i
+	for i in 1 2; do
+		timeout -s KILL $(($1 + 60)) "$PYTHON" bench/pyburn.py "$1" > "$2/pyburn$i.out" &
+		pids+=($!)
+		track $!
+	done
+	for i in 0 1; do wait "${pids[$i]}" || die "the Python workload failed"; done
+	BURN_UNITS=$(awk '/^units_per_second/ { s += $2 } END { printf "%.0f", s }' "$2/pyburn1.out" "$2/pyburn2.out")
+}
+
 # flamed_window DIR BURN_ARGS...: with flamed started (-v), runs the workload's program for a second
 # and waits for flamed's first flush (the symbols and unwind tables of the programs and libraries that
 # run are then cached: the steady state of a daemon that runs for days, which has long seen libc and
@@ -86,7 +103,11 @@ stop_flamed() {
 flamed_window() {
 	local dir=$1 ids=() t0 b0 b1 w0
 	shift
-	"$BUILD/bench/burn" --fanout "$2" --depth "$3" 1 > /dev/null || die "the burn workload failed"
+	if [ "$1" = python ]; then
+		"$PYTHON" bench/pyburn.py 1 > /dev/null || die "the Python workload failed"
+	else
+		"$BUILD/bench/burn" --fanout "$2" --depth "$3" 1 > /dev/null || die "the burn workload failed"
+	fi
 	wait_log "$dir/flamed.log" 'flushed [0-9]+ samples' "$FLAMED_PID" $((FLUSH_INTERVAL + 30)) ||
 		die "flamed did not flush: $(tail -3 "$dir/flamed.log")"
 	w0=$(date +%s.%N)
@@ -94,7 +115,7 @@ flamed_window() {
 	[ ${#ids[@]} -gt 0 ] || die "no BPF program found in /proc/$FLAMED_PID/fdinfo"
 	t0=$(cpu_ticks "$FLAMED_PID")
 	b0=$(bpf_run_ns "${ids[@]}")
-	run_burners "$@" "$dir"
+	if [ "$1" = python ]; then run_pyburners "$T" "$dir"; else run_burners "$@" "$dir"; fi
 	b1=$(bpf_run_ns "${ids[@]}")
 	R_RSS=$(status_kb "$FLAMED_PID" VmRSS) R_HWM=$(status_kb "$FLAMED_PID" VmHWM)
 	stop_flamed "$dir"
@@ -120,16 +141,17 @@ run_burners() {
 	BURN_UNITS=$(awk '/^units_per_second/ { s += $2 } END { printf "%.0f", s }' "$4/burn1.out" "$4/burn2.out")
 }
 
-# perf_window HZ MODE DIR: perf record (MODE fp: -g; dwarf: --call-graph dwarf) over the burners, then
-# perf script | fold. Sets R_REC_S, R_SCRIPT_S (CPU seconds), R_UNITS, R_SAMPLES, R_DATA_BYTES.
+# perf_window HZ MODE DIR [WORKLOAD]: perf record (MODE fp: -g; dwarf: --call-graph dwarf) over the
+# workload (burn_workload; run_pyburners), then perf script | fold. Sets R_REC_S, R_SCRIPT_S (CPU seconds),
+# R_UNITS, R_SAMPLES, R_DATA_BYTES.
 perf_window() {
-	local hz=$1 dir=$3 cg=(-g) pid
+	local hz=$1 dir=$3 cg=(-g) pid workload=${4:-burn_workload}
 	[ "$2" = dwarf ] && cg=(--call-graph dwarf)
 	/usr/bin/time -f '%e %U %S %M' -o "$dir/record.time" \
 		perf record -a "${cg[@]}" -F "$hz" -o "$dir/perf.data" -- sleep "$T" > "$dir/record.log" 2>&1 &
 	pid=$!
 	track "$pid"
-	run_burners "$T" 4 4 "$dir"
+	"$workload" "$T" "$dir"
 	wait_pid "$pid" $((T + 600)) || die "perf record failed: $(tail -3 "$dir/record.log")"
 	# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
 	/usr/bin/time -f '%e %U %S %M' -o "$dir/script.time" timeout 3600 \
@@ -182,6 +204,47 @@ overhead() {
 		"$w_pct% of a core ($w_detail)" "—" "—"
 	row "1. Overhead $hz Hz" "workload throughput against no profiler (2 burners, $base units/s)" \
 		"flamed $(change "$f_units" "$base")%, perf -g $(change "$g_units" "$base")%, perf dwarf $(change "$w_units" "$base")%" "—" "—"
+}
+
+# python_overhead: the overhead part over Python: two bench/pyburn.py (a loop 20 Python frames deep) with
+# no profiler, flamed, flamed --python off and perf -g at 99 Hz; the BPF program's cost per sample with
+# and without the Python walk; how many of flamed's samples of the workload carry its whole Python chain.
+python_overhead() {
+	local hz=99 d=$TMP/python base f_pct f_units daemon_pct bpf_pct on_us off_us g_pct g_units ratio
+	local total chain
+	mkdir -p "$d"/{base,on,off,fp}
+	log "python at $hz Hz: no profiler, flamed, flamed --python off, perf -g ($T s each) over two $PYTHON"
+	run_pyburners "$T" "$d/base"
+	base=$BURN_UNITS
+
+	start_flamed "$d/on" --db "$d/on/flamed.db" --listen none --frequency "$hz" -v
+	flamed_window "$d/on" python
+	f_pct=$(pct "$R_DAEMON_S + $R_BPF_S") f_units=$R_UNITS
+	daemon_pct=$(pct "$R_DAEMON_S") bpf_pct=$(pct "$R_BPF_S")
+	on_us=$(fmt 2 "$R_BPF_RUNS ? 1e6 * $R_BPF_S / $R_BPF_RUNS : 0")
+	MEM_ROWS+=("flamed at $hz Hz over two Python processes ($T s)	$R_RSS	$R_HWM")
+	"$BUILD/flamectl" --db "$d/on/flamed.db" query --since 1h > "$d/on/folded" || die "flamectl query failed"
+	read -r total chain < <(awk '/^python3[.0-9]*;.*;Py_RunMain;/ {
+		c = $NF; t += c; l = $0
+		if (gsub(/;handler \(pyburn\.py\)/, "", l) == 21 && /;main \(pyburn\.py\);handler/ && /;spin \(pyburn\.py\)/) k += c
+	} END { print t + 0, k + 0 }' "$d/on/folded")
+
+	start_flamed "$d/off" --db "$d/off/flamed.db" --listen none --frequency "$hz" --python off -v
+	flamed_window "$d/off" python
+	off_us=$(fmt 2 "$R_BPF_RUNS ? 1e6 * $R_BPF_S / $R_BPF_RUNS : 0")
+
+	perf_window "$hz" fp "$d/fp" run_pyburners
+	g_pct=$(pct "$R_REC_S + $R_SCRIPT_S") g_units=$R_UNITS
+	ratio=$(fmt 3 "$g_pct > 0 ? $f_pct / $g_pct : 0")
+	row "1. Overhead Python $hz Hz" "flamed: daemon CPU + BPF run time, per wall second, over two Python processes" \
+		"$f_pct% of a core (daemon $daemon_pct%, BPF $bpf_pct%) = ${ratio}x perf -g ($g_pct% of a core)" \
+		"≤ 0.25x perf record -a -g" "$(status_of "$ratio <= 0.25")"
+	row "1. Overhead Python $hz Hz" "BPF run time per sample: Python frames walked / --python off" \
+		"$on_us µs / $off_us µs" "—" "—"
+	row "1. Overhead Python $hz Hz" "flamed's samples under Py_RunMain carrying main and the 21 handler frames to spin" \
+		"$chain of $total ($(fmt 1 "$total > 0 ? 100 * $chain / $total : 0")%)" "—" "—"
+	row "1. Overhead Python $hz Hz" "workload throughput against no profiler (2 x pyburn.py, $base units/s)" \
+		"flamed $(change "$f_units" "$base")%, perf -g $(change "$g_units" "$base")%" "—" "—"
 }
 
 # flush_stats LOG: from flamed -v's "flushed N samples in K keys in X ms" lines after the first (the
@@ -384,6 +447,11 @@ How each figure is measured:
   \`perf script | awk -f bench/fold.awk\`, which makes the folded stacks. Both are per second of wall time, in %
   of one core. perf's own sampling in interrupt context is charged to the interrupted processes, not to perf:
   it shows only in the throughput row.
+- Overhead over Python: the same method at 99 Hz with two \`bench/pyburn.py\` on $PYTHON (a pure-Python
+  loop under main and 21 calls of handler, so every sample walks 23 Python frames), with \`flamed\`,
+  \`flamed --python off\` (for the BPF program's cost per sample without the Python walk) and \`perf record -a -g\`;
+  the chain row reads flamed's own database: of the workload's main-thread samples (under Py_RunMain), those
+  whose Python frames run main, the 21 handlers and spin with nothing between.
 - Ingest: \`flamed -v --max-keys $INGEST_MAX_KEYS\` at each frequency for $INGEST_T s over two \`bench/burn --fanout 16 --depth 4\`
   (65536 call chains each), after a first flush left out; samples/s counts every process on the host; flush
   durations and losses come from flamed's log. Sustained: at most 0.1% of samples lost and every flush done within
@@ -417,6 +485,8 @@ EOF
 # part_of AREA MEASUREMENT: the part a row of the table belongs to.
 part_of() {
 	case "$1|$2" in
+	"1. Overhead Python"*) echo python ;;
+	*"Python processes"*) echo python ;;
 	"1. "*) echo overhead ;;
 	"2. "*) echo ingest ;;
 	"3. "*) echo query ;;
@@ -485,6 +555,7 @@ main() {
 	if want overhead || want ingest; then
 		sysctl -q kernel.bpf_stats_enabled=1
 		if want overhead; then for hz in $OVERHEAD_HZ; do overhead "$hz"; done; fi
+		if want python; then python_overhead; fi
 		if want ingest; then ingest; fi
 		sysctl -q kernel.bpf_stats_enabled="$BPF_STATS_WAS"
 	fi
