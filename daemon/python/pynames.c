@@ -26,7 +26,7 @@ struct code_entry {
 				   * again in the next flush, not at each frame of this one */
 	int first_line;
 	enum py_linetable_kind kind;
-	const char *name, *file, *short_file;
+	const char *name, *file, *short_file, *folded;
 	const uint8_t *lines;
 	size_t nlines, bytes;
 	char data[];
@@ -166,13 +166,14 @@ static struct code_entry *load(struct pynames *n, uint32_t pid, const struct pyp
 	const char *short_file;
 	size_t nl, fl, sl, bytes;
 	size_t b;
+	char *folded;
 
 	*err = py_code_read(info->layout, info->code_type, read_process, &pid, addr, &c);
 	if (*err)
 		return NULL;
 	short_file = shorten(n, pid, c.file);
 	nl = strlen(c.name) + 1, fl = strlen(c.file) + 1, sl = strlen(short_file) + 1;
-	bytes = sizeof(*e) + nl + fl + sl + c.nlines;
+	bytes = sizeof(*e) + nl + fl + sl + nl + 2 + sl + c.nlines; /* the strings, "name (short)", lines */
 	make_room(n, bytes);
 	e = malloc(bytes);
 	if (!e) {
@@ -186,7 +187,13 @@ static struct code_entry *load(struct pynames *n, uint32_t pid, const struct pyp
 	e->name = memcpy(e->data, c.name, nl);
 	e->file = memcpy(e->data + nl, c.file, fl);
 	e->short_file = memcpy(e->data + nl + fl, short_file, sl);
-	e->lines = c.nlines ? memcpy(e->data + nl + fl + sl, c.lines, c.nlines) : NULL;
+	folded = e->data + nl + fl + sl;
+	sprintf(folded, "%s (%s)", e->name, e->short_file);
+	for (char *p = folded; *p; p++) /* a name or file may hold anything; a folded stack may not */
+		if (*p == ';' || (unsigned char)*p < 0x20)
+			*p = '?';
+	e->folded = folded;
+	e->lines = c.nlines ? memcpy(folded + nl + 2 + sl, c.lines, c.nlines) : NULL;
 	py_code_release(&c);
 	b = bucket_of(n, pid, info->token, addr);
 	e->next = n->buckets[b];
@@ -209,7 +216,8 @@ static void remember_failure(struct pynames *n, uint32_t pid, const struct pypro
 	if (!e)
 		return;
 	*e = (struct code_entry){ .pid = pid, .token = info->token, .addr = addr, .checked = n->flush, .err = err,
-				  .name = "[unknown]", .file = "", .short_file = "python", .bytes = sizeof(*e) };
+				  .name = "[unknown]", .file = "", .short_file = "python", .folded = "[unknown] (python)",
+				  .bytes = sizeof(*e) };
 	b = bucket_of(n, pid, info->token, addr);
 	e->next = n->buckets[b];
 	n->buckets[b] = e;
@@ -289,7 +297,8 @@ int pynames_name(struct pynames *n, uint32_t pid, const struct pyproc_info *info
 	struct code_entry *e = NULL;
 	int err = -ENOENT, line;
 
-	*out = (struct py_frame_name){ .name = "[unknown]", .file = "", .short_file = "python" };
+	*out = (struct py_frame_name){ .folded = "[unknown] (python)", .name = "[unknown]", .file = "",
+				       .short_file = "python" };
 	if (!info) {
 		n->st.untracked++;
 		return -ENOENT;
@@ -320,8 +329,9 @@ int pynames_name(struct pynames *n, uint32_t pid, const struct pyproc_info *info
 			return -ENOENT;
 		}
 	}
-	line = instr == PY_INSTR_UNKNOWN ? -ENOENT : py_line_of(e->kind, e->lines, e->nlines, e->first_line, instr);
-	*out = (struct py_frame_name){ .name = e->name, .file = e->file, .short_file = e->short_file,
+	line = !n->o.lines || instr == PY_INSTR_UNKNOWN ? -ENOENT :
+	       py_line_of(e->kind, e->lines, e->nlines, e->first_line, instr);
+	*out = (struct py_frame_name){ .folded = e->folded, .name = e->name, .file = e->file, .short_file = e->short_file,
 				       .first_line = e->first_line, .line = line > 0 ? line : 0 };
 	return 0;
 }

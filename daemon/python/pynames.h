@@ -15,6 +15,7 @@ struct pynames;
 struct pynames_opts {
 	unsigned max_codes;   /* code objects cached (> 0) */
 	size_t max_bytes;     /* memory they may hold (> 0); the least recently used go first */
+	bool lines;           /* find the line each frame runs (py_frame_name.line; 0 when not asked) */
 };
 
 struct pynames_stats {
@@ -32,6 +33,8 @@ struct pynames_stats {
 
 /* One named Python frame. The strings live until the next pynames call. */
 struct py_frame_name {
+	const char *folded;     /* "name (short_file)" as a folded stack holds it: ';' and control
+				 * characters made '?'; "[unknown] (python)" when unnamed */
 	const char *name;       /* qualified name (co_name before 3.11); "[unknown]" when unnamed */
 	const char *file;       /* the file as the code object has it; "" when unnamed */
 	const char *short_file; /* file without its directories outside Python packages (as py-spy shows
