@@ -692,6 +692,8 @@ static void handle_status(struct http *h, struct request *rq)
 		PRIu64 ", \"symbol_cache_bytes\": %" PRIu64 ", \"binaries_evicted\": %" PRIu64 "}", s.sym_user_hits,
 		s.sym_user_misses, s.sym_kernel_hits, s.sym_kernel_misses, s.sym_binaries_cached, s.sym_processes_cached,
 		s.sym_cache_bytes, s.sym_binaries_evicted);
+	fprintf(o, ", \"fold_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64 ", \"full\": %" PRIu64 "}",
+		s.fold_hits, s.fold_misses, s.fold_full);
 	status_unwind_json(o, &s);
 	status_python_json(o, &s);
 	fputs("}\n", o);
@@ -767,6 +769,12 @@ static void metrics_symbolizer(FILE *o, const struct daemon_status *s)
 	metric_u64(o, "flamed_symbolizer_binaries_evicted_total", "counter",
 		   "Binaries dropped from the symbolizer's cache to stay within --symbol-cache-mb.",
 		   s->sym_binaries_evicted);
+	metric(o, "flamed_fold_cache_total", "counter",
+	       "Drained keys whose stacks were folded already this flush (hit), folded (miss), or folded and not "
+	       "kept: the cache was full (full).");
+	fprintf(o, "flamed_fold_cache_total{result=\"hit\"} %" PRIu64 "\nflamed_fold_cache_total{result=\"miss\"} %"
+		PRIu64 "\nflamed_fold_cache_total{result=\"full\"} %" PRIu64 "\n", s->fold_hits, s->fold_misses,
+		s->fold_full);
 }
 
 static void metrics_unwind(FILE *o, const struct daemon_status *s)

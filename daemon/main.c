@@ -18,6 +18,7 @@
 #include <sys/timerfd.h>
 #include <bpf/libbpf.h>
 
+#include "foldcache.h"
 #include "http.h"
 #include "notify.h"
 #include "sampler.h"
@@ -82,6 +83,9 @@ static struct options {
 };
 
 #define MAX_FRAMES (2 * PROFILE_MAX_DEPTH + 2)
+/* Stacks folded once per flush and reused for their other keys (threads, seconds); 8 MiB at most. */
+#define FOLDCACHE_STACKS 16384
+#define FOLDCACHE_BYTES (8u << 20)
 
 /* One frame of the stack being folded: its text in the folded line and where its code lives. */
 struct frame_slot {
@@ -104,6 +108,7 @@ struct flush {
 	struct symbolizer *sym;
 	struct pyprocs *py;        /* NULL with --python off */
 	struct pynames *pynames;
+	struct foldcache *folds;   /* this flush's stacks folded so far, by raw stack */
 	struct user_frame user[PROFILE_MAX_DEPTH];
 	struct store *store;
 	char folded[FOLDED_MAX];
@@ -403,11 +408,9 @@ static void name_user_frame(struct flush *f, const struct sampler_sample *s, uns
 	}
 	pynames_name(f->pynames, s->key->pid, py, s->uips[i], &pn);
 	u->kind = USER_FRAME_PYTHON;
-	snprintf(u->name, sizeof(u->name), "%s (%s)", pn.name, pn.short_file);
-	for (char *c = u->name; *c; c++) /* a file name may hold anything; the folded text may not */
-		if (*c == ';' || (unsigned char)*c < 0x20)
-			*c = '?';
-	u->origin = (struct frame_origin){ .ninlined = 0 };
+	frame_copy_str(u->name, sizeof(u->name), pn.folded);
+	u->origin.ninlined = 0;
+	u->origin.module[0] = u->origin.build_id[0] = '\0';
 }
 
 /* Marks the interpreter's glue for leaving out: its call machinery between two Python frames, and
@@ -483,11 +486,22 @@ static int store_sample(const struct sampler_sample *s, void *ctx)
 	char comm[PROFILE_COMM_LEN + 16], thread[PROFILE_COMM_LEN + 16];
 	int err;
 
+	struct fold_key k = { .pid = s->key->pid, .flags = s->key->flags, .ustack = s->key->ustack,
+			      .kstack = s->key->kstack };
+	const struct folded *done;
+	struct folded fresh;
+
 	f->keys++;
 	f->samples += s->count;
 	if (f->store_err)
 		return 0; /* the transaction failed; keep draining so the maps empty */
-	fold(f, s);
+	done = foldcache_get(f->folds, &k); /* the same stack in another thread or second */
+	if (!done) {
+		fold(f, s);
+		fresh = (struct folded){ .text = f->folded, .frames = f->frames, .nframes = f->nframes };
+		foldcache_put(f->folds, &k, &fresh);
+		done = &fresh;
+	}
 	clean_comm(comm, s->key->pcomm);
 	clean_comm(thread, s->key->comm);
 	struct store_sample row = {
@@ -496,10 +510,10 @@ static int store_sample(const struct sampler_sample *s, void *ctx)
 		.tid = s->key->tid,
 		.comm = comm,
 		.thread = thread,
-		.folded = f->folded,
+		.folded = done->text,
 		.count = s->count,
-		.frames = f->frames,
-		.nframes = f->nframes,
+		.frames = done->frames,
+		.nframes = done->nframes,
 	};
 	err = store_add(f->store, &row);
 	if (err == -EINVAL) {
@@ -612,6 +626,7 @@ struct daemon {
 static void update_status(struct daemon *d, const struct sampler_stats *st, double seconds)
 {
 	struct symbolizer_stats sy;
+	struct foldcache_stats fc;
 	struct store_stats ss;
 	struct daemon_status *s = &d->status;
 
@@ -631,6 +646,10 @@ static void update_status(struct daemon *d, const struct sampler_stats *st, doub
 	s->sym_processes_cached = sy.processes_cached;
 	s->sym_cache_bytes = sy.symbol_bytes;
 	s->sym_binaries_evicted = sy.binaries_evicted;
+	foldcache_get_stats(d->f->folds, &fc);
+	s->fold_hits = fc.hits;
+	s->fold_misses = fc.misses;
+	s->fold_full = fc.full;
 	if (d->unw)
 		unwinder_get_stats(d->unw, &s->unwind);
 	if (d->f->py) {
@@ -711,6 +730,7 @@ static int flush(struct daemon *d)
 	f->samples = f->keys = f->rejected = 0;
 	f->store_err = store_begin(f->store);
 	symbolizer_begin_flush(f->sym);
+	foldcache_reset(f->folds);
 	if (f->pynames)
 		pynames_begin_flush(f->pynames);
 	/* Just before the maps switch: what was sampled earlier is in this flush. */
@@ -1013,6 +1033,11 @@ static int start(struct daemon *d)
 		fprintf(stderr, "flamed: cannot start the symbolizer: %s\n", strerror(-err));
 		return err;
 	}
+	err = foldcache_new(FOLDCACHE_STACKS, FOLDCACHE_BYTES, &d->f->folds);
+	if (err) {
+		fprintf(stderr, "flamed: out of memory for the folded stacks' cache\n");
+		return err;
+	}
 	err = sampler_new(&sopts, &d->smp);
 	if (err) {
 		fprintf(stderr, "flamed: cannot load and attach the BPF profiler: %s%s\n", strerror(-err),
@@ -1173,6 +1198,7 @@ out:
 	unwinder_free(d.unw);
 	pyprocs_free(f.py);
 	pynames_free(f.pynames);
+	foldcache_free(f.folds);
 	sampler_free(d.smp);
 	symbolizer_free(f.sym);
 	store_close(f.store);

@@ -125,6 +125,8 @@ done
 
 check "status counts stacks with Python frames" jq -e '.python.stacks > 1000' "$TMP/status.json"
 check "status counts code objects named when first sampled" jq -e '.python.code_prefetched > 20' "$TMP/status.json"
+check "status counts stacks folded once and reused in other keys of their flush" \
+	jq -e '.fold_cache.hits > 100 and .fold_cache.misses > 0' "$TMP/status.json"
 jq -c '.python' "$TMP/status.json"
 
 # A script that ends long before the flush: its code objects are read when first sampled, while it lives.
