@@ -22,9 +22,9 @@ FLAMED_PID='' TIME_PID='' BURN_UNITS=''
 . bench/lib.sh
 
 if [ "$QUICK" = 1 ]; then
-	T=5 INGEST_T=12 INGEST_HZ="999 9999" HISTORY=70m RETENTION=1h WINDOW_H=1 REPEAT=3
+	T=5 INGEST_T=12 INGEST_HZ="999 9999" HISTORY=70m RETENTION=1h WINDOW_H=1 REPEAT=3 PY_T=5 PY_ROUNDS=1
 else
-	T=30 INGEST_T=30 INGEST_HZ="999 1999 4999 9999" HISTORY=25h RETENTION=24h WINDOW_H=24 REPEAT=3
+	T=30 INGEST_T=30 INGEST_HZ="999 1999 4999 9999" HISTORY=25h RETENTION=24h WINDOW_H=24 REPEAT=3 PY_T=20 PY_ROUNDS=3
 fi
 OVERHEAD_HZ="19 99"
 FLUSH_INTERVAL=10   # flamed's default, used by every run
@@ -82,14 +82,16 @@ stop_flamed() {
 # burn_workload SECONDS DIR: the overhead runs' workload, two bench/burn of 256 call chains.
 burn_workload() { run_burners "$1" 4 4 "$2"; }
 
-# run_pyburners SECONDS DIR: two bench/pyburn.py at once (one per core). Sets BURN_UNITS (units/s, summed).
+# run_pyburners SECONDS DIR: two bench/pyburn.py at once (one per core). Sets BURN_UNITS (units/s, summed)
+# and PYBURN_PIDS.
 run_pyburners() {
 	local pids=() i
 	for i in 1 2; do
-		timeout -s KILL $(($1 + 60)) "$PYTHON" bench/pyburn.py "$1" > "$2/pyburn$i.out" &
+		"$PYTHON" bench/pyburn.py "$1" > "$2/pyburn$i.out" &
 		pids+=($!)
 		track $!
 	done
+	PYBURN_PIDS="${pids[*]}"
 	for i in 0 1; do wait "${pids[$i]}" || die "the Python workload failed"; done
 	BURN_UNITS=$(awk '/^units_per_second/ { s += $2 } END { printf "%.0f", s }' "$2/pyburn1.out" "$2/pyburn2.out")
 }
@@ -206,44 +208,56 @@ overhead() {
 		"flamed $(change "$f_units" "$base")%, perf -g $(change "$g_units" "$base")%, perf dwarf $(change "$w_units" "$base")%" "—" "—"
 }
 
-# python_overhead: the overhead part over Python: two bench/pyburn.py (a loop 20 Python frames deep) with
-# no profiler, flamed, flamed --python off and perf -g at 99 Hz; the BPF program's cost per sample with
-# and without the Python walk; how many of flamed's samples of the workload carry its whole Python chain.
-python_overhead() {
-	local hz=99 d=$TMP/python base f_pct f_units daemon_pct bpf_pct on_us off_us g_pct g_units ratio
-	local total chain
-	mkdir -p "$d"/{base,on,off,fp}
-	log "python at $hz Hz: no profiler, flamed, flamed --python off, perf -g ($T s each) over two $PYTHON"
-	run_pyburners "$T" "$d/base"
-	base=$BURN_UNITS
+# median VALUES...: the median (the lower middle of an even count).
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-	start_flamed "$d/on" --db "$d/on/flamed.db" --listen none --frequency "$hz" -v
-	flamed_window "$d/on" python
-	f_pct=$(pct "$R_DAEMON_S + $R_BPF_S") f_units=$R_UNITS
-	daemon_pct=$(pct "$R_DAEMON_S") bpf_pct=$(pct "$R_BPF_S")
-	on_us=$(fmt 2 "$R_BPF_RUNS ? 1e6 * $R_BPF_S / $R_BPF_RUNS : 0")
-	MEM_ROWS+=("flamed at $hz Hz over two Python processes ($T s)	$R_RSS	$R_HWM")
-	"$BUILD/flamectl" --db "$d/on/flamed.db" query --since 1h > "$d/on/folded" || die "flamectl query failed"
+# python_overhead: the overhead part over Python: two bench/pyburn.py (a loop 23 Python frames deep) with
+# no profiler, then PY_ROUNDS rounds of flamed, flamed --python off and perf -g at 99 Hz, PY_T s each, one
+# after the other (the medians stand: runs on this VM differ by up to 50%); the BPF program's cost per
+# sample with and without the Python walk; how many of flamed's samples carry the whole Python chain.
+python_overhead() {
+	local hz=99 d=$TMP/python base r on=() daemon=() bpf=() on_us=() off_us=() perf=() f_units g_units
+	local total chain pid f_pct g_pct ratio saved_t=$T
+	mkdir -p "$d/base"
+	log "python at $hz Hz: no profiler, then $PY_ROUNDS rounds of flamed, flamed --python off, perf -g ($PY_T s each) over two $PYTHON"
+	run_pyburners "$PY_T" "$d/base"
+	base=$BURN_UNITS
+	T=$PY_T # pct() and the windows use T
+	for r in $(seq "$PY_ROUNDS"); do
+		mkdir -p "$d/$r"/{on,off,fp}
+		start_flamed "$d/$r/on" --db "$d/$r/on/flamed.db" --listen none --frequency "$hz" -v
+		flamed_window "$d/$r/on" python
+		on+=("$(pct "$R_DAEMON_S + $R_BPF_S")") daemon+=("$(pct "$R_DAEMON_S")") bpf+=("$(pct "$R_BPF_S")")
+		on_us+=("$(fmt 2 "$R_BPF_RUNS ? 1e6 * $R_BPF_S / $R_BPF_RUNS : 0")")
+		f_units=$R_UNITS
+		[ "$r" = 1 ] && MEM_ROWS+=("flamed at $hz Hz over two Python processes ($PY_T s)	$R_RSS	$R_HWM")
+		if [ "$r" = 1 ]; then
+			for pid in $PYBURN_PIDS; do
+				"$BUILD/flamectl" --db "$d/1/on/flamed.db" query --pid "$pid" --since 1h || die "flamectl query failed"
+			done > "$d/on.folded"
+		fi
+		start_flamed "$d/$r/off" --db "$d/$r/off/flamed.db" --listen none --frequency "$hz" --python off -v
+		flamed_window "$d/$r/off" python
+		off_us+=("$(fmt 2 "$R_BPF_RUNS ? 1e6 * $R_BPF_S / $R_BPF_RUNS : 0")")
+		perf_window "$hz" fp "$d/$r/fp" run_pyburners
+		perf+=("$(pct "$R_REC_S + $R_SCRIPT_S")")
+		g_units=$R_UNITS
+	done
+	T=$saved_t
 	read -r total chain < <(awk '/^python3[.0-9]*;.*;Py_RunMain;/ {
 		c = $NF; t += c; l = $0
 		if (gsub(/;handler \(pyburn\.py\)/, "", l) == 21 && /;main \(pyburn\.py\);handler/ && /;spin \(pyburn\.py\)/) k += c
-	} END { print t + 0, k + 0 }' "$d/on/folded")
-
-	start_flamed "$d/off" --db "$d/off/flamed.db" --listen none --frequency "$hz" --python off -v
-	flamed_window "$d/off" python
-	off_us=$(fmt 2 "$R_BPF_RUNS ? 1e6 * $R_BPF_S / $R_BPF_RUNS : 0")
-
-	perf_window "$hz" fp "$d/fp" run_pyburners
-	g_pct=$(pct "$R_REC_S + $R_SCRIPT_S") g_units=$R_UNITS
+	} END { print t + 0, k + 0 }' "$d/on.folded")
+	f_pct=$(median "${on[@]}") g_pct=$(median "${perf[@]}")
 	ratio=$(fmt 3 "$g_pct > 0 ? $f_pct / $g_pct : 0")
-	row "1. Overhead Python $hz Hz" "flamed: daemon CPU + BPF run time, per wall second, over two Python processes" \
-		"$f_pct% of a core (daemon $daemon_pct%, BPF $bpf_pct%) = ${ratio}x perf -g ($g_pct% of a core)" \
+	row "1. Overhead Python $hz Hz" "flamed: daemon CPU + BPF run time, per wall second, over two Python processes (median of $PY_ROUNDS)" \
+		"$f_pct% of a core (daemon $(median "${daemon[@]}")%, BPF $(median "${bpf[@]}")%) = ${ratio}x perf -g ($g_pct% of a core); each run: flamed ${on[*]}%, perf -g ${perf[*]}%" \
 		"≤ 0.25x perf record -a -g" "$(status_of "$ratio <= 0.25")"
-	row "1. Overhead Python $hz Hz" "BPF run time per sample: Python frames walked / --python off" \
-		"$on_us µs / $off_us µs" "—" "—"
+	row "1. Overhead Python $hz Hz" "BPF run time per sample: Python frames walked / --python off (median of $PY_ROUNDS)" \
+		"$(median "${on_us[@]}") µs / $(median "${off_us[@]}") µs (each run: ${on_us[*]} / ${off_us[*]})" "—" "—"
 	row "1. Overhead Python $hz Hz" "flamed's samples under Py_RunMain carrying main and the 21 handler frames to spin" \
 		"$chain of $total ($(fmt 1 "$total > 0 ? 100 * $chain / $total : 0")%)" "—" "—"
-	row "1. Overhead Python $hz Hz" "workload throughput against no profiler (2 x pyburn.py, $base units/s)" \
+	row "1. Overhead Python $hz Hz" "workload throughput against no profiler (2 x pyburn.py, $base units/s), last round" \
 		"flamed $(change "$f_units" "$base")%, perf -g $(change "$g_units" "$base")%" "—" "—"
 }
 
@@ -447,7 +461,7 @@ How each figure is measured:
   \`perf script | awk -f bench/fold.awk\`, which makes the folded stacks. Both are per second of wall time, in %
   of one core. perf's own sampling in interrupt context is charged to the interrupted processes, not to perf:
   it shows only in the throughput row.
-- Overhead over Python: the same method at 99 Hz with two \`bench/pyburn.py\` on $PYTHON (a pure-Python
+- Overhead over Python: the same method at 99 Hz, $PY_ROUNDS rounds of $PY_T s (medians), with two \`bench/pyburn.py\` on $PYTHON (a pure-Python
   loop under main and 21 calls of handler, so every sample walks 23 Python frames), with \`flamed\`,
   \`flamed --python off\` (for the BPF program's cost per sample without the Python walk) and \`perf record -a -g\`;
   the chain row reads flamed's own database: of the workload's main-thread samples (under Py_RunMain), those
@@ -552,7 +566,7 @@ main() {
 	MEM_ROWS=()
 	LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 	check_setup
-	if want overhead || want ingest; then
+	if want overhead || want python || want ingest; then
 		sysctl -q kernel.bpf_stats_enabled=1
 		if want overhead; then for hz in $OVERHEAD_HZ; do overhead "$hz"; done; fi
 		if want python; then python_overhead; fi
