@@ -400,8 +400,8 @@ static void push_name(struct frames *fs, const struct pool *p, const char *name)
 /* The roots flamed sees: the start of the main thread or of another thread. */
 static void push_roots(struct rng *r, const struct common *c, const struct program *pg, struct frames *fs)
 {
-	const struct store_frame start = { "_start", pg->t->path, pg->build_id };
-	const struct store_frame main_fn = { "main", pg->t->path, pg->build_id };
+	const struct store_frame start = { .name = "_start", .module = pg->t->path, .build_id = pg->build_id };
+	const struct store_frame main_fn = { .name = "main", .module = pg->t->path, .build_id = pg->build_id };
 
 	if (pg->t->threads > 1 && rng_below(r, 2)) {
 		push_name(fs, &c->libc, "clone3");

@@ -40,6 +40,15 @@
 	"CREATE TABLE IF NOT EXISTS frames(id INTEGER PRIMARY KEY, name TEXT NOT NULL,"             \
 	" module_id INTEGER NOT NULL, UNIQUE(name, module_id));"
 
+/* Schema version 4: a frame has a source, for Python frames: file (as the code object names it), the
+ * function's first line and the line run. A frame is (name, module, file, line). Stacks holding such
+ * frames are told apart by them too (stacks.hash is then that of the text and the sources, see
+ * stack_ident()); stacks without are as before. */
+#define SCHEMA_FRAMES_V4_SQL                                                                       \
+	"CREATE TABLE IF NOT EXISTS frames(id INTEGER PRIMARY KEY, name TEXT NOT NULL,"             \
+	" module_id INTEGER NOT NULL, file TEXT NOT NULL DEFAULT '', start_line INTEGER NOT NULL"   \
+	" DEFAULT 0, line INTEGER NOT NULL DEFAULT 0, UNIQUE(name, module_id, file, line));"
+
 /* Schema version 3. Raw rows keep one plain index, samples(ts): version 2's covering indexes (every
  * column, twice) made a raw row 82 bytes; a query now reads raw rows only for what no rollup answers
  * (the last minutes of a window that reaches the present, its ragged edges, and what needs threads),
@@ -70,7 +79,9 @@ static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS stacks(id INTEGER PRIMARY KEY, hash INTEGER NOT NULL,"
 	" folded TEXT NOT NULL, frame_ids BLOB);"
 	"CREATE INDEX IF NOT EXISTS stacks_hash ON stacks(hash);"
-	SCHEMA_FRAMES_SQL
+	"CREATE TABLE IF NOT EXISTS modules(id INTEGER PRIMARY KEY, path TEXT NOT NULL,"
+	" build_id TEXT NOT NULL, UNIQUE(path, build_id));"
+	SCHEMA_FRAMES_V4_SQL
 	"CREATE TABLE IF NOT EXISTS samples(ts INTEGER NOT NULL, pid INTEGER NOT NULL,"
 	" tid INTEGER NOT NULL, comm_id INTEGER NOT NULL, thread_id INTEGER NOT NULL,"
 	" stack_id INTEGER NOT NULL, count INTEGER NOT NULL);"
@@ -88,6 +99,15 @@ static const char migrate_v2_sql[] =
 static const char migrate_v3_sql[] =
 	SCHEMA_V3_SQL
 	"UPDATE meta SET value = 3 WHERE key = 'schema_version';";
+
+/* Version 3 -> 4: frames get their source columns (a table rebuilt: SQLite cannot change its UNIQUE);
+ * every frame keeps its id, so every stack its frames. */
+static const char migrate_v4_sql[] =
+	"ALTER TABLE frames RENAME TO frames_v3;"
+	SCHEMA_FRAMES_V4_SQL
+	"INSERT INTO frames(id, name, module_id) SELECT id, name, module_id FROM frames_v3;"
+	"DROP TABLE frames_v3;"
+	"UPDATE meta SET value = 4 WHERE key = 'schema_version';";
 
 /* 64-bit FNV-1a of len bytes. */
 static uint64_t fnv1a(const char *s, size_t len)
@@ -562,10 +582,12 @@ static int module_id(struct store *st, const char *path, const char *build_id, i
 	return err;
 }
 
-/* The id of a frame (name, module); its cache key is the module id's bytes, then the name. */
-static int frame_id(struct store *st, const char *name, int64_t module, int64_t *id)
+/* The id of a frame (name, module, file, line); its cache key is the module id's and the line's bytes,
+ * then the name, a NUL and the file. A new frame gets its start line too. */
+static int frame_id(struct store *st, const struct store_frame *f, int64_t module, int64_t *id)
 {
-	size_t nlen = strlen(name), len = sizeof(module) + nlen;
+	const char *file = f->file ? f->file : "";
+	size_t nlen = strlen(f->name), flen = strlen(file), len = sizeof(module) + sizeof(f->line) + nlen + 1 + flen;
 	const char *key;
 	uint64_t hash;
 	int err;
@@ -574,14 +596,21 @@ static int frame_id(struct store *st, const char *name, int64_t module, int64_t 
 		return store_set_err(st, -ENOMEM, "out of memory for a frame");
 	key = (const char *)st->key.p;
 	memcpy(st->key.p, &module, sizeof(module));
-	memcpy(st->key.p + sizeof(module), name, nlen);
+	memcpy(st->key.p + sizeof(module), &f->line, sizeof(f->line));
+	memcpy(st->key.p + sizeof(module) + sizeof(f->line), f->name, nlen + 1);
+	memcpy(st->key.p + sizeof(module) + sizeof(f->line) + nlen + 1, file, flen);
 	hash = fnv1a(key, len);
 	if (cache_get(&st->frames, key, len, hash, id))
 		return 0;
-	sqlite3_bind_text(st->frame_id_get, 1, name, (int)nlen, SQLITE_STATIC);
+	sqlite3_bind_text(st->frame_id_get, 1, f->name, (int)nlen, SQLITE_STATIC);
 	sqlite3_bind_int64(st->frame_id_get, 2, module);
-	sqlite3_bind_text(st->frame_put, 1, name, (int)nlen, SQLITE_STATIC);
+	sqlite3_bind_text(st->frame_id_get, 3, file, (int)flen, SQLITE_STATIC);
+	sqlite3_bind_int(st->frame_id_get, 4, f->line);
+	sqlite3_bind_text(st->frame_put, 1, f->name, (int)nlen, SQLITE_STATIC);
 	sqlite3_bind_int64(st->frame_put, 2, module);
+	sqlite3_bind_text(st->frame_put, 3, file, (int)flen, SQLITE_STATIC);
+	sqlite3_bind_int(st->frame_put, 4, f->start_line);
+	sqlite3_bind_int(st->frame_put, 5, f->line);
 	err = get_or_put(st, st->frame_id_get, st->frame_put, "cannot write a frame", id);
 	if (!err)
 		cache_put(&st->frames, key, len, hash, *id, false);
@@ -601,7 +630,7 @@ static int encode_frames(struct store *st, const struct store_sample *s, size_t 
 		int err;
 
 		err = module_id(st, f->module ? f->module : "", f->build_id ? f->build_id : "", &module);
-		err = err ?: frame_id(st, f->name, module, &frame);
+		err = err ?: frame_id(st, f, module, &frame);
 		if (err)
 			return err;
 		n += rollup_put_varint(st->blob.p + n, (uint64_t)frame);
@@ -610,19 +639,38 @@ static int encode_frames(struct store *st, const struct store_sample *s, size_t 
 	return 0;
 }
 
-/* Whether frame_ids (blob[0..len)) spells folded[0..flen): the names of its frames joined by ';'. */
-static int frames_spell(struct store *st, const unsigned char *blob, size_t len, const char *folded, size_t flen,
-			bool *same)
+/* Whether frame i (read by st->frame_get) is the sample's: its frame i when it has frames, else the
+ * i-th name of its text (then with no source). seg: that name in the text. */
+static bool frame_is(struct store *st, const struct store_sample *s, unsigned i, const char *seg, size_t seglen)
 {
+	sqlite3_stmt *g = st->frame_get;
+	const unsigned char *name = sqlite3_column_text(g, 0), *file = sqlite3_column_text(g, 3);
+	size_t nlen = (size_t)sqlite3_column_bytes(g, 0);
+	int line = sqlite3_column_int(g, 5);
+
+	if (!name || nlen != seglen || memcmp(name, seg, seglen))
+		return false;
+	if (!s->frames || i >= s->nframes)
+		return line == 0 && (!file || !file[0]);
+	return line == s->frames[i].line &&
+	       !strcmp(file ? (const char *)file : "", s->frames[i].file ? s->frames[i].file : "");
+}
+
+/* Whether frame_ids (blob[0..len)) is the sample's stack: the names of its frames spell the text,
+ * folded[0..flen), and their sources are the sample's frames' (none when it has no frames). */
+static int frames_match(struct store *st, const unsigned char *blob, size_t len, const struct store_sample *s,
+			size_t flen, bool *same)
+{
+	const char *folded = s->folded;
 	size_t pos = 0, off = 0;
-	int err = 0;
+	unsigned i = 0;
 
 	*same = false;
-	while (!err && pos < len) {
+	while (pos < len) {
 		const char *end = off <= flen ? memchr(folded + off, ';', flen - off) : NULL;
 		size_t seg = end ? (size_t)(end - folded) - off : flen - off;
-		const unsigned char *name;
 		uint64_t id;
+		bool hit;
 		int rc;
 
 		if (off > flen)
@@ -633,25 +681,58 @@ static int frames_spell(struct store *st, const unsigned char *blob, size_t len,
 		rc = sqlite3_step(st->frame_get);
 		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 			return store_fail(st, st->frame_get, rc, "cannot read frames");
-		name = rc == SQLITE_ROW ? sqlite3_column_text(st->frame_get, 0) : NULL;
-		if (!name || (size_t)sqlite3_column_bytes(st->frame_get, 0) != seg || memcmp(name, folded + off, seg)) {
-			sqlite3_reset(st->frame_get);
-			return 0;
-		}
+		hit = rc == SQLITE_ROW && frame_is(st, s, i++, folded + off, seg);
 		sqlite3_reset(st->frame_get);
+		if (!hit)
+			return 0;
 		off += seg + 1;
 	}
-	*same = !err && off == flen + 1;
-	return err;
+	*same = off == flen + 1;
+	return 0;
 }
 
-/* Looks a stack up by text (rows with the same hash are compared by text, or by their frames' names
- * for a row stored without text, so a hash collision gets a row of its own): *found, and then its
- * *id and whether it *has_frames. */
-static int stack_find(struct store *st, const char *folded, size_t len, uint64_t hash, int64_t *id,
-		      bool *has_frames, bool *found)
+/* Builds a stack's identity in st->ident (*len bytes): its text, then, when a frame has a source (a
+ * Python frame's file and line), a line break and "INDEX:LINE:FILE" and a unit separator (0x1f) for each
+ * such frame. A text holds no line break, so a stack without sources is its text: its hash is its
+ * text's, as stored before schema version 4. */
+static int stack_ident(struct store *st, const struct store_sample *s, size_t flen, size_t *len)
 {
-	const struct cache_slot *e = cache_find(&st->stacks, folded, len, hash);
+	size_t n = flen, need = flen + 1;
+	bool sourced = false;
+
+	for (unsigned i = 0; s->frames && i < s->nframes; i++) {
+		if (s->frames[i].line || (s->frames[i].file && s->frames[i].file[0])) {
+			need += 32 + (s->frames[i].file ? strlen(s->frames[i].file) : 0);
+			sourced = true;
+		}
+	}
+	if (store_buf_reserve(&st->ident, need + 1) < 0)
+		return store_set_err(st, -ENOMEM, "out of memory for a stack");
+	memcpy(st->ident.p, s->folded, flen);
+	if (sourced) {
+		st->ident.p[n++] = '\n';
+		for (unsigned i = 0; i < s->nframes; i++) {
+			const struct store_frame *f = &s->frames[i];
+
+			if (!f->line && !(f->file && f->file[0]))
+				continue;
+			n += (size_t)snprintf((char *)st->ident.p + n, need + 1 - n, "%u:%d:%s\x1f", i, f->line,
+					      f->file ? f->file : "");
+		}
+	}
+	st->ident.p[n] = '\0';
+	*len = n;
+	return 0;
+}
+
+/* Looks a stack up by identity (rows with the same hash are compared by text, or by their frames for
+ * a row stored without text, so a hash collision gets a row of its own): *found, and then its *id and
+ * whether it *has_frames. ident (ilen bytes) is st->ident; the text is s's first flen bytes. */
+static int stack_find(struct store *st, const struct store_sample *s, size_t flen, size_t ilen, uint64_t hash,
+		      int64_t *id, bool *has_frames, bool *found)
+{
+	const char *ident = (const char *)st->ident.p;
+	const struct cache_slot *e = cache_find(&st->stacks, ident, ilen, hash);
 	int rc = SQLITE_DONE, err = 0;
 	bool hit = false;
 
@@ -668,10 +749,10 @@ static int stack_find(struct store *st, const char *folded, size_t len, uint64_t
 		const unsigned char *blob = sqlite3_column_blob(st->stack_get, 2);
 		size_t blen = (size_t)sqlite3_column_bytes(st->stack_get, 2);
 
-		if (n)
-			hit = text && n == len && memcmp(text, folded, len) == 0;
+		if (n) /* stored without frames: its text, which only a stack without sources is */
+			hit = text && n == ilen && memcmp(text, ident, ilen) == 0;
 		else if (blob)
-			err = frames_spell(st, blob, blen, folded, len, &hit);
+			err = frames_match(st, blob, blen, s, flen, &hit);
 		if (hit) {
 			*id = sqlite3_column_int64(st->stack_get, 0);
 			*has_frames = blob != NULL;
@@ -683,7 +764,7 @@ static int stack_find(struct store *st, const char *folded, size_t len, uint64_t
 	if (err)
 		return err;
 	if (hit)
-		cache_put(&st->stacks, folded, len, hash, *id, *has_frames);
+		cache_put(&st->stacks, ident, ilen, hash, *id, *has_frames);
 	*found = hit;
 	return 0;
 }
@@ -720,13 +801,17 @@ static int stack_add_frames(struct store *st, int64_t id, size_t blob_len)
  * stack stored with frames are kept; later ones are not compared. */
 static int stack_id(struct store *st, const struct store_sample *s, int64_t *id)
 {
-	size_t len = strlen(s->folded), blob_len = 0;
-	uint64_t hash = fnv1a(s->folded, len);
+	size_t len = strlen(s->folded), ilen = 0, blob_len = 0;
 	bool found = false, has_frames = false;
 	struct cache_slot *e;
+	uint64_t hash;
 	int err;
 
-	err = stack_find(st, s->folded, len, hash, id, &has_frames, &found);
+	err = stack_ident(st, s, len, &ilen);
+	if (err)
+		return err;
+	hash = fnv1a((const char *)st->ident.p, ilen);
+	err = stack_find(st, s, len, ilen, hash, id, &has_frames, &found);
 	if (err || (found && (has_frames || !s->frames)))
 		return err;
 	if (s->frames) {
@@ -737,22 +822,28 @@ static int stack_id(struct store *st, const struct store_sample *s, int64_t *id)
 	if (!found) {
 		err = stack_insert(st, s->folded, len, hash, s->frames != NULL, blob_len, id);
 		if (!err)
-			cache_put(&st->stacks, s->folded, len, hash, *id, s->frames != NULL);
+			cache_put(&st->stacks, (const char *)st->ident.p, ilen, hash, *id, s->frames != NULL);
 		return err;
 	}
 	err = stack_add_frames(st, *id, blob_len);
-	e = err ? NULL : cache_find(&st->stacks, s->folded, len, hash);
+	e = err ? NULL : cache_find(&st->stacks, (const char *)st->ident.p, ilen, hash);
 	if (e)
 		e->tag = true;
 	return err;
 }
 
-/* Checks frame i's module path and build-id (NULL: ""); -EINVAL with the reason in errmsg. */
+/* Checks frame i's module path and build-id (NULL: ""), and its source; -EINVAL with the reason in
+ * errmsg. */
 static int validate_module(struct store *st, const struct store_frame *f, unsigned i)
 {
 	const char *b = f->build_id ? f->build_id : "";
 	size_t n;
 
+	if (f->file && strnlen(f->file, MODULE_MAX_BYTES + 1) > MODULE_MAX_BYTES)
+		return store_set_err(st, -EINVAL, "invalid sample: frame %u's file is longer than %d bytes", i,
+				     MODULE_MAX_BYTES);
+	if (f->line < 0 || f->start_line < 0)
+		return store_set_err(st, -EINVAL, "invalid sample: frame %u's line is negative", i);
 	if (f->module && strnlen(f->module, MODULE_MAX_BYTES + 1) > MODULE_MAX_BYTES)
 		return store_set_err(st, -EINVAL, "invalid sample: frame %u's module path is longer than %d bytes", i,
 				     MODULE_MAX_BYTES);
@@ -842,8 +933,10 @@ static int prepare_writes(struct store *st)
 	err = err ?: prepare(st, &st->stack_set_frames, "UPDATE stacks SET frame_ids = ?2, folded = '' WHERE id = ?1");
 	err = err ?: prepare(st, &st->module_get, "SELECT id FROM modules WHERE path = ?1 AND build_id = ?2");
 	err = err ?: prepare(st, &st->module_put, "INSERT INTO modules(path, build_id) VALUES (?1, ?2)");
-	err = err ?: prepare(st, &st->frame_id_get, "SELECT id FROM frames WHERE name = ?1 AND module_id = ?2");
-	err = err ?: prepare(st, &st->frame_put, "INSERT INTO frames(name, module_id) VALUES (?1, ?2)");
+	err = err ?: prepare(st, &st->frame_id_get,
+			     "SELECT id FROM frames WHERE name = ?1 AND module_id = ?2 AND file = ?3 AND line = ?4");
+	err = err ?: prepare(st, &st->frame_put,
+			     "INSERT INTO frames(name, module_id, file, start_line, line) VALUES (?1, ?2, ?3, ?4, ?5)");
 	err = err ?: prepare(st, &st->sample_put,
 			     "INSERT INTO samples(ts, pid, tid, comm_id, thread_id, stack_id, count)"
 			     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
@@ -871,8 +964,10 @@ static int prepare_common(struct store *st)
 
 	err = err ?: prepare(st, &st->name_get, "SELECT id FROM names WHERE name = ?1");
 	if (st->version >= 2)
-		err = err ?: prepare(st, &st->frame_get,
-				     "SELECT f.name, m.path, m.build_id FROM frames AS f"
+		err = err ?: prepare(st, &st->frame_get, st->version >= 4 ?
+				     "SELECT f.name, m.path, m.build_id, f.file, f.start_line, f.line FROM frames AS f"
+				     " JOIN modules AS m ON m.id = f.module_id WHERE f.id = ?1" :
+				     "SELECT f.name, m.path, m.build_id, '', 0, 0 FROM frames AS f"
 				     " JOIN modules AS m ON m.id = f.module_id WHERE f.id = ?1");
 	err = err ?: prepare(st, &st->meta_get, "SELECT key, value FROM meta");
 	err = err ?: prepare(st, &st->count_stacks, "SELECT count(*) FROM stacks");
@@ -1087,6 +1182,11 @@ static int setup_schema(struct store *st)
 		if (!err)
 			st->version = 3;
 	}
+	if (!err && st->version == 3) {
+		err = sql_exec(st, migrate_v4_sql, "cannot upgrade the database to schema version 4");
+		if (!err)
+			st->version = 4;
+	}
 	return err;
 }
 
@@ -1295,6 +1395,7 @@ void store_close(struct store *st)
 	buf_free(&st->key);
 	buf_free(&st->blob);
 	buf_free(&st->text);
+	buf_free(&st->ident);
 	free(st);
 }
 

@@ -32,11 +32,16 @@ enum store_mode {
 	STORE_READ_ONLY,  /* fails with -ENOENT when the file is missing (flamectl) */
 };
 
-/* One frame of a stack, with the binary it came from (what pprof's mappings need). */
+/* One frame of a stack, with the binary it came from (what pprof's mappings need) and, for a Python
+ * frame, its source: two frames that differ in file or line are two frames, and two stacks whose frames
+ * differ so are two stacks, even with the same folded text. */
 struct store_frame {
 	const char *name;     /* the frame exactly as in the folded stack */
 	const char *module;   /* path of the binary, "[kernel]", or "" when unknown */
 	const char *build_id; /* lowercase hex, or "" */
+	const char *file;     /* a Python frame's file as its code object names it; NULL or "" for others */
+	int start_line;       /* the function's first line; 0: not known or not Python */
+	int line;             /* the line being run; 0: not known or not Python */
 };
 
 /* One aggregated sample to write. */
@@ -106,7 +111,7 @@ typedef int (*store_point_cb)(const struct store_point *p, void *ctx);
 /* On failure *out is NULL, so store_errmsg has nothing to say; the codes tell the caller what to
  * report: -ENOENT no file (READ_ONLY; nothing is created), -EISDIR a directory, -EACCES/-EPERM no
  * permission, -EIO corrupt or not an SQLite file, -EINVAL an SQLite file that is not flamed's
- * (READ_WRITE leaves it alone), -ENOTSUP written by a newer flamed (schema_version > 3), -ENOLCK the
+ * (READ_WRITE leaves it alone), -ENOTSUP written by a newer flamed (schema_version > 4), -ENOLCK the
  * file system cannot do WAL, -EBUSY locked past the 5 s busy timeout, -ENOSPC, -ENOMEM.
  * READ_ONLY never creates a file. When no writer has the database open (no PATH-wal file) it reads
  * the file as immutable: that works for a user who cannot write the directory, but the store does

@@ -11,7 +11,7 @@
 #include "rollup.h"
 #include "store.h"
 
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 #define STACK_MAX_BYTES (64 * 1024)          /* longest folded stack accepted */
 #define FRAMES_MAX (STACK_MAX_BYTES / 2 + 1) /* most frames a stack can have ("a;a;...") */
 /* Encoded bytes of (stack, count) pairs in one rollup row at most: a row then stays within its b-tree
@@ -89,6 +89,7 @@ struct store {
 	struct id_cache names, stacks, modules, frames;
 	struct pending pending;
 	struct buf key, blob, text; /* scratch: a cache key, a stack's frame_ids or a rollup blob, a text */
+	struct buf ident;           /* scratch: a stack's identity (its text, and its frames' sources) */
 	char errmsg[512];
 };
 

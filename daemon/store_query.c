@@ -93,8 +93,10 @@ int store_prepare_queries(struct store *st)
 	if (st->version >= 2)
 		err = err ?: prepare(st, &st->frames_max, "SELECT max(id) FROM frames");
 	if (st->version >= 2)
-		err = err ?: prepare(st, &st->frames_all,
-				     "SELECT f.id, f.name, m.path, m.build_id FROM frames AS f"
+		err = err ?: prepare(st, &st->frames_all, st->version >= 4 ?
+				     "SELECT f.id, f.name, m.path, m.build_id, f.file, f.start_line, f.line FROM frames AS f"
+				     " JOIN modules AS m ON m.id = f.module_id" :
+				     "SELECT f.id, f.name, m.path, m.build_id, '', 0, 0 FROM frames AS f"
 				     " JOIN modules AS m ON m.id = f.module_id");
 	if (st->version < 3)
 		return err;
@@ -300,11 +302,13 @@ static int idmap_put(struct idmap *m, int64_t key, uint32_t *next, uint32_t *val
 }
 
 /* One frame of an answer: a frame row (id > 0) or a frame name split out of a stack's stored text
- * (id 0, module and build-id ""). text is name NUL module NUL build-id NUL, NULL until read. */
+ * (id 0, module, build-id and file ""). text is name NUL module NUL build-id NUL file NUL, NULL until
+ * read. */
 struct qframe {
 	int64_t id;
 	char *text;
-	size_t module_off, build_id_off; /* the name's length is module_off - 1 */
+	size_t module_off, build_id_off, file_off; /* the name's length is module_off - 1 */
+	int start_line, line;                     /* a Python frame's source; else 0 */
 	uint32_t rank; /* order of the names as if each ended with ';' */
 };
 
@@ -416,13 +420,14 @@ static int name_frame(struct answer *a, const char *name, size_t len, uint32_t *
 	err = frame_new(a, 0, idx);
 	if (err)
 		return err;
-	a->frames[*idx].text = malloc(len + 3);
+	a->frames[*idx].text = malloc(len + 4);
 	if (!a->frames[*idx].text)
 		return store_set_err(a->st, -ENOMEM, "out of memory naming frames");
 	memcpy(a->frames[*idx].text, name, len);
-	memset(a->frames[*idx].text + len, 0, 3);
+	memset(a->frames[*idx].text + len, 0, 4);
 	a->frames[*idx].module_off = len + 1;
 	a->frames[*idx].build_id_off = len + 2;
+	a->frames[*idx].file_off = len + 3;
 	return 0;
 }
 
@@ -591,28 +596,32 @@ static int load_stacks(struct answer *a)
 	return err;
 }
 
-/* Takes a frame row's name, module path and build-id (columns col..col+2). */
+/* Takes a frame row's name, module path, build-id and file (columns col..col+3), start line and line
+ * (col+4, col+5). */
 static int take_frame(struct answer *a, sqlite3_stmt *s, int col, uint32_t idx)
 {
 	struct qframe *f = &a->frames[idx];
-	const unsigned char *c[3];
-	size_t len[3], off = 0;
+	const unsigned char *c[4];
+	size_t len[4], off = 0;
 
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		c[i] = sqlite3_column_text(s, col + i);
 		len[i] = (size_t)sqlite3_column_bytes(s, col + i);
 		if (!c[i])
 			return store_set_err(a->st, -EIO, "frame %lld is damaged", (long long)f->id);
 	}
-	f->text = malloc(len[0] + len[1] + len[2] + 3);
+	f->text = malloc(len[0] + len[1] + len[2] + len[3] + 4);
 	if (!f->text)
 		return store_set_err(a->st, -ENOMEM, "out of memory naming frames");
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		memcpy(f->text + off, c[i], len[i] + 1);
 		off += len[i] + 1;
 	}
 	f->module_off = len[0] + 1;
 	f->build_id_off = len[0] + len[1] + 2;
+	f->file_off = len[0] + len[1] + len[2] + 3;
+	f->start_line = sqlite3_column_int(s, col + 4);
+	f->line = sqlite3_column_int(s, col + 5);
 	return 0;
 }
 
@@ -733,8 +742,9 @@ static int rank_stacks(struct answer *a)
 	for (uint32_t i = 0; i < a->nstacks; i++)
 		order[i] = i;
 	qsort_r(order, a->nstacks, sizeof(*order), cmp_stacks, a);
-	for (uint32_t i = 0; i < a->nstacks; i++)
-		a->stacks[order[i]].rank = i;
+	for (uint32_t i = 0; i < a->nstacks; i++) /* stacks of one text (their sources differ) share a rank */
+		a->stacks[order[i]].rank =
+			i && !cmp_stacks(&order[i - 1], &order[i], a) ? a->stacks[order[i - 1]].rank : i;
 	free(order);
 	return 0;
 }
@@ -825,12 +835,49 @@ static int cmp_diff_rows(const void *x, const void *y, void *ctx)
 
 typedef int (*row_cmp)(const void *x, const void *y, void *ctx);
 
-/* Indexes the cells' stacks and names, reads them, sorts the rows (*rows, one per cell, side from
- * the cell's bucket) by cmp. */
-static int answer_build(struct answer *a, const struct rollup_cell *c, size_t n, row_cmp cmp, struct qrow **rows)
+/* By pid, process name, stack text and side: rows of one text next to each other. */
+static int cmp_same_text(const void *x, const void *y, void *ctx)
+{
+	const struct answer *a = ctx;
+	const struct qrow *rx = x, *ry = y;
+	uint32_t kx = a->stacks[rx->stack].rank, ky = a->stacks[ry->stack].rank;
+
+	if (rx->pid != ry->pid)
+		return rx->pid < ry->pid ? -1 : 1;
+	if (rx->comm != ry->comm)
+		return rx->comm < ry->comm ? -1 : 1;
+	if (kx != ky)
+		return kx < ky ? -1 : 1;
+	return (rx->side > ry->side) - (rx->side < ry->side);
+}
+
+/* Sums the rows of stacks that differ only in their frames' sources (Python lines): an answer by text
+ * has one row per text. Returns the rows left. */
+static size_t merge_same_text(struct answer *a, struct qrow *rows, size_t n)
+{
+	size_t out = 0;
+
+	qsort_r(rows, n, sizeof(*rows), cmp_same_text, a);
+	for (size_t i = 0; i < n; i++) {
+		struct qrow *last = out ? &rows[out - 1] : NULL;
+
+		if (last && !cmp_same_text(last, &rows[i], a))
+			last->count = rows[i].count > UINT64_MAX - last->count ? UINT64_MAX : last->count + rows[i].count;
+		else
+			rows[out++] = rows[i];
+	}
+	return out;
+}
+
+/* Indexes the cells' stacks and names (*count of them), reads them, sorts the rows (*rows, one per cell,
+ * side from the cell's bucket) by cmp. Unless the answer wants frames, rows of stacks with one text are
+ * summed into one first (*count is then the rows left). */
+static int answer_build(struct answer *a, const struct rollup_cell *c, size_t *count, row_cmp cmp,
+			struct qrow **rows)
 {
 	int64_t *comm_ids = NULL;
 	uint32_t next_comm = 0;
+	size_t n = *count;
 	int err = 0;
 
 	*rows = calloc(n ? n : 1, sizeof(**rows));
@@ -861,6 +908,8 @@ static int answer_build(struct answer *a, const struct rollup_cell *c, size_t n,
 	err = err ?: rank_stacks(a);
 	err = err ?: load_comms(a, comm_ids);
 	free(comm_ids);
+	if (!err && !a->want_frames) /* by text: one row per text, whatever the frames' sources */
+		*count = n = merge_same_text(a, *rows, n);
 	if (!err)
 		qsort_r(*rows, n, sizeof(**rows), cmp, a);
 	return err;
@@ -944,7 +993,7 @@ static int sum_stacks(struct store *st, const struct store_filter *f, bool by_pi
 	err = sum_window(&q, &c);
 	if (!err) {
 		*n = rollup_map_compact(&c.map);
-		err = answer_build(a, c.map.cells, *n, cmp_rows, rows);
+		err = answer_build(a, c.map.cells, n, cmp_rows, rows);
 	}
 	qrun_end(&q);
 	rollup_map_free(&c.map);
@@ -980,7 +1029,7 @@ static int sum_diff(struct store *st, const struct store_filter *base, const str
 
 			*t = c.map.cells[i].count > UINT64_MAX - *t ? UINT64_MAX : *t + c.map.cells[i].count;
 		}
-		err = answer_build(a, c.map.cells, *n, cmp_diff_rows, rows);
+		err = answer_build(a, c.map.cells, n, cmp_diff_rows, rows);
 	}
 	qrun_end(&qb);
 	rollup_map_free(&c.map);
@@ -1006,7 +1055,8 @@ int store_query_diff(struct store *st, const struct store_filter *base, const st
 		size_t j = i;
 
 		d.base = d.now = 0;
-		for (; j < n && rows[j].comm == rows[i].comm && rows[j].stack == rows[i].stack; j++)
+		for (; j < n && rows[j].comm == rows[i].comm &&
+		       a.stacks[rows[j].stack].rank == a.stacks[rows[i].stack].rank; j++)
 			*(rows[j].side ? &d.base : &d.now) += rows[j].count;
 		d.comm = a.comms[rows[i].comm];
 		d.folded = stack_text(&a, &a.stacks[rows[i].stack]);
@@ -1063,7 +1113,9 @@ int store_query_stacks_frames(struct store *st, const struct store_filter *f, st
 			const struct qframe *fr = &a.frames[a.seq[s->fr_off + j]];
 
 			frames[j] = (struct store_frame){ .name = fr->text, .module = fr->text + fr->module_off,
-							  .build_id = fr->text + fr->build_id_off };
+							  .build_id = fr->text + fr->build_id_off,
+							  .file = fr->text + fr->file_off, .start_line = fr->start_line,
+							  .line = fr->line };
 		}
 		err = text ? cb(rows[i].pid, a.comms[rows[i].comm], text, s->nfr ? frames : NULL, s->nfr,
 				rows[i].count, ctx)

@@ -33,8 +33,9 @@ static char db_path[64];
 static void make_store(void)
 {
 	const struct store_frame frames[] = {
-		{ "main", "/usr/bin/server", "0123abcd" }, { "handle", "/usr/bin/server", "0123abcd" },
-		{ "read_k", "[kernel]", "" },
+		{ .name = "main", .module = "/usr/bin/server", .build_id = "0123abcd" },
+		{ .name = "handle", .module = "/usr/bin/server", .build_id = "0123abcd" },
+		{ .name = "read_k", .module = "[kernel]", .build_id = "" },
 	};
 	int64_t t = (int64_t)time(NULL) - 60;
 	const struct store_sample samples[] = {

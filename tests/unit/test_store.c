@@ -23,6 +23,8 @@
 #include "store_impl.h"
 
 /* The fixture's fixed time: 2023-11-14T22:13:20Z. */
+/* A frame of a native binary: name, module, build-id (no Python source). */
+#define FR(name_, module_, build_id_) { .name = (name_), .module = (module_), .build_id = (build_id_) }
 #define T0 INT64_C(1700000000)
 
 /* A sample without frames. */
@@ -250,7 +252,7 @@ static void test_fixture_queries(const char *dir)
 		      sql_value(path, "SELECT count FROM samples WHERE pid = 100 AND ts = 1700000020") == 4,
 	      "duplicate (ts, pid, tid, comm, thread, stack) merged into one row, counts summed");
 	CHECK(sql_value(path, "SELECT count(*) FROM names") == 6, "names stored once each");
-	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 3, "meta holds schema_version 3");
+	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 4, "meta holds schema_version 4");
 
 	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
 	    sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &stmt, NULL) == SQLITE_OK &&
@@ -701,8 +703,8 @@ static void test_bad_files(const char *dir)
 	snprintf(path, sizeof(path), "%s/newer.db", dir);
 	err = store_open(path, STORE_READ_WRITE, &st);
 	store_close(st);
-	CHECK(err == 0 && sql_run(path, "UPDATE meta SET value = 4 WHERE key = 'schema_version'"),
-	      "make a schema version 4 database");
+	CHECK(err == 0 && sql_run(path, "UPDATE meta SET value = 5 WHERE key = 'schema_version'"),
+	      "make a schema version 5 database");
 	CHECK(store_open(path, STORE_READ_ONLY, &st) == -ENOTSUP, "read-only: a newer schema is refused");
 	CHECK(store_open(path, STORE_READ_WRITE, &st) == -ENOTSUP, "read-write: a newer schema is refused");
 
@@ -757,12 +759,86 @@ static int query_frames(struct store *st, int64_t pid, const char *comm, struct 
 	  .count = (count_), .frames = (frames_), .nframes = sizeof(frames_) / sizeof((frames_)[0]) }
 
 static const struct store_frame srv_frames[] = {
-	{ "main", "/usr/bin/server", "0a1b2c" },
-	{ "handle", "/usr/lib/libh.so", NULL },
-	{ "read_[k]", "[kernel]", "" },
+	FR("main", "/usr/bin/server", "0a1b2c"),
+	FR("handle", "/usr/lib/libh.so", NULL),
+	FR("read_[k]", "[kernel]", ""),
 };
-static const struct store_frame idle_frames[] = { { "main", "/usr/bin/server", "0a1b2c" }, { "idle", NULL, NULL } };
-static const struct store_frame other_frames[] = { { "main", "/usr/bin/other", "ff" } };
+static const struct store_frame idle_frames[] = { FR("main", "/usr/bin/server", "0a1b2c"),
+						  FR("idle", NULL, NULL) };
+static const struct store_frame other_frames[] = { FR("main", "/usr/bin/other", "ff") };
+
+/* "pid|comm|folded|count|name@file:first:line,..." of each stack with Python sources. */
+static int sources_cb(uint32_t pid, const char *comm, const char *folded, const struct store_frame *frames,
+		      unsigned nframes, uint64_t count, void *ctx)
+{
+	char list[2048] = "";
+	size_t len = 0;
+
+	for (unsigned i = 0; frames && i < nframes && len < sizeof(list); i++) {
+		int n = snprintf(list + len, sizeof(list) - len, "%s%s@%s:%d:%d", i ? "," : "", frames[i].name,
+				 frames[i].file ? frames[i].file : "(null)", frames[i].start_line, frames[i].line);
+
+		len += n > 0 ? (size_t)n : 0;
+	}
+	return collect_printf(ctx, "%u|%s|%s|%" PRIu64 "|%s\n", pid, comm, folded, count, list);
+}
+
+/* A Python frame of /src/app.py: "NAME (app.py)", its function's first line, the line run. */
+#define PY(name_, first_, line_)                                                                         \
+	{ .name = name_ " (app.py)", .module = "", .build_id = "", .file = "/src/app.py", .start_line = (first_), \
+	  .line = (line_) }
+
+/* Python frames: two stacks of one text whose lines differ are two stacks (pprof gets each line), and
+ * one in every answer by text; their sources survive a reopen and are told apart then too. */
+static void test_python_sources(const char *dir)
+{
+	static const struct store_frame at12[] = { FR("main", "/usr/bin/python3", ""), PY("<module>", 1, 30),
+						   PY("tooth", 10, 12) };
+	static const struct store_frame at13[] = { FR("main", "/usr/bin/python3", ""), PY("<module>", 1, 30),
+						   PY("tooth", 10, 13) };
+	static const struct store_frame native[] = { FR("main", "/usr/bin/python3", ""),
+						     FR("<module> (app.py)", "", ""), FR("tooth (app.py)", "", "") };
+	const char *text = "main;<module> (app.py);tooth (app.py)";
+	struct store_sample s[] = { FSAMPLE(T0, 7, "app", text, 3, at12), FSAMPLE(T0, 7, "app", text, 2, at13),
+				    FSAMPLE(T0 + 1, 7, "app", text, 4, at12) };
+	struct store_sample later[] = { FSAMPLE(T0 + 2, 7, "app", text, 5, at13),
+					FSAMPLE(T0 + 2, 7, "app", text, 1, native) };
+	struct store_filter f = { .pid = -1, .tid = -1, .from = INT64_MIN, .to = INT64_MAX };
+	struct store *st = NULL;
+	struct collect c;
+	char path[512];
+	int err;
+
+	snprintf(path, sizeof(path), "%s/sources.db", dir);
+	err = store_open(path, STORE_READ_WRITE, &st);
+	err = err ?: flush(st, s, 3);
+	CHECK(err == 0, "sources: a flush of Python frames with lines");
+	CHECK(sql_value(path, "SELECT count(*) FROM stacks") == 2 &&
+		      sql_value(path, "SELECT count(*) FROM frames WHERE name = 'tooth (app.py)'") == 2 &&
+		      sql_value(path, "SELECT count(*) FROM frames WHERE name = 'tooth (app.py)' AND file = '/src/app.py'"
+				" AND start_line = 10 AND line IN (12, 13)") == 2,
+	      "sources: one text, two lines: two stacks and two frames with file, first line and line");
+	err = err ?: query(st, -1, -1, INT64_MIN, INT64_MAX, &c);
+	CHECK(err == 0 && same(c.buf, "app|main;<module> (app.py);tooth (app.py)|9\n"),
+	      "sources: an answer by text has one row for the text, its counts summed (%s)", c.buf);
+	store_close(st);
+	st = NULL;
+	err = store_open(path, STORE_READ_WRITE, &st); /* the caches are gone: found by their frames */
+	err = err ?: flush(st, later, 2);
+	CHECK(err == 0 && sql_value(path, "SELECT count(*) FROM stacks") == 3,
+	      "sources: after a reopen, a stack with lines is found again, one without them is new");
+	memset(&c, 0, sizeof(c));
+	err = err ?: store_query_stacks_frames(st, &f, sources_cb, &c);
+	CHECK(err == 0 && strstr(c.buf, "tooth (app.py)@/src/app.py:10:12|") == NULL &&
+		      strstr(c.buf, "|7|main@:0:0,<module> (app.py)@/src/app.py:1:30,tooth (app.py)@/src/app.py:10:12\n") &&
+		      strstr(c.buf, "|7|main@:0:0,<module> (app.py)@/src/app.py:1:30,tooth (app.py)@/src/app.py:10:13\n") &&
+		      strstr(c.buf, "|1|main@:0:0,<module> (app.py)@:0:0,tooth (app.py)@:0:0\n"),
+	      "sources: stacks with frames keep each line apart, with file and first line (%s)", c.buf);
+	err = err ?: query(st, -1, -1, INT64_MIN, INT64_MAX, &c);
+	CHECK(err == 0 && same(c.buf, "app|main;<module> (app.py);tooth (app.py)|15\n"),
+	      "sources: and by text, the one without sources joins them (%s)", c.buf);
+	store_close(st);
+}
 
 /* Frames round-trip: names, modules and build-ids, root first, per (pid, process name, stack). */
 static void test_frames_roundtrip(const char *dir)
@@ -815,15 +891,17 @@ static void test_frames_invalid(const char *dir)
 	char path[512], longpath[4098], longbid[130];
 	struct store *st = NULL;
 	struct store_stats before = { 0 }, after = { 1, 1, 0, 1 };
-	const struct store_frame four[] = { { "main", "", "" }, { "handle", "", "" }, { "read_[k]", "", "" },
-					    { "x", "", "" } };
-	const struct store_frame misnamed[] = { { "main", "", "" }, { "handel", "", "" }, { "read_[k]", "", "" } };
-	const struct store_frame prefix[] = { { "main", "", "" }, { "hand", "", "" }, { "read_[k]", "", "" } };
-	const struct store_frame noname[] = { { "main", "", "" }, { NULL, "", "" }, { "read_[k]", "", "" } };
-	const struct store_frame upper[] = { { "main", "/b", "0A1B" }, { "handle", "", "" }, { "read_[k]", "", "" } };
-	const struct store_frame nonhex[] = { { "main", "/b", "xyz" }, { "handle", "", "" }, { "read_[k]", "", "" } };
-	struct store_frame toolong_bid[] = { { "main", "/b", longbid }, { "handle", "", "" }, { "read_[k]", "", "" } };
-	struct store_frame toolong_path[] = { { "main", longpath, "" }, { "handle", "", "" }, { "read_[k]", "", "" } };
+	const struct store_frame four[] = { FR("main", "", ""), FR("handle", "", ""), FR("read_[k]", "", ""),
+					    FR("x", "", "") };
+	const struct store_frame misnamed[] = { FR("main", "", ""), FR("handel", "", ""), FR("read_[k]", "", "") };
+	const struct store_frame prefix[] = { FR("main", "", ""), FR("hand", "", ""), FR("read_[k]", "", "") };
+	const struct store_frame noname[] = { FR("main", "", ""), FR(NULL, "", ""), FR("read_[k]", "", "") };
+	const struct store_frame upper[] = { FR("main", "/b", "0A1B"), FR("handle", "", ""), FR("read_[k]", "", "") };
+	const struct store_frame nonhex[] = { FR("main", "/b", "xyz"), FR("handle", "", ""), FR("read_[k]", "", "") };
+	struct store_frame toolong_bid[] = { FR("main", "/b", longbid), FR("handle", "", ""),
+					     FR("read_[k]", "", "") };
+	struct store_frame toolong_path[] = { FR("main", longpath, ""), FR("handle", "", ""),
+					      FR("read_[k]", "", "") };
 	struct {
 		const char *why;
 		struct store_sample s;
@@ -888,9 +966,9 @@ static void test_frames_later(const char *dir)
 	char path[512];
 	struct store *st = NULL;
 	struct collect c;
-	const struct store_frame wx[] = { { "w", "/bin/w", "01" }, { "x", "/bin/w", "01" } };
-	const struct store_frame wx2[] = { { "w", "/bin/w2", "02" }, { "x", "/bin/w2", "02" } };
-	const struct store_frame yz[] = { { "y", "/bin/y", "" }, { "z", "[kernel]", "" } };
+	const struct store_frame wx[] = { FR("w", "/bin/w", "01"), FR("x", "/bin/w", "01") };
+	const struct store_frame wx2[] = { FR("w", "/bin/w2", "02"), FR("x", "/bin/w2", "02") };
+	const struct store_frame yz[] = { FR("y", "/bin/y", ""), FR("z", "[kernel]", "") };
 	const struct store_sample plain = SAMPLE(T0, 20, 20, "p", "p", "w;x", 1);
 	const struct store_sample framed = FSAMPLE(T0 + 1, 20, "p", "w;x", 2, wx);
 	const struct store_sample framed2 = FSAMPLE(T0 + 2, 20, "p", "w;x", 4, wx2);
@@ -927,8 +1005,8 @@ static void test_frames_rollback(const char *dir)
 	char path[512];
 	struct store *st = NULL;
 	struct collect c;
-	const struct store_frame rs[] = { { "r", "/rolled", "aa" }, { "s", "/rolled", "aa" } };
-	const struct store_frame kl[] = { { "k", "/kept", "bb" }, { "l", "/kept", "bb" } };
+	const struct store_frame rs[] = { FR("r", "/rolled", "aa"), FR("s", "/rolled", "aa") };
+	const struct store_frame kl[] = { FR("k", "/kept", "bb"), FR("l", "/kept", "bb") };
 	const struct store_sample rolled = FSAMPLE(T0, 30, "p", "r;s", 1, rs);
 	const struct store_sample two[] = { FSAMPLE(T0, 30, "p", "k;l", 2, kl), FSAMPLE(T0, 30, "p", "r;s", 1, rs) };
 	int err;
@@ -992,7 +1070,7 @@ static void test_frames_many(const char *dir)
 		for (int i = 0; i < DEPTH; i++) {
 			snprintf(names[i], sizeof(names[i]), "f%d_%d", s, i);
 			len += (size_t)snprintf(folded + len, sizeof(folded) - len, "%s%s", i ? ";" : "", names[i]);
-			frames[i] = (struct store_frame){ names[i], module, "beef" };
+			frames[i] = (struct store_frame)FR(names[i], module, "beef");
 		}
 		smp.frames = frames;
 		smp.nframes = DEPTH;
@@ -1293,7 +1371,7 @@ static void test_migration(const char *dir)
 	char path[512], sql[256];
 	struct store *st = NULL;
 	struct collect c;
-	const struct store_frame frames[] = { { "main", "/bin/old", "" }, { "old", "/bin/old", "" } };
+	const struct store_frame frames[] = { FR("main", "/bin/old", ""), FR("old", "/bin/old", "") };
 	const struct store_sample s = FSAMPLE(T0 + 1, 42, "old", "main;old", 1, frames);
 	int err;
 
@@ -1326,8 +1404,8 @@ static void test_migration(const char *dir)
 	CHECK(err == 0 && same(c.buf, "42|old|main;old|7|main@/bin/old@,old@/bin/old@\n"),
 	      "an old stack gets frames after the upgrade");
 	store_close(st);
-	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 3,
-	      "meta holds schema_version 3 after the upgrade");
+	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 4,
+	      "meta holds schema_version 4 after the upgrade");
 	CHECK(sql_value(path, "SELECT count(*) FROM stacks") == 1, "no second row for the old stack");
 	CHECK(sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name = 'samples_ts'") == 1 &&
 		      sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name = 'samples_pid_ts'") == 0 &&
@@ -1390,7 +1468,7 @@ static void cleanup(const char *dir)
 					     "newer.db", "empty.db", "frames.db", "frames_invalid.db", "frames_later.db",
 					     "frames_rollback.db", "frames_many.db", "names.db", "queries.db",
 					     "empty_range.db", "v1.db", "v2.db", "rollup.db",
-					     "rollup_crash.db", "rollup_opts.db", "rollup_parts.db" };
+					     "rollup_crash.db", "rollup_opts.db", "rollup_parts.db", "sources.db" };
 	static const char *const suffixes[] = { "", "-wal", "-shm", "-journal" };
 	char path[600];
 
@@ -1493,9 +1571,9 @@ static void test_prune(const char *dir)
 #define R_LAST (R_FROM + (R_TO - 1 - R_FROM) / R_EVERY * R_EVERY) /* the newest sample */
 
 static const struct store_frame r_frames[3][3] = {
-	{ { "main", "/bin/r", "0a" }, { "a", "/bin/r", "0a" } },
-	{ { "main", "/bin/r", "0a" }, { "a", "/bin/r", "0a" }, { "b", "/lib/b.so", "" } },
-	{ { "main", "/bin/r", "0a" }, { "c", "/bin/r", "0a" } },
+	{ FR("main", "/bin/r", "0a"), FR("a", "/bin/r", "0a") },
+	{ FR("main", "/bin/r", "0a"), FR("a", "/bin/r", "0a"), FR("b", "/lib/b.so", "") },
+	{ FR("main", "/bin/r", "0a"), FR("c", "/bin/r", "0a") },
 };
 static const unsigned r_nframes[3] = { 2, 3, 2 };
 static const char *const r_stacks[5] = { "main;a", "main;a;b", "main;c", "start;x;y_[k]", "main;a;b;d" };
@@ -2000,7 +2078,7 @@ static const char schema_v2_sql[] =
 static void test_migration_v2(const char *dir)
 {
 	char path[512], sql[1024], before[8192], after[8192];
-	const struct store_frame work[] = { { "main", "/bin/srv", "ab" }, { "work", "/bin/srv", "ab" } };
+	const struct store_frame work[] = { FR("main", "/bin/srv", "ab"), FR("work", "/bin/srv", "ab") };
 	const struct store_sample again[] = { FSAMPLE(T0 + 3, 7, "srv", "main;work", 1, work),
 					      SAMPLE(T0 + 3, 7, 7, "srv", "srvthread", "main;odd", 1) };
 	struct store *st = NULL;
@@ -2031,10 +2109,13 @@ static void test_migration_v2(const char *dir)
 	err = query_frames(st, -1, NULL, &c);
 	snprintf(after, sizeof(after), "%s", c.buf);
 	CHECK(err == 0 && same(after, before), "the upgraded database gives the same answers");
-	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 3 &&
+	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 4 &&
 		      sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name IN ('samples_ts', 'rollups')") == 2 &&
 		      sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name LIKE '%cover%'") == 0,
-	      "version 3: one plain index for raw rows, a rollups table, no covering index");
+	      "version 3 and on: one plain index for raw rows, a rollups table, no covering index");
+	CHECK(sql_value(path, "SELECT count(*) FROM pragma_table_info('frames') WHERE name IN ('file', 'start_line',"
+			      " 'line')") == 3 && sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name = 'frames_v3'") == 0,
+	      "version 4: frames have a file, a first line and a line; the old table is gone");
 	CHECK(sql_value(path, "SELECT count(*) FROM stacks WHERE id = 1 AND folded = ''") == 1 &&
 		      sql_value(path, "SELECT count(*) FROM stacks WHERE id = 2 AND folded = 'main;odd'") == 1 &&
 		      sql_value(path, "SELECT count(*) FROM stacks WHERE id = 3 AND folded = 'no;frames'") == 1,
@@ -2080,6 +2161,7 @@ int main(int argc, char **argv)
 	test_concurrent_reader(dir);
 	test_bad_files(dir);
 	test_frames_roundtrip(dir);
+	test_python_sources(dir);
 	test_frames_invalid(dir);
 	test_frames_later(dir);
 	test_frames_rollback(dir);
