@@ -1,5 +1,6 @@
-/* foldcache.c - one flush's folded stacks by raw stack, in one allocation each (see foldcache.h). */
+/* foldcache.c - one flush's folded stacks by raw stack, in one arena emptied per flush (see foldcache.h). */
 #include <errno.h>
+#include <stdalign.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,18 +8,19 @@
 #include "foldcache.h"
 #include "hash.h"
 
-/* One stack: its frames, then every string they and its text point at. */
+/* One stack in the arena: its frames, then every string they and its text point at. */
 struct entry {
 	struct fold_key key;
 	struct folded f;
-	size_t bytes;
 	struct store_frame frames[];
 };
 
 struct foldcache {
 	struct entry **slots; /* open addressing; twice max_entries, a power of two */
-	size_t nslots, count, bytes, max_bytes;
+	size_t nslots, count;
 	unsigned max_entries;
+	char *arena;          /* max_bytes, allocated at the first put; its pages stay once touched */
+	size_t used, max_bytes;
 	struct foldcache_stats st;
 };
 
@@ -47,14 +49,9 @@ int foldcache_new(unsigned max_entries, size_t max_bytes, struct foldcache **out
 
 void foldcache_reset(struct foldcache *c)
 {
-	for (size_t i = 0; c->count && i < c->nslots; i++) {
-		if (c->slots[i]) {
-			free(c->slots[i]);
-			c->slots[i] = NULL;
-			c->count--;
-		}
-	}
-	c->count = c->bytes = 0;
+	if (c->count)
+		memset(c->slots, 0, c->nslots * sizeof(*c->slots));
+	c->count = c->used = 0;
 }
 
 static size_t slot_of(const struct foldcache *c, const struct fold_key *k)
@@ -95,6 +92,12 @@ static const char *copy_str(char **at, const char *s)
 	return dst;
 }
 
+/* s, or "" for NULL. */
+static const char *str(const char *s)
+{
+	return s ? s : "";
+}
+
 int foldcache_put(struct foldcache *c, const struct fold_key *k, const struct folded *f)
 {
 	size_t bytes = sizeof(struct entry) + f->nframes * sizeof(struct store_frame) + strlen(f->text) + 1, i;
@@ -102,23 +105,26 @@ int foldcache_put(struct foldcache *c, const struct fold_key *k, const struct fo
 	char *at;
 
 	for (unsigned j = 0; j < f->nframes; j++)
-		bytes += strlen(f->frames[j].name) + strlen(f->frames[j].module ? f->frames[j].module : "") +
-			 strlen(f->frames[j].build_id ? f->frames[j].build_id : "") + 3;
-	if (c->count >= c->max_entries || c->bytes + bytes > c->max_bytes) {
+		bytes += strlen(f->frames[j].name) + strlen(str(f->frames[j].module)) +
+			 strlen(str(f->frames[j].build_id)) + strlen(str(f->frames[j].file)) + 4;
+	bytes = (bytes + alignof(struct entry) - 1) & ~(alignof(struct entry) - 1);
+	if (c->count >= c->max_entries || bytes > c->max_bytes - c->used) {
 		c->st.full++;
 		return -ENOSPC;
 	}
-	e = malloc(bytes);
-	if (!e)
+	if (!c->arena && !(c->arena = malloc(c->max_bytes)))
 		return -ENOMEM;
+	e = (struct entry *)(c->arena + c->used);
+	c->used += bytes;
 	e->key = *k;
-	e->bytes = bytes;
 	at = (char *)&e->frames[f->nframes];
 	e->f.text = copy_str(&at, f->text);
 	for (unsigned j = 0; j < f->nframes; j++) {
+		e->frames[j] = (struct store_frame){ .start_line = f->frames[j].start_line, .line = f->frames[j].line };
 		e->frames[j].name = copy_str(&at, f->frames[j].name);
-		e->frames[j].module = copy_str(&at, f->frames[j].module ? f->frames[j].module : "");
-		e->frames[j].build_id = copy_str(&at, f->frames[j].build_id ? f->frames[j].build_id : "");
+		e->frames[j].module = copy_str(&at, str(f->frames[j].module));
+		e->frames[j].build_id = copy_str(&at, str(f->frames[j].build_id));
+		e->frames[j].file = copy_str(&at, str(f->frames[j].file));
 	}
 	e->f.frames = e->frames;
 	e->f.nframes = f->nframes;
@@ -126,7 +132,6 @@ int foldcache_put(struct foldcache *c, const struct fold_key *k, const struct fo
 		;
 	c->slots[i] = e;
 	c->count++;
-	c->bytes += bytes;
 	return 0;
 }
 
@@ -139,7 +144,7 @@ void foldcache_free(struct foldcache *c)
 {
 	if (!c)
 		return;
-	foldcache_reset(c);
+	free(c->arena);
 	free(c->slots);
 	free(c);
 }
