@@ -93,6 +93,7 @@ struct frame_slot {
 	char name[FRAME_NAME_MAX + 8];
 	char module[sizeof(((struct frame_origin *)0)->module)];
 	char build_id[sizeof(((struct frame_origin *)0)->build_id)];
+	char file[PY_FILE_MAX]; /* a Python frame's */
 };
 
 /* One user frame of the sample being folded, before it is pushed. */
@@ -101,6 +102,8 @@ struct user_frame {
 	bool drop;                 /* interpreter glue between Python frames: left out */
 	char name[FRAME_NAME_MAX]; /* as folded, without a suffix */
 	struct frame_origin origin;
+	char file[PY_FILE_MAX];    /* a Python frame's source: its file, first line and line run */
+	int start_line, line;
 };
 #define USER_FRAME_PYTHON 100
 
@@ -365,9 +368,9 @@ static void clean_comm(char *dst, const char *src)
 }
 
 /* Appends ";name" (or "name" first) to the folded stack and records the frame; does nothing when
- * the stack is full. origin NULL: no binary known. */
+ * the stack is full. origin NULL: no binary known; src: the Python frame it is (NULL: none). */
 static void push_frame(struct flush *f, size_t *len, const char *name, const char *suffix,
-		       const struct frame_origin *origin)
+		       const struct frame_origin *origin, const struct user_frame *src)
 {
 	struct frame_slot *slot = &f->slots[f->nframes];
 	size_t name_len = strlen(name), suffix_len = strlen(suffix), sep = *len ? 1 : 0;
@@ -385,10 +388,14 @@ static void push_frame(struct flush *f, size_t *len, const char *name, const cha
 	frame_copy_str(slot->name, sizeof(slot->name), at);
 	frame_copy_str(slot->module, sizeof(slot->module), origin ? origin->module : "");
 	frame_copy_str(slot->build_id, sizeof(slot->build_id), origin ? origin->build_id : "");
+	frame_copy_str(slot->file, sizeof(slot->file), src ? src->file : "");
 	f->frames[f->nframes] = (struct store_frame){
 		.name = slot->name,
 		.module = slot->module,
 		.build_id = slot->build_id,
+		.file = slot->file,
+		.start_line = src ? src->start_line : 0,
+		.line = src ? src->line : 0,
 	};
 	f->nframes++;
 }
@@ -402,6 +409,8 @@ static void name_user_frame(struct flush *f, const struct sampler_sample *s, uns
 	struct py_frame_name pn;
 
 	u->drop = false;
+	u->file[0] = '\0';
+	u->start_line = u->line = 0;
 	if (!PY_IS_FRAME(s->uips[i]) || !f->pynames) {
 		u->kind = symbolizer_user_frame(f->sym, s->key->pid, s->uips[i], i > 0, u->name, sizeof(u->name),
 						&u->origin);
@@ -410,6 +419,9 @@ static void name_user_frame(struct flush *f, const struct sampler_sample *s, uns
 	pynames_name(f->pynames, s->key->pid, py, s->uips[i], &pn);
 	u->kind = USER_FRAME_PYTHON;
 	frame_copy_str(u->name, sizeof(u->name), pn.folded);
+	frame_copy_str(u->file, sizeof(u->file), pn.file);
+	u->start_line = pn.first_line;
+	u->line = pn.line;
 	u->origin.ninlined = 0;
 	u->origin.module[0] = u->origin.build_id[0] = '\0';
 }
@@ -450,7 +462,7 @@ static void fold(struct flush *f, const struct sampler_sample *s)
 	f->nframes = 0;
 	f->folded[0] = '\0';
 	if (s->nu && (s->key->flags & SAMPLE_USTACK_TRUNCATED)) /* its outermost frames were cut */
-		push_frame(f, &len, "[truncated]", "", NULL);
+		push_frame(f, &len, "[truncated]", "", NULL, NULL);
 	if (s->nu) {
 		unsigned nu = s->nu < PROFILE_MAX_DEPTH ? s->nu : PROFILE_MAX_DEPTH;
 
@@ -462,23 +474,24 @@ static void fold(struct flush *f, const struct sampler_sample *s)
 
 			if (u->drop)
 				continue;
-			push_frame(f, &len, u->name, u->kind == FRAME_JIT ? "_[j]" : "", &u->origin);
+			push_frame(f, &len, u->name, u->kind == FRAME_JIT ? "_[j]" : "", &u->origin,
+				   u->kind == USER_FRAME_PYTHON ? u : NULL);
 			for (int j = 0; j < u->origin.ninlined; j++) /* inlined into it: called from it */
-				push_frame(f, &len, u->origin.inlined[j], "_[i]", &u->origin);
+				push_frame(f, &len, u->origin.inlined[j], "_[i]", &u->origin, NULL);
 		}
 	} else if (s->key->flags & SAMPLE_USTACK_LOST) {
-		push_frame(f, &len, "[unknown]", "", NULL);
+		push_frame(f, &len, "[unknown]", "", NULL, NULL);
 	}
 	if (s->nk) {
 		for (unsigned i = s->nk; i-- > 0;) {
 			symbolizer_kernel(f->sym, s->kips[i], name, sizeof(name));
-			push_frame(f, &len, name, "_[k]", &kernel);
+			push_frame(f, &len, name, "_[k]", &kernel, NULL);
 		}
 	} else if (s->key->flags & SAMPLE_KSTACK_LOST) {
-		push_frame(f, &len, "[unknown]", "_[k]", &kernel);
+		push_frame(f, &len, "[unknown]", "_[k]", &kernel, NULL);
 	}
 	if (!len)
-		push_frame(f, &len, "[unknown]", "", NULL);
+		push_frame(f, &len, "[unknown]", "", NULL, NULL);
 }
 
 static int store_sample(const struct sampler_sample *s, void *ctx)
@@ -981,6 +994,7 @@ static int start_python(struct daemon *d)
 	struct pynames_opts no = {
 		.max_codes = opt.python_code_cache,
 		.max_bytes = (size_t)opt.python_code_cache * 1024,
+		.lines = true,
 	};
 	int err = pyprocs_new(&po, &d->f->py);
 
