@@ -148,7 +148,7 @@ static int copy_stack(struct pprof_stack *dst, uint32_t pid, const char *comm, c
 	}
 	for (unsigned i = 0; i < nframes; i++)
 		bytes += strlen(frames[i].name) + strlen(frames[i].module ? frames[i].module : "") +
-			 strlen(frames[i].build_id ? frames[i].build_id : "") + 3;
+			 strlen(frames[i].build_id ? frames[i].build_id : "") + strlen(frames[i].file ? frames[i].file : "") + 4;
 	struct pprof_frame *pf = malloc(nframes * sizeof(*pf) + bytes);
 	if (!pf) {
 		free(folded_copy);
@@ -164,6 +164,10 @@ static int copy_stack(struct pprof_stack *dst, uint32_t pid, const char *comm, c
 		p = stpcpy(p, fr->module ? fr->module : "") + 1;
 		pf[i].build_id = p;
 		p = stpcpy(p, fr->build_id ? fr->build_id : "") + 1;
+		pf[i].file = p;
+		p = stpcpy(p, fr->file ? fr->file : "") + 1;
+		pf[i].start_line = fr->start_line;
+		pf[i].line = fr->line;
 	}
 	*dst = (struct pprof_stack){ .frames = pf, .nframes = nframes, .count = count, .comm = p, .pid = pid };
 	strcpy(p, comm);

@@ -16,6 +16,7 @@
 #include "render/pprof.h"
 
 #define TABLE_MIN_CAP 64 /* first capacity of each table; they double as needed */
+#define PY_KEY (1ULL << 62) /* in a function's key: a Python file's index, not a module's */
 
 /* The string table: strs[0] is "", every other entry is distinct. Entries point into the caller's
  * stacks except repaired copies of invalid UTF-8 (owned[i]), which are freed with the table. */
@@ -40,8 +41,10 @@ struct idtab {
 struct build {
 	struct strtab strs;
 	struct idtab maps;  /* (filename, build_id) string indices */
-	struct idtab funcs; /* (name, module) string indices */
-	struct idtab locs;  /* (function id, mapping id) */
+	struct idtab funcs; /* (name, module) string indices; a Python frame's (name, file | PY_KEY) */
+	int64_t *func_file, *func_start; /* by function id - 1: its file name, first line (Python) */
+	size_t func_cap;
+	struct idtab locs;  /* (function id, mapping id | line << 32) */
 	int64_t s_comm, s_pid;
 
 	Perftools__Profiles__Sample *samples, **sample_ptrs;
@@ -287,6 +290,8 @@ static void build_free(struct build *b)
 	strtab_free(&b->strs);
 	idtab_free(&b->maps);
 	idtab_free(&b->funcs);
+	free(b->func_file);
+	free(b->func_start);
 	idtab_free(&b->locs);
 	free(b->samples);
 	free(b->sample_ptrs);
@@ -329,6 +334,66 @@ static int build_init(struct build *b)
 	return 0;
 }
 
+/* Interns the first len bytes of s as a string of its own (copied: s holds more). */
+static int strtab_intern_len(struct strtab *t, const char *s, size_t len, int64_t *idx)
+{
+	char *copy = strndup(s, len);
+	int64_t before = (int64_t)t->n;
+	int err;
+
+	if (!copy)
+		return -ENOMEM;
+	err = strtab_add(t, copy, idx);
+	if (err || *idx < before || t->owned[*idx]) /* there already (or a repaired copy of it) */
+		free(copy);
+	else
+		t->owned[*idx] = true;
+	return err;
+}
+
+/* Records function id's file and first line (a Python function's), growing the arrays. */
+static int func_source(struct build *b, uint64_t id, int64_t file, int start)
+{
+	if (id > b->func_cap) {
+		size_t cap = b->func_cap ? 2 * b->func_cap : TABLE_MIN_CAP;
+		int64_t *f, *s;
+
+		while (cap < id)
+			cap *= 2;
+		f = reallocarray(b->func_file, cap, sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		b->func_file = f;
+		s = reallocarray(b->func_start, cap, sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		b->func_start = s;
+		memset(b->func_file + b->func_cap, 0, (cap - b->func_cap) * sizeof(*f));
+		memset(b->func_start + b->func_cap, 0, (cap - b->func_cap) * sizeof(*s));
+		b->func_cap = cap;
+	}
+	b->func_file[id - 1] = file;
+	b->func_start[id - 1] = start;
+	return 0;
+}
+
+/* The location id of a Python frame: a Function (QUALNAME, its file, its first line) and a Location per
+ * line it ran. */
+static int python_location(struct build *b, const struct pprof_frame *f, uint64_t *loc_id)
+{
+	const char *cut = strrchr(f->name, '(');
+	size_t len = cut && cut > f->name + 1 && cut[-1] == ' ' ? (size_t)(cut - 1 - f->name) : strlen(f->name);
+	int64_t name, file;
+	uint64_t func_id;
+
+	if (strtab_intern_len(&b->strs, f->name, len, &name) < 0 || strtab_intern(&b->strs, f->file, &file) < 0 ||
+	    idtab_get(&b->funcs, (uint64_t)name, (uint64_t)file | PY_KEY, &func_id) < 0 ||
+	    func_source(b, func_id, file, f->start_line > 0 ? f->start_line : 0) < 0 ||
+	    idtab_get(&b->locs, func_id, (uint64_t)(f->line > 0 ? f->line : 0) << 32, loc_id) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 /* The location id of one frame, adding its strings, mapping, function and location when new. A frame
  * with no module has no mapping; one Location per (function, mapping), so per (module, name) as long
  * as a module path comes with a single build-id. */
@@ -337,6 +402,8 @@ static int frame_location(struct build *b, const struct pprof_frame *f, uint64_t
 	int64_t name, module, build_id;
 	uint64_t map_id = 0, func_id;
 
+	if (f->file && f->file[0])
+		return python_location(b, f, loc_id);
 	if (strtab_intern(&b->strs, f->name, &name) < 0 || strtab_intern(&b->strs, f->module, &module) < 0 ||
 	    strtab_intern(&b->strs, f->build_id, &build_id) < 0)
 		return -ENOMEM;
@@ -472,12 +539,17 @@ static int build_functions(struct build *b)
 		f->id = i + 1;
 		f->name = (int64_t)b->funcs.keys[i].a;
 		f->system_name = f->name;
+		if (i < b->func_cap && (b->funcs.keys[i].b & PY_KEY)) {
+			f->filename = b->func_file[i];
+			f->start_line = b->func_start[i];
+		}
 		b->func_ptrs[i] = f;
 	}
 	return 0;
 }
 
-/* One Location per (function, mapping) with a single Line and no address. */
+/* One Location per (function, mapping) with a single Line and no address; a Python one's Line has the
+ * line it ran. */
 static int build_locations(struct build *b)
 {
 	size_t n = b->locs.n;
@@ -493,10 +565,11 @@ static int build_locations(struct build *b)
 
 		perftools__profiles__line__init(&b->lines[i]);
 		b->lines[i].function_id = b->locs.keys[i].a;
+		b->lines[i].line = (int64_t)(b->locs.keys[i].b >> 32);
 		b->line_ptrs[i] = &b->lines[i];
 		perftools__profiles__location__init(l);
 		l->id = i + 1;
-		l->mapping_id = b->locs.keys[i].b;
+		l->mapping_id = b->locs.keys[i].b & 0xffffffffu;
 		l->n_line = 1;
 		l->line = &b->line_ptrs[i];
 		b->loc_ptrs[i] = l;

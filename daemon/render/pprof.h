@@ -11,6 +11,9 @@ struct pprof_frame {
 	const char *name;     /* function name as in the folded stack, suffix ("_[k]") included */
 	const char *module;   /* path of the binary, "[kernel]", or "" when unknown */
 	const char *build_id; /* lowercase hex, "" when unknown */
+	const char *file;     /* a Python frame's source file (its name is "QUALNAME (FILE)"); NULL, "": none */
+	int start_line;       /* its function's first line, 0 when not known */
+	int line;             /* the line it ran, 0 when not known */
 };
 
 struct pprof_stack {
@@ -28,7 +31,9 @@ struct pprof_info {
 };
 
 /* Writes the profile: sample types samples/count and cpu/nanoseconds (count * period), one
- * Location per distinct (module, function), one Mapping per module with its build-id.
+ * Location per distinct (module, function), one Mapping per module with its build-id. A Python frame
+ * (with a file) is a Function named QUALNAME (its name less " (FILE)") with its file name and first
+ * line, no Mapping, and one Location per line it ran, whose Line says it (go tool pprof -list).
  * Returns 0, -ENOMEM or -EIO.
  * Also: -EINVAL when stacks is NULL and n > 0; n == 0 writes a valid empty profile. NULL info means
  * zero times and period; NULL frames count as none; NULL name/module/build_id as "". Bytes that are

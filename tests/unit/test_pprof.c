@@ -24,11 +24,13 @@ typedef Perftools__Profiles__Profile Profile;
 
 /* The known profile: app's main calls work, work calls libc's memcpy, memcpy enters the kernel; one
  * frame nobody could name (NULL module and build-id); the first stack comes twice. */
-#define F_MAIN { "main", "/usr/bin/app", "aaaa" }
-#define F_WORK { "work", "/usr/bin/app", "aaaa" }
-#define F_MEMCPY { "memcpy", "/usr/lib/libc.so.6", "bbbb" }
-#define F_SCHED { "schedule_[k]", "[kernel]", "" }
-#define F_UNKNOWN { "[unknown]", NULL, NULL }
+/* A native frame: name, module, build-id (no Python source). */
+#define PF(name_, module_, build_id_) { .name = (name_), .module = (module_), .build_id = (build_id_) }
+#define F_MAIN PF("main", "/usr/bin/app", "aaaa")
+#define F_WORK PF("work", "/usr/bin/app", "aaaa")
+#define F_MEMCPY PF("memcpy", "/usr/lib/libc.so.6", "bbbb")
+#define F_SCHED PF("schedule_[k]", "[kernel]", "")
+#define F_UNKNOWN PF("[unknown]", NULL, NULL)
 
 static const struct pprof_frame s_work[] = { F_WORK, F_MAIN };
 static const struct pprof_frame s_memcpy[] = { F_MEMCPY, F_WORK, F_MAIN };
@@ -381,11 +383,11 @@ static void test_odd_names(void)
 	enum { LONG = 1 << 20 };
 	char *longname = malloc(LONG + 1);
 	struct pprof_frame frames[5] = {
-		{ "\xff\xfe", "/bin/\x80x", "\xc0\xaf" },
-		{ "\xe6\x97", NULL, NULL },               /* the first two bytes of a 3-byte character */
-		{ "\x01\t\n\x7f ;[k]", "", "" },
-		{ "caf\xc3\xa9 \xf0\x9f\x94\xa5", "", "" }, /* valid: must stay as is */
-		{ NULL, NULL, NULL },
+		PF("\xff\xfe", "/bin/\x80x", "\xc0\xaf"),
+		PF("\xe6\x97", NULL, NULL),               /* the first two bytes of a 3-byte character */
+		PF("\x01\t\n\x7f ;[k]", "", ""),
+		PF("caf\xc3\xa9 \xf0\x9f\x94\xa5", "", ""), /* valid: must stay as is */
+		PF(NULL, NULL, NULL),
 	};
 	const struct pprof_stack st[] = { { frames, 5, 1, "\xe6\x97\xa5\xe6", 7 } };
 	Profile *p;
@@ -439,7 +441,7 @@ static void test_random_names(void)
 					names[i][j][k][c] = (char)(1 + rand_r(&seed) % 255);
 				names[i][j][k][len] = '\0';
 			}
-			frames[i][j] = (struct pprof_frame){ names[i][j][0], names[i][j][1], names[i][j][2] };
+			frames[i][j] = (struct pprof_frame)PF(names[i][j][0], names[i][j][1], names[i][j][2]);
 		}
 		for (size_t c = 0; c < NAMELEN; c++)
 			comms[i][c] = (char)(1 + rand_r(&seed) % 255);
@@ -595,6 +597,60 @@ static void check_go_raw(const char *output)
 }
 
 /* Writes the known profile to dir/profile.pb.gz and has the real pprof read it. */
+/* Python frames: a Function named QUALNAME with the full file name and first line, no Mapping, a
+ * Location per line run; native frames in the same stacks as before. */
+static void test_python(void)
+{
+	static const struct pprof_frame at23[] = {
+		{ .name = "tooth (app.py)", .module = "", .build_id = "", .file = "/srv/app.py", .start_line = 20,
+		  .line = 23 },
+		{ .name = "main (app.py)", .module = "", .build_id = "", .file = "/srv/app.py", .start_line = 40,
+		  .line = 44 },
+		PF("Py_RunMain", "/usr/bin/python3.11", "cc"),
+	};
+	static const struct pprof_frame at22[] = {
+		{ .name = "tooth (app.py)", .module = "", .build_id = "", .file = "/srv/app.py", .start_line = 20,
+		  .line = 22 },
+		{ .name = "main (app.py)", .module = "", .build_id = "", .file = "/srv/app.py", .start_line = 40,
+		  .line = 44 },
+		PF("Py_RunMain", "/usr/bin/python3.11", "cc"),
+	};
+	const struct pprof_stack stacks[] = { { at23, 3, 5, "python3.11", 9 }, { at22, 3, 2, "python3.11", 9 } };
+	Profile *p = roundtrip("python", stacks, 2, &known_info);
+	bool funcs = true, lines = false, tooth22 = false, tooth23 = false;
+
+	if (!p)
+		return;
+	CHECK(p->n_function == 3 && p->n_location == 4 && p->n_mapping == 1,
+	      "python: 3 functions, 4 locations (tooth at 22 and 23), 1 mapping (python3.11) (%zu, %zu, %zu)",
+	      p->n_function, p->n_location, p->n_mapping);
+	for (size_t i = 0; i < p->n_function; i++) {
+		const Perftools__Profiles__Function *f = p->function[i];
+		const char *name = str(p, f->name), *file = str(p, f->filename);
+
+		if (!strcmp(name, "tooth"))
+			funcs &= !strcmp(file, "/srv/app.py") && f->start_line == 20;
+		else if (!strcmp(name, "main"))
+			funcs &= !strcmp(file, "/srv/app.py") && f->start_line == 40;
+		else
+			funcs &= !strcmp(name, "Py_RunMain") && !strcmp(file, "") && f->start_line == 0;
+	}
+	CHECK(funcs, "python: functions named tooth and main (no \" (app.py)\"), with file and first line; Py_RunMain "
+		     "as a native one");
+	for (size_t i = 0; i < p->n_location; i++) {
+		const Perftools__Profiles__Location *l = p->location[i];
+		const char *name = l->n_line ? location_name(p, l->id) : "";
+
+		if (!strcmp(name, "tooth")) {
+			tooth22 |= l->line[0]->line == 22 && l->mapping_id == 0;
+			tooth23 |= l->line[0]->line == 23 && l->mapping_id == 0;
+		}
+		lines |= !strcmp(name, "main") && l->line[0]->line == 44;
+	}
+	CHECK(tooth22 && tooth23 && lines, "python: a location per line run, with no mapping");
+	perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
 static void test_go_pprof(void)
 {
 	char dir[] = "/tmp/test_pprof.XXXXXX", path[64], cmd[512], *out;
@@ -650,6 +706,7 @@ int main(void)
 	test_errors();
 	test_odd_names();
 	test_random_names();
+	test_python();
 	test_go_pprof();
 	return CHECK_EXIT();
 }
