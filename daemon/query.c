@@ -68,6 +68,23 @@ static int stack_to_top(const char *comm, const char *folded, uint64_t count, vo
 	return top_add(ctx, folded, count);
 }
 
+/* A stack with its frames into the tree: its Python frames' nodes keep their sources. Stacks stored
+ * without frames go in by their text. */
+static int frames_to_tree(uint32_t pid, const char *comm, const char *folded, const struct store_frame *frames,
+			  unsigned nframes, uint64_t count, void *ctx)
+{
+	struct tree_frame tf[1024];
+	struct to_tree *t = ctx;
+
+	(void)pid;
+	if (!frames || !nframes || nframes > sizeof(tf) / sizeof(tf[0]))
+		return tree_add(t->tree, comm, folded, count, t->side);
+	for (unsigned i = 0; i < nframes; i++)
+		tf[i] = (struct tree_frame){ .name = frames[i].name, .file = frames[i].file,
+					     .start_line = frames[i].start_line, .line = frames[i].line };
+	return tree_add_frames(t->tree, comm, tf, nframes, count, t->side);
+}
+
 /* Builds the tree of f (and of base on TREE_BASE when base is not NULL). */
 static int build_tree(struct store *st, const struct store_filter *f, const struct store_filter *base,
 		      bool reverse, struct tree **out)
@@ -83,6 +100,25 @@ static int build_tree(struct store *st, const struct store_filter *f, const stru
 		ctx.side = TREE_BASE;
 		err = store_query_stacks(st, base, stack_to_tree, &ctx);
 	}
+	if (err) {
+		tree_free(ctx.tree);
+		return err;
+	}
+	tree_finish(ctx.tree);
+	*out = ctx.tree;
+	return 0;
+}
+
+/* The tree of f with the sources of its Python frames (their files and lines run). */
+static int build_source_tree(struct store *st, const struct store_filter *f, bool reverse, struct tree **out)
+{
+	struct tree_opts o = { .reverse = reverse };
+	struct to_tree ctx = { .side = TREE_NEW };
+	int err = tree_new(&o, &ctx.tree);
+
+	if (err)
+		return err;
+	err = store_query_stacks_frames(st, f, frames_to_tree, &ctx);
 	if (err) {
 		tree_free(ctx.tree);
 		return err;
@@ -235,6 +271,11 @@ int query_profile(struct store *st, const struct store_filter *f, enum query_for
 	case QUERY_FOLDED:
 		return store_query_stacks(st, f, stack_to_folded, out);
 	case QUERY_JSON:
+		err = build_source_tree(st, f, g && g->reverse, &t);
+		if (!err)
+			err = write_graph(out, t, fmt, g, false);
+		tree_free(t);
+		return err;
 	case QUERY_SVG:
 		err = build_tree(st, f, NULL, g && g->reverse, &t);
 		if (!err)

@@ -68,6 +68,15 @@ static void write_node(FILE *out, const struct tree_node *n, bool diff, double s
 	if (diff)
 		fprintf(out, ",\"delta\":%lld",
 			(long long)llround((double)n->value[TREE_NEW] - scale * n->value[TREE_BASE]));
+	if (n->file) { /* a Python frame: its source, and its samples by the line run */
+		fputs(",\"file\":", out);
+		json_write_string(out, n->file);
+		fprintf(out, ",\"start_line\":%d,\"lines\":[", n->start_line);
+		for (uint32_t i = 0; i < n->nlines; i++)
+			fprintf(out, "%s[%d,%llu]", i ? "," : "", n->lines[i].line,
+				(unsigned long long)n->lines[i].value[TREE_NEW]);
+		fputc(']', out);
+	}
 	fputs(",\"children\":[", out);
 	for (uint32_t i = 0; i < n->nchildren; i++) {
 		if (i)

@@ -172,19 +172,39 @@ static size_t split(const struct tree *t, const char *comm, const char *folded, 
 
 #define TREE_MAX_FRAMES 1024
 
-int tree_add(struct tree *t, const char *comm, const char *folded, uint64_t count, enum tree_side side)
+/* Counts count samples of line on n's side (a node of a Python frame, whose file it keeps). */
+static int add_line(struct node *n, const struct tree_frame *src, uint64_t count, enum tree_side side)
 {
-	const char *s[TREE_MAX_FRAMES];
-	size_t len[TREE_MAX_FRAMES], n;
+	struct tree_node *p = &n->pub;
+	uint32_t i;
+
+	if (!p->file) {
+		p->file = strdup(src->file);
+		if (!p->file)
+			return -ENOMEM;
+		p->start_line = src->start_line;
+	}
+	for (i = 0; i < p->nlines && p->lines[i].line != src->line; i++)
+		;
+	if (i == p->nlines) {
+		struct tree_line *l = reallocarray(p->lines, p->nlines + 1, sizeof(*l));
+
+		if (!l)
+			return -ENOMEM;
+		p->lines = l;
+		p->lines[p->nlines++] = (struct tree_line){ .line = src->line };
+	}
+	p->lines[i].value[side] += count;
+	return 0;
+}
+
+/* Adds count samples along the path s[0..n) (src[i]: frame i's source, NULL: none). */
+static int add_path(struct tree *t, const char *const *s, const size_t *len,
+		    const struct tree_frame *const *src, size_t n, bool cut, uint64_t count, enum tree_side side)
+{
 	struct node *node = t->root;
-	bool cut = false;
 	int err = 0;
 
-	if (!count || !folded || !folded[0] || (side != TREE_NEW && side != TREE_BASE))
-		return -EINVAL;
-	n = split(t, comm, folded, s, len, TREE_MAX_FRAMES, &cut);
-	if (!n)
-		return -EINVAL;
 	if (cut)
 		t->truncated += count;
 	node->pub.value[side] += count;
@@ -198,10 +218,68 @@ int tree_add(struct tree *t, const char *comm, const char *folded, uint64_t coun
 			break;
 		}
 		c->pub.value[side] += count;
+		if (src && src[i] && (err = add_line(c, src[i], count, side)))
+			return err;
 		node = c;
 	}
 	node->pub.self[side] += count;
 	return 0;
+}
+
+int tree_add(struct tree *t, const char *comm, const char *folded, uint64_t count, enum tree_side side)
+{
+	const char *s[TREE_MAX_FRAMES];
+	size_t len[TREE_MAX_FRAMES], n;
+	bool cut = false;
+
+	if (!count || !folded || !folded[0] || (side != TREE_NEW && side != TREE_BASE))
+		return -EINVAL;
+	n = split(t, comm, folded, s, len, TREE_MAX_FRAMES, &cut);
+	if (!n)
+		return -EINVAL;
+	return add_path(t, s, len, NULL, n, cut, count, side);
+}
+
+int tree_add_frames(struct tree *t, const char *comm, const struct tree_frame *frames, size_t nframes,
+		    uint64_t count, enum tree_side side)
+{
+	const char *s[TREE_MAX_FRAMES];
+	const struct tree_frame *src[TREE_MAX_FRAMES];
+	size_t len[TREE_MAX_FRAMES], n = 0;
+
+	if (!count || !frames || !nframes || (side != TREE_NEW && side != TREE_BASE))
+		return -EINVAL;
+	if (!t->opts.no_comm) {
+		s[n] = comm && comm[0] ? comm : "[unknown]";
+		src[n] = NULL;
+		len[n] = strlen(s[n]);
+		n++;
+	}
+	for (size_t i = 0; i < nframes && n < TREE_MAX_FRAMES; i++) {
+		if (!frames[i].name || !frames[i].name[0])
+			return -EINVAL;
+		s[n] = frames[i].name;
+		len[n] = strlen(s[n]);
+		src[n++] = frames[i].file && frames[i].file[0] ? &frames[i] : NULL;
+	}
+	if (t->opts.reverse) {
+		for (size_t i = 0; i < n / 2; i++) {
+			const char *ts = s[i];
+			const struct tree_frame *tf = src[i];
+			size_t tl = len[i];
+
+			s[i] = s[n - 1 - i], len[i] = len[n - 1 - i], src[i] = src[n - 1 - i];
+			s[n - 1 - i] = ts, len[n - 1 - i] = tl, src[n - 1 - i] = tf;
+		}
+	}
+	return add_path(t, s, len, src, n, n == TREE_MAX_FRAMES && nframes + 1 > TREE_MAX_FRAMES, count, side);
+}
+
+static int by_line(const void *a, const void *b)
+{
+	const struct tree_line *x = a, *y = b;
+
+	return (x->line > y->line) - (x->line < y->line);
 }
 
 static int by_name(const void *a, const void *b)
@@ -215,10 +293,13 @@ void tree_finish(struct tree *t)
 {
 	if (t->root->pub.nchildren)
 		qsort(t->root->pub.children, t->root->pub.nchildren, sizeof(struct tree_node *), by_name);
-	for (size_t i = 0; i < t->cap; i++)
+	for (size_t i = 0; i < t->cap; i++) {
 		if (t->slots[i] && t->slots[i]->pub.nchildren)
 			qsort(t->slots[i]->pub.children, t->slots[i]->pub.nchildren, sizeof(struct tree_node *),
 			      by_name);
+		if (t->slots[i] && t->slots[i]->pub.nlines)
+			qsort(t->slots[i]->pub.lines, t->slots[i]->pub.nlines, sizeof(struct tree_line), by_line);
+	}
 }
 
 const struct tree_node *tree_root(const struct tree *t)
@@ -243,6 +324,8 @@ void tree_free(struct tree *t)
 	for (size_t i = 0; t->slots && i < t->cap; i++) {
 		if (t->slots[i]) {
 			free(t->slots[i]->pub.children);
+			free((char *)t->slots[i]->pub.file);
+			free(t->slots[i]->pub.lines);
 			free(t->slots[i]);
 		}
 	}

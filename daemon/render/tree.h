@@ -13,8 +13,18 @@ enum tree_side {
 	TREE_BASE = 1, /* the base window of a diff */
 };
 
+/* Samples of a Python frame's node by the line it ran, per side. */
+struct tree_line {
+	int line;
+	uint64_t value[2];
+};
+
 struct tree_node {
 	const char *name;             /* frame name, owned by the tree */
+	const char *file;             /* a Python frame's file (tree_add_frames), owned; NULL: none */
+	int start_line;               /* its function's first line */
+	struct tree_line *lines;      /* its samples by line run, sorted by line once tree_finish() ran */
+	uint32_t nlines;
 	uint64_t value[2];            /* samples in this frame and below, per side */
 	uint64_t self[2];             /* samples with this frame as leaf, per side */
 	struct tree_node **children;  /* sorted by name once tree_finish() ran */
@@ -34,6 +44,19 @@ int tree_new(const struct tree_opts *opts, struct tree **out);
 /* Adds count samples of the stack folded ("a;b;c", root first) of process comm to side.
  * Returns 0, -EINVAL (count 0, empty stack), or -ENOMEM. */
 int tree_add(struct tree *t, const char *comm, const char *folded, uint64_t count, enum tree_side side);
+
+/* One frame of a stack given with its source: a Python frame's file (NULL or "": none), its function's
+ * first line and the line it ran. */
+struct tree_frame {
+	const char *name;
+	const char *file;
+	int start_line, line;
+};
+
+/* tree_add() of a stack given as frames (root first, n of them, none empty): a node of a Python frame
+ * keeps its file and first line and counts its samples by the line run. Returns as tree_add(). */
+int tree_add_frames(struct tree *t, const char *comm, const struct tree_frame *frames, size_t n,
+		    uint64_t count, enum tree_side side);
 
 /* Sorts every node's children by name (the order flame graphs draw them in). Call once, after the
  * last tree_add(). */

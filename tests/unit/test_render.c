@@ -144,6 +144,42 @@ static void test_json(void)
 	tree_free(t);
 }
 
+/* Stacks given as frames: a Python frame's node keeps its file and first line and its samples by line,
+ * as the JSON tree writes them; a stack by text joins the same nodes. */
+static void test_sources(void)
+{
+	const struct tree_frame at23[] = { { .name = "main" },
+					   { .name = "tooth (a.py)", .file = "/a.py", .start_line = 20, .line = 23 } };
+	const struct tree_frame at22[] = { { .name = "main" },
+					   { .name = "tooth (a.py)", .file = "/a.py", .start_line = 20, .line = 22 } };
+	const struct tree_node *tooth;
+	struct tree *t;
+	char *s = NULL;
+
+	tree_new(NULL, &t);
+	CHECK(tree_add_frames(t, "py", at23, 2, 5, TREE_NEW) == 0 && tree_add_frames(t, "py", at22, 2, 2, TREE_NEW) == 0 &&
+		      tree_add_frames(t, "py", at23, 2, 1, TREE_NEW) == 0 &&
+		      tree_add(t, "py", "main;tooth (a.py)", 1, TREE_NEW) == 0,
+	      "sources: stacks added as frames and as text");
+	CHECK(tree_add_frames(t, "py", at23, 0, 1, TREE_NEW) == -EINVAL &&
+		      tree_add_frames(t, "py", (const struct tree_frame[]){ { .name = "" } }, 1, 1, TREE_NEW) == -EINVAL,
+	      "sources: no frames, or an empty name, refused");
+	tree_finish(t);
+	tooth = child_named(child_named(child_named(tree_root(t), "py"), "main"), "tooth (a.py)");
+	CHECK(tooth && tooth->value[TREE_NEW] == 9 && tooth->file && !strcmp(tooth->file, "/a.py") &&
+		      tooth->start_line == 20 && tooth->nlines == 2 && tooth->lines[0].line == 22 &&
+		      tooth->lines[0].value[TREE_NEW] == 2 &&
+		      tooth->lines[1].line == 23 && tooth->lines[1].value[TREE_NEW] == 6,
+	      "sources: one node, its file and first line, its samples by line sorted (the text's sample has no line)");
+	CAPTURE(s, render_json_tree(f_, t, false));
+	CHECK(strstr(s, "{\"name\":\"tooth (a.py)\",\"value\":9,\"file\":\"/a.py\",\"start_line\":20,"
+			"\"lines\":[[22,2],[23,6]],\"children\":[]}") &&
+		      strstr(s, "{\"name\":\"main\",\"value\":9,\"children\""),
+	      "sources: the JSON tree gives a Python node its file, first line and lines; others nothing more (%s)", s);
+	free(s);
+	tree_free(t);
+}
+
 static void test_top(void)
 {
 	struct top *t;
@@ -185,6 +221,7 @@ static void test_top(void)
 
 int main(void)
 {
+	test_sources();
 	test_tree();
 	test_classify();
 	test_json();
