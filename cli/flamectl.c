@@ -33,7 +33,7 @@ enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2 };
 /* Long options without a short form. */
 enum {
 	OPT_DB = 256, OPT_SERVER, OPT_PID, OPT_TID, OPT_COMM, OPT_SINCE, OPT_FROM, OPT_TO, OPT_FORMAT,
-	OPT_BASE_PID, OPT_BASE_FROM, OPT_BASE_TO, OPT_REVERSE, OPT_TITLE, OPT_WIDTH, OPT_MINWIDTH, OPT_LIMIT,
+	OPT_BASE_PID, OPT_BASE_FROM, OPT_BASE_TO, OPT_LINES, OPT_REVERSE, OPT_TITLE, OPT_WIDTH, OPT_MINWIDTH, OPT_LIMIT,
 	OPT_STEP, OPT_PER_THREAD, OPT_TOKEN_FILE,
 };
 
@@ -57,7 +57,7 @@ struct options {
 	const char *from_s, *to_s, *base_from_s, *base_to_s; /* as typed, parsed later */
 	const char *format;
 	const char *output;             /* -o FILE */
-	bool reverse, per_thread;
+	bool reverse, per_thread, lines;
 	const char *title;
 	int64_t width, limit, step;     /* -1: not given */
 	double minwidth;                /* < 0: not given */
@@ -112,6 +112,8 @@ static void print_help(void)
 	       "  --width PIXELS      svg: the width, 100-10000 (default 1200)\n"
 	       "  --minwidth PIXELS   svg: leave out frames narrower than this (default 0.1)\n"
 	       "  --limit N           top: at most N functions\n"
+	       "  --lines             top: each line a Python function ran ranks apart, as\n"
+	       "                      \"NAME (FILE:LINE)\"\n"
 	       "  --step SECONDS      timeline: the step (default 1)\n"
 	       "  --per-thread        timeline: a series per thread\n"
 	       "  -h, --help          show this help and exit\n"
@@ -206,6 +208,7 @@ static int parse_one(int c, const char *arg, const char *opt_text, struct option
 	case 'o': o->output = arg; return arg[0] ? -1 : usage_error("-o needs a file name");
 	case OPT_REVERSE: o->reverse = true; return -1;
 	case OPT_PER_THREAD: o->per_thread = true; return -1;
+	case OPT_LINES: o->lines = true; return -1;
 	case OPT_TITLE: o->title = arg; return -1;
 	case OPT_WIDTH:
 		return parse_number(arg, 100, 10000, &o->width) ? -1 : usage_error("--width takes 100 to 10000 pixels, not '%s'", arg);
@@ -347,6 +350,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "limit", required_argument, NULL, OPT_LIMIT },
 		{ "step", required_argument, NULL, OPT_STEP },
 		{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
+		{ "lines", no_argument, NULL, OPT_LINES },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -405,7 +409,7 @@ static int run_db(struct store *st, const struct options *o, FILE *out)
 				     .from = o->base_from, .to = o->base_to, .comm = o->comm };
 	struct query_graph g = {
 		.reverse = o->reverse, .title = o->title, .width = o->width > 0 ? (unsigned)o->width : 0,
-		.minwidth = o->minwidth,
+		.minwidth = o->minwidth, .lines = o->lines,
 	};
 	bool tty = isatty(fileno(out));
 	struct store_stats ss;
@@ -438,8 +442,8 @@ static int run_db(struct store *st, const struct options *o, FILE *out)
 				     o->limit > 0 ? (unsigned)o->limit : 0, out);
 	case CMD_TOP:
 		if (!strcmp(o->format, "json"))
-			return query_top_json(st, &f, o->limit > 0 ? (unsigned)o->limit : 0, out);
-		return query_top_text(st, &f, o->limit > 0 ? (unsigned)o->limit : 0, tty, out);
+			return query_top_json(st, &f, o->limit > 0 ? (unsigned)o->limit : 0, o->lines, out);
+		return query_top_text(st, &f, o->limit > 0 ? (unsigned)o->limit : 0, tty, o->lines, out);
 	case CMD_DIFF:
 		return query_diff(st, &base, &f, o->fmt, &g, out);
 	case CMD_TIMELINE:
@@ -506,6 +510,8 @@ static void build_target(const struct options *o, bool tty, char *t, size_t len)
 	}
 	if (o->limit > 0)
 		add_num(t, len, "limit", o->limit);
+	if (o->lines && (o->command == CMD_TOP || o->command == CMD_QUERY))
+		http_add_param(t, len, "lines", "1");
 	if (o->command == CMD_TIMELINE) {
 		add_num(t, len, "step", o->step > 0 ? o->step : 1);
 		if (o->per_thread)

@@ -67,7 +67,7 @@ struct http {
 /* The query parameters; a route lists the ones it takes. */
 enum param {
 	P_PID, P_TID, P_COMM, P_FROM, P_TO, P_FORMAT, P_REVERSE, P_TITLE, P_WIDTH, P_MINWIDTH, P_LIMIT,
-	P_STEP, P_PER_THREAD, P_BASE_PID, P_BASE_FROM, P_BASE_TO, P_SECONDS, P_COUNT,
+	P_STEP, P_PER_THREAD, P_BASE_PID, P_BASE_FROM, P_BASE_TO, P_SECONDS, P_LINES, P_COUNT,
 };
 
 static const char *const param_names[P_COUNT] = {
@@ -75,7 +75,7 @@ static const char *const param_names[P_COUNT] = {
 	[P_FORMAT] = "format", [P_REVERSE] = "reverse", [P_TITLE] = "title", [P_WIDTH] = "width",
 	[P_MINWIDTH] = "minwidth", [P_LIMIT] = "limit", [P_STEP] = "step", [P_PER_THREAD] = "per_thread",
 	[P_BASE_PID] = "base_pid", [P_BASE_FROM] = "base_from", [P_BASE_TO] = "base_to",
-	[P_SECONDS] = "seconds",
+	[P_SECONDS] = "seconds", [P_LINES] = "lines",
 };
 
 /* The names format= takes, in enum query_format's order. */
@@ -876,7 +876,8 @@ static void handle_profile(struct http *h, struct request *rq)
 	struct store *st;
 
 	if (arg_filter(rq, &f) < 0 || arg_format(rq, QUERY_FOLDED, &fmt) < 0 || arg_graph(h, rq, &g) < 0 ||
-	    arg_uint(rq, P_LIMIT, 0, 100000, &limit) < 0 || !(st = open_store(h, rq)))
+	    arg_uint(rq, P_LIMIT, 0, 100000, &limit) < 0 || arg_bool(rq, P_LINES, &g.lines) < 0 ||
+	    !(st = open_store(h, rq)))
 		return;
 	set_format(rq, fmt);
 	end_query(rq, st, query_profile(st, &f, fmt, &g, limit, rq->out));
@@ -887,14 +888,15 @@ static void handle_top(struct http *h, struct request *rq)
 	struct store_filter f;
 	unsigned limit = 0;
 	struct store *st;
-
+	bool lines = false;
 	int table;
 
 	if (arg_filter(rq, &f) < 0 || arg_uint(rq, P_LIMIT, 0, 100000, &limit) < 0 || arg_table(rq, &table) < 0 ||
-	    !(st = open_store(h, rq)))
+	    arg_bool(rq, P_LINES, &lines) < 0 || !(st = open_store(h, rq)))
 		return;
 	rq->type = table ? "text/plain; charset=utf-8" : "application/json";
-	end_query(rq, st, table ? query_top_text(st, &f, limit, table == 1, rq->out) : query_top_json(st, &f, limit, rq->out));
+	end_query(rq, st, table ? query_top_text(st, &f, limit, table == 1, lines, rq->out) :
+				  query_top_json(st, &f, limit, lines, rq->out));
 }
 
 static void handle_timeline(struct http *h, struct request *rq)
@@ -1019,9 +1021,9 @@ static const struct route routes[] = {
 	{ "/api/v1/status", handle_status, B(P_FORMAT), 0 },
 	{ "/api/v1/processes", handle_processes, B(P_FROM) | B(P_TO) | B(P_FORMAT), 0 },
 	{ "/api/v1/threads", handle_threads, B(P_PID) | B(P_FROM) | B(P_TO), 0 },
-	{ "/api/v1/profile", handle_profile, FILTER | GRAPH | B(P_FORMAT) | B(P_LIMIT),
+	{ "/api/v1/profile", handle_profile, FILTER | GRAPH | B(P_FORMAT) | B(P_LIMIT) | B(P_LINES),
 	  B(QUERY_FOLDED) | B(QUERY_JSON) | B(QUERY_SVG) | B(QUERY_PPROF) | B(QUERY_TOP) },
-	{ "/api/v1/top", handle_top, FILTER | B(P_LIMIT) | B(P_FORMAT), 0 },
+	{ "/api/v1/top", handle_top, FILTER | B(P_LIMIT) | B(P_FORMAT) | B(P_LINES), 0 },
 	{ "/api/v1/timeline", handle_timeline, FILTER | B(P_STEP) | B(P_PER_THREAD), 0 },
 	{ "/api/v1/diff", handle_diff,
 	  B(P_PID) | B(P_FROM) | B(P_TO) | B(P_BASE_PID) | B(P_BASE_FROM) | B(P_BASE_TO) | B(P_FORMAT) | GRAPH,

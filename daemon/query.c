@@ -85,6 +85,34 @@ static int frames_to_tree(uint32_t pid, const char *comm, const char *folded, co
 	return tree_add_frames(t->tree, comm, tf, nframes, count, t->side);
 }
 
+/* A stack into top by line: its Python frames named "QUALNAME (FILE:LINE)", a line run a function of
+ * its own. */
+static int frames_to_top(uint32_t pid, const char *comm, const char *folded, const struct store_frame *frames,
+			 unsigned nframes, uint64_t count, void *ctx)
+{
+	char text[16384];
+	size_t len = 0;
+
+	(void)pid, (void)comm;
+	if (!frames || !nframes)
+		return top_add(ctx, folded, count);
+	for (unsigned i = 0; i < nframes && len < sizeof(text); i++) {
+		const char *name = frames[i].name, *open = strrchr(name, '(');
+		size_t nlen = strlen(name);
+		int n;
+
+		if (frames[i].file && frames[i].file[0] && frames[i].line && open && name[nlen - 1] == ')')
+			n = snprintf(text + len, sizeof(text) - len, "%s%.*s:%d)", i ? ";" : "", (int)(nlen - 1), name,
+				     frames[i].line);
+		else
+			n = snprintf(text + len, sizeof(text) - len, "%s%s", i ? ";" : "", name);
+		if (n < 0)
+			return -EIO;
+		len += (size_t)n;
+	}
+	return len < sizeof(text) ? top_add(ctx, text, count) : top_add(ctx, folded, count);
+}
+
 /* Builds the tree of f (and of base on TREE_BASE when base is not NULL). */
 static int build_tree(struct store *st, const struct store_filter *f, const struct store_filter *base,
 		      bool reverse, struct tree **out)
@@ -128,13 +156,14 @@ static int build_source_tree(struct store *st, const struct store_filter *f, boo
 	return 0;
 }
 
-static int build_top(struct store *st, const struct store_filter *f, struct top **out)
+static int build_top(struct store *st, const struct store_filter *f, bool by_line, struct top **out)
 {
 	int err = top_new(0, out);
 
 	if (err)
 		return err;
-	err = store_query_stacks(st, f, stack_to_top, *out);
+	err = by_line ? store_query_stacks_frames(st, f, frames_to_top, *out) :
+			store_query_stacks(st, f, stack_to_top, *out);
 	if (err) {
 		top_free(*out);
 		*out = NULL;
@@ -283,17 +312,18 @@ int query_profile(struct store *st, const struct store_filter *f, enum query_for
 		tree_free(t);
 		return err;
 	case QUERY_TOP:
-		return query_top_text(st, f, limit, false, out);
+		return query_top_text(st, f, limit, false, g && g->lines, out);
 	case QUERY_PPROF:
 		return write_pprof(st, f, g, out);
 	}
 	return -EINVAL;
 }
 
-int query_top_text(struct store *st, const struct store_filter *f, unsigned limit, bool tty, FILE *out)
+int query_top_text(struct store *st, const struct store_filter *f, unsigned limit, bool tty, bool by_line,
+		   FILE *out)
 {
 	struct top *top = NULL;
-	int err = build_top(st, f, &top);
+	int err = build_top(st, f, by_line, &top);
 
 	if (!err)
 		err = render_top_text(out, top, limit, tty);
@@ -301,10 +331,10 @@ int query_top_text(struct store *st, const struct store_filter *f, unsigned limi
 	return err;
 }
 
-int query_top_json(struct store *st, const struct store_filter *f, unsigned limit, FILE *out)
+int query_top_json(struct store *st, const struct store_filter *f, unsigned limit, bool by_line, FILE *out)
 {
 	struct top *top = NULL;
-	int err = build_top(st, f, &top);
+	int err = build_top(st, f, by_line, &top);
 
 	if (!err)
 		err = render_top_json(out, top, limit);

@@ -29,6 +29,7 @@ struct query_graph {
 	unsigned width;       /* SVG pixels; 0: 1200 */
 	double minwidth;      /* SVG: frames narrower than this many pixels are pruned; < 0: default */
 	unsigned frequency;   /* sampling frequency, for pprof's period; 0: 19 */
+	bool lines;           /* QUERY_TOP: rank a Python function's lines apart ("QUALNAME (FILE:LINE)") */
 };
 
 /* Writes the aggregated profile of the samples matching f in format fmt (QUERY_TOP: the top table,
@@ -37,13 +38,14 @@ int query_profile(struct store *st, const struct store_filter *f, enum query_for
 		  const struct query_graph *g, unsigned limit, FILE *out);
 
 /* Top functions as an aligned table with percentages (tty) or tab-separated "self total name" lines.
- * limit 0: all. */
-int query_top_text(struct store *st, const struct store_filter *f, unsigned limit, bool tty, FILE *out);
+ * limit 0: all. by_line: each line run of a Python function ranks apart, as "QUALNAME (FILE:LINE)". */
+int query_top_text(struct store *st, const struct store_filter *f, unsigned limit, bool tty, bool by_line,
+		   FILE *out);
 
 /* Top functions as JSON: {"total": N, "functions": [{"name", "self", "total"}, ...]} by self
  * samples then total; a function is counted once per stack for its total however often it recurs.
  * limit 0: all. */
-int query_top_json(struct store *st, const struct store_filter *f, unsigned limit, FILE *out);
+int query_top_json(struct store *st, const struct store_filter *f, unsigned limit, bool by_line, FILE *out);
 
 /* Writes the differential profile of window/pid `now` against `base`, base scaled to now's total:
  * QUERY_FOLDED ("comm;stack BASE NEW" lines, as FlameGraph's difffolded.pl writes, by process name
