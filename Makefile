@@ -29,6 +29,10 @@ BUILD    := build-san
 CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
 endif
+# One spelling per target: a BUILD inside this directory given as an absolute path (the tests pass
+# $BUILD so) is made relative, or the dependency files -MMD writes would name targets this Makefile
+# never asks for, and a changed header would not rebuild the objects that include it.
+override BUILD := $(patsubst $(CURDIR)/%,%,$(abspath $(BUILD)))
 FLAMED_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -DFLAMED_VERSION='"$(VERSION)"' \
             -Iinclude -Idaemon -I$(BUILD)
 LDLIBS   += -lbpf -ldw -lelf -lz -lsqlite3 -lmicrohttpd -lprotobuf-c -lpthread -lm
@@ -112,7 +116,7 @@ run: all
 	$(BUILD)/flamed --db $(CURDIR)/flamed.db
 
 test: all $(UNIT_BINS) | $(BUILD)/.deps-test
-	BUILD=$(abspath $(BUILD)) tests/run.sh $(UNIT_BINS) $(INTEGRATION)
+	BUILD=$(abspath $(BUILD)) SANITIZE=$(SANITIZE) tests/run.sh $(UNIT_BINS) $(INTEGRATION)
 
 # Minutes, not seconds: kept out of make test.
 soak: all | $(BUILD)/.deps-test

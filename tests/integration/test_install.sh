@@ -3,7 +3,8 @@
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
-make -s -C "$ROOT" install BUILD="$BUILD" PREFIX=/opt/flamed-test DESTDIR="$TMP/root" > "$TMP/install.log" 2>&1
+# With make test's SANITIZE: an object rebuilt here gets the same flags as the rest of $BUILD.
+make -s -C "$ROOT" install BUILD="$BUILD" SANITIZE="$SANITIZE" PREFIX=/opt/flamed-test DESTDIR="$TMP/root" > "$TMP/install.log" 2>&1
 check "make install succeeds" [ $? -eq 0 ]
 check "flamed installed under DESTDIR/PREFIX/bin" [ -x "$TMP/root/opt/flamed-test/bin/flamed" ]
 check "flamectl installed under DESTDIR/PREFIX/bin" [ -x "$TMP/root/opt/flamed-test/bin/flamectl" ]
