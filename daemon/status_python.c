@@ -34,12 +34,12 @@ void status_python_json(FILE *o, const struct daemon_status *s)
 	fprintf(o, "}, \"processes\": %" PRIu64 ", \"processes_refused\": %" PRIu64 ", \"interpreters\": %" PRIu64
 		", \"unsupported\": %" PRIu64 ", \"inconsistent\": %" PRIu64 ", \"binaries_checked\": %" PRIu64
 		", \"cold_by_jumps\": %" PRIu64 ", \"late_libpython\": %" PRIu64 ", \"retries_dropped\": %" PRIu64
-		", \"code_objects\": %" PRIu64 ", \"code_cache_bytes\": %" PRIu64
+		", \"rereads_failed\": %" PRIu64 ", \"code_objects\": %" PRIu64 ", \"code_cache_bytes\": %" PRIu64
 		", \"code_hits\": %" PRIu64 ", \"code_misses\": %" PRIu64 ", \"code_prefetched\": %" PRIu64
 		", \"code_replaced\": %" PRIu64 ", \"code_evicted\": %" PRIu64 ", \"frames_unnamed\": {", s->py.processes, s->py.processes_refused,
 		s->py.interpreters, s->py.unsupported, s->py.inconsistent, s->py.binaries_checked, s->py.cold_by_jumps,
-		s->py.late_libpython, s->py.retries_dropped, s->pynames.codes, s->pynames.bytes, s->pynames.hits, s->pynames.misses, s->pynames.prefetched,
-		s->pynames.replaced, s->pynames.evicted);
+		s->py.late_libpython, s->py.retries_dropped, s->py.rereads_failed, s->pynames.codes, s->pynames.bytes,
+		s->pynames.hits, s->pynames.misses, s->pynames.prefetched, s->pynames.replaced, s->pynames.evicted);
 	for (int i = 0; i < 4; i++)
 		fprintf(o, "%s\"%s\": %" PRIu64, i ? ", " : "", unnamed_kinds[i], unnamed(s, i));
 	fputs("}}", o);
@@ -86,6 +86,9 @@ void status_python_metrics(FILE *o, const struct daemon_status *s)
 		   "Python processes not walked: --python-processes reached.", s->py.processes_refused);
 	metric_u64(o, "flamed_python_unsupported_total", "counter",
 		   "Processes of an interpreter version without a layout (not walked).", s->py.unsupported);
+	metric_u64(o, "flamed_python_rereads_failed_total", "counter",
+		   "Tracked Python processes whose mappings were read again without their interpreter (kept).",
+		   s->py.rereads_failed);
 	metric_u64(o, "flamed_python_code_objects", "gauge", "Code objects cached (--python-code-cache).",
 		   s->pynames.codes);
 	metric_u64(o, "flamed_python_code_cache_bytes", "gauge", "Memory the cached code objects hold.",

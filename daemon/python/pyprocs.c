@@ -331,6 +331,12 @@ int pyprocs_add(struct pyprocs *p, uint32_t pid, uint64_t token)
 	}
 	procmaps_free(maps, n);
 	pe = find_proc(p, pid);
+	/* The same image as tracked: its interpreter cannot have gone, this read of it failed (an exiting
+	 * process's mappings are torn down, a file it maps cannot be opened now). */
+	if (found && pe && pe->token == token) {
+		p->st.rereads_failed++;
+		return 0;
+	}
 	if (found && found != -ENOSPC && pe) /* it runs another program now */
 		drop_proc(p, (size_t)(pe - p->procs));
 	if (found == -ENOENT && needs) { /* the dynamic loader has not mapped it yet */

@@ -31,6 +31,7 @@ struct pyprocs_stats {
 	uint64_t late_libpython;   /* processes looked at again: their program needs a libpython not mapped
 				    * yet (the dynamic loader maps it after the first samples) */
 	uint64_t retries_dropped;  /* such processes not looked at again: PYPROCS_RETRIES waiting */
+	uint64_t rereads_failed;   /* a tracked process's mappings read again without its interpreter: kept */
 };
 
 #define PYPROCS_RETRIES 256 /* processes waiting to be looked at again; more are dropped (counted) */
@@ -50,7 +51,10 @@ int pyprocs_new(const struct pyprocs_opts *opts, struct pyprocs **out);
 
 /* Reads pid's mappings and, when one is an interpreter, writes the process into py_procs under token
  * (struct process_event's: the time of the image's first sample), or under a later one this tracker saw
- * for pid (0: the latest it saw, and nothing is done when it saw none). A process whose interpreter is gone (execve of another program) is dropped. Binaries are
+ * for pid (0: the latest it saw, and nothing is done when it saw none). A process whose interpreter is
+ * gone under a new token (execve of another program) is dropped; under the same one it is kept (counted
+ * in rereads_failed: an exiting process's mappings are gone while its last samples wait for the flush).
+ * Binaries are
  * inspected once per file (dev, inode, size, mtime). Returns 0, -ENOENT (no interpreter), -ESRCH (the
  * process is gone), -ENOTSUP (an interpreter of a version without a layout), -ENOSPC (max_procs
  * reached), -EAGAIN (its program needs a libpython not mapped yet: pyprocs_retry looks again), or another
