@@ -102,7 +102,8 @@ for spec in "${runs[@]}"; do
 	python|perf|perfjit)
 		# The main thread: native main through Py_RunMain, then only Python frames down to tooth.
 		crank=$(sum_samples "$out" ";${E}crank \\(pyspin\\.py\\)")
-		chain=$(sum_samples "$out" ";Py_RunMain;([^;]*;)*<module> \\(pyspin\\.py\\);main \\(pyspin\\.py\\);${E}crank \\(pyspin\\.py\\);${E}gear_[ab] \\(pyspin\\.py\\);tooth \\(pyspin\\.py\\)(;[^;(]*)*$")
+		chain_re=";Py_RunMain;([^;]*;)*<module> \\(pyspin\\.py\\);main \\(pyspin\\.py\\);${E}crank \\(pyspin\\.py\\);${E}gear_[ab] \\(pyspin\\.py\\);tooth \\(pyspin\\.py\\)(;[^;(]*)*$"
+		chain=$(sum_samples "$out" "$chain_re")
 		ga=$(sum_samples "$out" ";${E}gear_a \\(pyspin\\.py\\);tooth")
 		gb=$(sum_samples "$out" ";${E}gear_b \\(pyspin\\.py\\);tooth")
 		key=$(sum_samples "$out" ";key_of \\(pyspin\\.py\\)")
@@ -111,6 +112,10 @@ for spec in "${runs[@]}"; do
 		echo "$name: $total samples; crank $crank, whole chain $chain; gear_a $ga, gear_b $gb; key_of $key, through sort $callback; ending in the eval loop $eval_leaf"
 		check "$name: >= 95% of crank's samples carry main;...;Py_RunMain;...;<module>;main;crank;gear_a|gear_b;tooth, nothing between the Python frames ($chain of $crank)" \
 			enough "$chain" "$crank" 95
+		# What the others are, most samples first.
+		enough "$chain" "$crank" 95 || awk -v re="$chain_re" -v crank=";${E}crank \\(pyspin\\.py\\)" \
+			'{ l = $0; sub(/ [0-9]+$/, "", l); if (l ~ crank && l !~ re) print $NF "\t" l }' "$out" |
+			sort -rn | head -5 | cut -c1-700 | sed 's/^/    not the chain: /'
 		check "$name: gear_a's share of gear_a + gear_b is 60% within 5 points ($ga vs $gb)" \
 			awk -v a="$ga" -v b="$gb" 'BEGIN { exit !(a + b > 100 && (s = 100 * a / (a + b)) >= 55 && s <= 65) }'
 		check "$name: >= 90% of key_of's samples keep sorter, the C sort between, and key_of ($callback of $key)" \
