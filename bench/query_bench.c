@@ -58,7 +58,7 @@ static int run_query(struct store *st, const struct bench_opts *o, FILE *out)
 
 	switch (o->kind) {
 	case Q_PROFILE: return query_profile(st, &f, QUERY_FOLDED, &g, 0, out);
-	case Q_TOP: return query_top_text(st, &f, TOP_LIMIT, false, out);
+	case Q_TOP: return query_top_text(st, &f, TOP_LIMIT, false, false, out);
 	case Q_TIMELINE: return query_timeline(st, &f, step > 0 ? step : 1, false, out);
 	case Q_DIFF:
 		base.to = now.from = o->from + (o->to - o->from) / 2;
