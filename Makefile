@@ -100,7 +100,7 @@ $(BUILD)/daemon/dashboard.o: daemon/dashboard.S $(BUILD)/web/index.html
 	$(CC) -c -DDASHBOARD_HTML='"$(abspath $(BUILD)/web/index.html)"' $< -o $@
 
 $(BUILD)/libflamed.a: $(LIB_OBJS)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/flamed: $(BUILD)/daemon/main.o $(BUILD)/daemon/sampler.o $(BUILD)/libflamed.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -137,7 +137,7 @@ $(BUILD)/fuzz/%.pb-c.o: $(BUILD)/%.pb-c.c | $(BUILD)/.deps-test
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -std=gnu11 -I$(BUILD) -c $< -o $@
 $(foreach p,$(PROTO_SRCS),$(eval $(BUILD)/fuzz/$(p:.proto=.o): $(BUILD)/$(p:.proto=.pb-c.h)))
 $(BUILD)/fuzz/libflamed.a: $(FUZZ_OBJS)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/fuzz/libflamed.a
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FLAMED_CFLAGS) -Itests/fuzz -MMD -MP -MF $@.d -MT $@ \
 		-o $@ $< $(BUILD)/fuzz/libflamed.a $(LDLIBS)
