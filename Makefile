@@ -37,7 +37,8 @@ FLAMED_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -DFLAMED_VERSION
             -Iinclude -Idaemon -I$(BUILD)
 LDLIBS   += -lbpf -ldw -lelf -lz -lsqlite3 -lmicrohttpd -lprotobuf-c -lpthread -lm
 
-LIB_SRCS := $(filter-out daemon/main.c daemon/sampler.c,$(wildcard daemon/*.c daemon/*/*.c))
+DAEMON_SRCS := daemon/main.c daemon/sampler.c daemon/ingest.c
+LIB_SRCS := $(filter-out $(DAEMON_SRCS),$(wildcard daemon/*.c daemon/*/*.c))
 PROTO_SRCS := $(wildcard daemon/*/*.proto)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(PROTO_SRCS:%.proto=$(BUILD)/%.pb-c.o) $(BUILD)/daemon/dashboard.o
 WEB_SRCS := $(wildcard web/src/*) web/build.mjs web/package.json web/package-lock.json
@@ -102,7 +103,7 @@ $(BUILD)/daemon/dashboard.o: daemon/dashboard.S $(BUILD)/web/index.html
 $(BUILD)/libflamed.a: $(LIB_OBJS)
 	rm -f $@ && $(AR) rcs $@ $^
 
-$(BUILD)/flamed: $(BUILD)/daemon/main.o $(BUILD)/daemon/sampler.o $(BUILD)/libflamed.a
+$(BUILD)/flamed: $(DAEMON_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libflamed.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/flamectl: $(patsubst %.c,$(BUILD)/%.o,$(wildcard cli/*.c)) $(BUILD)/libflamed.a

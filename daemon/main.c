@@ -1,4 +1,5 @@
-/* main.c - flamed: options, lifecycle and signals; every flush moves samples sampler -> symbolizer -> store. */
+/* main.c - flamed: options, lifecycle, signals and the watchdog; every flush drains the sampler into
+ * ingest (frames named and folded), which adds the rows to the store. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -18,22 +19,19 @@
 #include <sys/timerfd.h>
 #include <bpf/libbpf.h>
 
-#include "foldcache.h"
 #include "http.h"
+#include "ingest.h"
 #include "notify.h"
 #include "sampler.h"
 #include "status.h"
 #include "window.h"
 #include "store.h"
-#include "python/pyglue.h"
 #include "python/pynames.h"
 #include "python/pyprocs.h"
 #include "symbolize/symbolizer.h"
 #include "unwind/unwinder.h"
 
 #define DEFAULT_DB "/var/lib/flamed/flamed.db"
-#define FRAME_NAME_MAX 240
-#define FOLDED_MAX (2 * PROFILE_MAX_DEPTH * (FRAME_NAME_MAX + 5) + 64)
 
 /* The parsed options: the only mutable global. */
 static struct options {
@@ -80,47 +78,6 @@ static struct options {
 	.raw_retention = 3600,
 	.minute_retention = 24 * 3600,
 	.max_db_size = 1ULL << 30,
-};
-
-#define MAX_FRAMES (2 * PROFILE_MAX_DEPTH + 2)
-/* Stacks folded once per flush and reused for their other keys (threads, seconds): an arena of 4 MiB,
- * about 700 Python stacks 40 frames deep or 8192 small native ones. */
-#define FOLDCACHE_STACKS 8192
-#define FOLDCACHE_BYTES (4u << 20)
-
-/* One frame of the stack being folded: its text in the folded line and where its code lives. */
-struct frame_slot {
-	char name[FRAME_NAME_MAX + 8];
-	char module[sizeof(((struct frame_origin *)0)->module)];
-	char build_id[sizeof(((struct frame_origin *)0)->build_id)];
-	char file[PY_FILE_MAX]; /* a Python frame's */
-};
-
-/* One user frame of the sample being folded, before it is pushed. */
-struct user_frame {
-	int kind;                  /* enum frame_kind, or USER_FRAME_PYTHON */
-	bool drop;                 /* interpreter glue between Python frames: left out */
-	char name[FRAME_NAME_MAX]; /* as folded, without a suffix */
-	struct frame_origin origin;
-	char file[PY_FILE_MAX];    /* a Python frame's source: its file, first line and line run */
-	int start_line, line;
-};
-#define USER_FRAME_PYTHON 100
-
-/* What one flush needs to turn raw samples into stored stacks. */
-struct flush {
-	struct symbolizer *sym;
-	struct pyprocs *py;        /* NULL with --python off */
-	struct pynames *pynames;
-	struct foldcache *folds;   /* this flush's stacks folded so far, by raw stack */
-	struct user_frame user[PROFILE_MAX_DEPTH];
-	struct store *store;
-	char folded[FOLDED_MAX];
-	struct frame_slot slots[MAX_FRAMES];
-	struct store_frame frames[MAX_FRAMES];
-	unsigned nframes;
-	uint64_t samples, keys, rejected;
-	int store_err;
 };
 
 static void usage(FILE *f)
@@ -355,190 +312,6 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	return vfprintf(stderr, fmt, ap);
 }
 
-/* Copies a kernel comm into dst as a printable name ("?" for control characters, "[unknown]" if empty). */
-static void clean_comm(char *dst, const char *src)
-{
-	size_t i;
-
-	for (i = 0; i < PROFILE_COMM_LEN - 1 && src[i]; i++)
-		dst[i] = (unsigned char)src[i] < 0x20 || src[i] == 0x7f ? '?' : src[i];
-	dst[i] = '\0';
-	if (!i)
-		strcpy(dst, "[unknown]");
-}
-
-/* Appends ";name" (or "name" first) to the folded stack and records the frame; does nothing when
- * the stack is full. origin NULL: no binary known; src: the Python frame it is (NULL: none). */
-static void push_frame(struct flush *f, size_t *len, const char *name, const char *suffix,
-		       const struct frame_origin *origin, const struct user_frame *src)
-{
-	struct frame_slot *slot = &f->slots[f->nframes];
-	size_t name_len = strlen(name), suffix_len = strlen(suffix), sep = *len ? 1 : 0;
-	char *at = f->folded + *len;
-
-	if (f->nframes == MAX_FRAMES)
-		return;
-	if (sep + name_len + suffix_len >= sizeof(f->folded) - *len)
-		return; /* the folded line is full */
-	if (sep)
-		*at++ = ';';
-	memcpy(at, name, name_len);
-	memcpy(at + name_len, suffix, suffix_len + 1);
-	*len += sep + name_len + suffix_len;
-	frame_copy_str(slot->name, sizeof(slot->name), at);
-	frame_copy_str(slot->module, sizeof(slot->module), origin ? origin->module : "");
-	frame_copy_str(slot->build_id, sizeof(slot->build_id), origin ? origin->build_id : "");
-	frame_copy_str(slot->file, sizeof(slot->file), src ? src->file : "");
-	f->frames[f->nframes] = (struct store_frame){
-		.name = slot->name,
-		.module = slot->module,
-		.build_id = slot->build_id,
-		.file = slot->file,
-		.start_line = src ? src->start_line : 0,
-		.line = src ? src->line : 0,
-	};
-	f->nframes++;
-}
-
-/* Names user frame i (leaf first) of sample s into f->user[i]: a Python frame from its code object, a
- * native one from the ELF symbols of its binary. */
-static void name_user_frame(struct flush *f, const struct sampler_sample *s, unsigned i,
-			    const struct pyproc_info *py)
-{
-	struct user_frame *u = &f->user[i];
-	struct py_frame_name pn;
-
-	u->drop = false;
-	u->file[0] = '\0';
-	u->start_line = u->line = 0;
-	if (!PY_IS_FRAME(s->uips[i]) || !f->pynames) {
-		u->kind = symbolizer_user_frame(f->sym, s->key->pid, s->uips[i], i > 0, u->name, sizeof(u->name),
-						&u->origin);
-		return;
-	}
-	pynames_name(f->pynames, s->key->pid, py, s->uips[i], &pn);
-	u->kind = USER_FRAME_PYTHON;
-	frame_copy_str(u->name, sizeof(u->name), pn.folded);
-	frame_copy_str(u->file, sizeof(u->file), pn.file);
-	u->start_line = pn.first_line;
-	u->line = pn.line;
-	u->origin.ninlined = 0;
-	u->origin.module[0] = u->origin.build_id[0] = '\0';
-}
-
-/* Marks the interpreter's glue for leaving out: its call machinery between two Python frames, and
- * between the innermost Python frame and the builtin it calls; between two Python frames also its
- * frames no symbol names (the same machinery, in a binary without its symbols). */
-static void drop_glue(struct flush *f, unsigned n, const struct pyproc_info *py)
-{
-	unsigned inner = n, outer = n; /* the innermost and outermost Python frames */
-
-	for (unsigned i = 0; i < n; i++) {
-		if (f->user[i].kind != USER_FRAME_PYTHON)
-			continue;
-		if (inner == n)
-			inner = i;
-		outer = i;
-	}
-	if (inner == n || !py)
-		return;
-	for (unsigned i = 0; i < outer; i++) {
-		struct user_frame *u = &f->user[i];
-
-		if (u->kind == USER_FRAME_PYTHON || strcmp(u->origin.module, py->path))
-			continue;
-		u->drop = py_is_glue(u->name) || (i > inner && u->kind == FRAME_UNKNOWN);
-	}
-}
-
-/* Builds the folded stack of one sample, root first: user frames, then kernel frames marked _[k]. */
-static void fold(struct flush *f, const struct sampler_sample *s)
-{
-	static const struct frame_origin kernel = { .module = "[kernel]" };
-	const struct pyproc_info *py = f->py ? pyprocs_find(f->py, s->key->pid) : NULL;
-	char name[FRAME_NAME_MAX];
-	size_t len = 0;
-
-	f->nframes = 0;
-	f->folded[0] = '\0';
-	if (s->nu && (s->key->flags & SAMPLE_USTACK_TRUNCATED)) /* its outermost frames were cut */
-		push_frame(f, &len, "[truncated]", "", NULL, NULL);
-	if (s->nu) {
-		unsigned nu = s->nu < PROFILE_MAX_DEPTH ? s->nu : PROFILE_MAX_DEPTH;
-
-		for (unsigned i = 0; i < nu; i++)
-			name_user_frame(f, s, i, py);
-		drop_glue(f, nu, py);
-		for (unsigned i = nu; i-- > 0;) {
-			const struct user_frame *u = &f->user[i];
-
-			if (u->drop)
-				continue;
-			push_frame(f, &len, u->name, u->kind == FRAME_JIT ? "_[j]" : "", &u->origin,
-				   u->kind == USER_FRAME_PYTHON ? u : NULL);
-			for (int j = 0; j < u->origin.ninlined; j++) /* inlined into it: called from it */
-				push_frame(f, &len, u->origin.inlined[j], "_[i]", &u->origin, NULL);
-		}
-	} else if (s->key->flags & SAMPLE_USTACK_LOST) {
-		push_frame(f, &len, "[unknown]", "", NULL, NULL);
-	}
-	if (s->nk) {
-		for (unsigned i = s->nk; i-- > 0;) {
-			symbolizer_kernel(f->sym, s->kips[i], name, sizeof(name));
-			push_frame(f, &len, name, "_[k]", &kernel, NULL);
-		}
-	} else if (s->key->flags & SAMPLE_KSTACK_LOST) {
-		push_frame(f, &len, "[unknown]", "_[k]", &kernel, NULL);
-	}
-	if (!len)
-		push_frame(f, &len, "[unknown]", "", NULL, NULL);
-}
-
-static int store_sample(const struct sampler_sample *s, void *ctx)
-{
-	struct flush *f = ctx;
-	char comm[PROFILE_COMM_LEN + 16], thread[PROFILE_COMM_LEN + 16];
-	int err;
-
-	struct fold_key k = { .pid = s->key->pid, .flags = s->key->flags, .ustack = s->key->ustack,
-			      .kstack = s->key->kstack };
-	const struct folded *done;
-	struct folded fresh;
-
-	f->keys++;
-	f->samples += s->count;
-	if (f->store_err)
-		return 0; /* the transaction failed; keep draining so the maps empty */
-	done = foldcache_get(f->folds, &k); /* the same stack in another thread or second */
-	if (!done) {
-		fold(f, s);
-		fresh = (struct folded){ .text = f->folded, .frames = f->frames, .nframes = f->nframes };
-		foldcache_put(f->folds, &k, &fresh);
-		done = &fresh;
-	}
-	clean_comm(comm, s->key->pcomm);
-	clean_comm(thread, s->key->comm);
-	struct store_sample row = {
-		.ts = s->unix_sec,
-		.pid = s->key->pid,
-		.tid = s->key->tid,
-		.comm = comm,
-		.thread = thread,
-		.folded = done->text,
-		.count = s->count,
-		.frames = done->frames,
-		.nframes = done->nframes,
-	};
-	err = store_add(f->store, &row);
-	if (err == -EINVAL) {
-		f->rejected++;
-		return 0;
-	}
-	if (err)
-		f->store_err = err;
-	return 0;
-}
-
 static const char *const stat_names[STAT_MAX] = {
 	[STAT_KSTACK_ERROR] = "kernel stacks not read",
 	[STAT_USTACK_ERROR] = "user stacks not read",
@@ -616,7 +389,11 @@ struct daemon {
 	uint64_t rechecks_dropped;
 	struct sampler *smp;
 	struct unwinder *unw;      /* NULL with --unwind fp */
-	struct flush *f;
+	struct store *store;
+	struct symbolizer *sym;
+	struct pyprocs *py;        /* NULL with --python off */
+	struct pynames *pynames;   /* NULL with --python off */
+	struct ingest *ingest;     /* what a flush does with each sample drained */
 	struct http *http;
 	struct sampler_stats prev; /* for the losses logged per flush */
 	int wake_fd;               /* eventfd: an HTTP thread asks for a flush now */
@@ -651,7 +428,7 @@ static void update_status(struct daemon *d, const struct sampler_stats *st, doub
 	s->last_flush_time = time(NULL);
 	s->last_flush_seconds = seconds;
 	s->flush_seconds_total += seconds;
-	symbolizer_get_stats(d->f->sym, &sy);
+	symbolizer_get_stats(d->sym, &sy);
 	s->sym_user_hits = sy.user_hits;
 	s->sym_user_misses = sy.user_misses;
 	s->sym_kernel_hits = sy.kernel_hits;
@@ -660,19 +437,19 @@ static void update_status(struct daemon *d, const struct sampler_stats *st, doub
 	s->sym_processes_cached = sy.processes_cached;
 	s->sym_cache_bytes = sy.symbol_bytes;
 	s->sym_binaries_evicted = sy.binaries_evicted;
-	foldcache_get_stats(d->f->folds, &fc);
+	ingest_get_stats(d->ingest, &fc);
 	s->fold_hits = fc.hits;
 	s->fold_misses = fc.misses;
 	s->fold_full = fc.full;
 	if (d->unw)
 		unwinder_get_stats(d->unw, &s->unwind);
-	if (d->f->py) {
-		pyprocs_get_stats(d->f->py, &s->py);
-		pynames_get_stats(d->f->pynames, &s->pynames);
+	if (d->py) {
+		pyprocs_get_stats(d->py, &s->py);
+		pynames_get_stats(d->pynames, &s->pynames);
 	}
 	/* Counting rows reads whole tables (seconds on a big database): once a minute, not per flush. */
 	if ((!d->last_db_stats || now_sec() - d->last_db_stats >= DB_STATS_EVERY_S) &&
-	    !store_get_stats(d->f->store, &ss)) {
+	    !store_get_stats(d->store, &ss)) {
 		s->db_bytes = ss.db_bytes;
 		s->stacks_stored = ss.stacks;
 		d->last_db_stats = now_sec();
@@ -685,7 +462,7 @@ static void log_store_state(struct daemon *d, int err)
 {
 	if (err && !d->store_failing)
 		fprintf(stderr, "flamed: cannot store samples in %s: %s; sampling goes on, and flushes are counted "
-			"as unstored until it works again%s\n", opt.db, store_errmsg(d->f->store),
+			"as unstored until it works again%s\n", opt.db, store_errmsg(d->store),
 			err == -ENOSPC ? " (the disk is full: free space or lower --max-db-size)" : "");
 	else if (!err && d->store_failing)
 		fprintf(stderr, "flamed: storing in %s works again; %llu samples could not be stored meanwhile\n",
@@ -707,9 +484,9 @@ static void prune(struct daemon *d)
 	if (d->last_prune && now - d->last_prune < PRUNE_EVERY_S)
 		return;
 	d->last_prune = now;
-	err = store_prune(d->f->store, (int64_t)time(NULL) - opt.retention, opt.max_db_size, &r);
+	err = store_prune(d->store, (int64_t)time(NULL) - opt.retention, opt.max_db_size, &r);
 	if (err) {
-		fprintf(stderr, "flamed: cannot apply retention to %s: %s\n", opt.db, store_errmsg(d->f->store));
+		fprintf(stderr, "flamed: cannot apply retention to %s: %s\n", opt.db, store_errmsg(d->store));
 		return;
 	}
 	if (r.samples_deleted && (opt.verbose || r.bytes_before > opt.max_db_size))
@@ -731,59 +508,51 @@ static void prune(struct daemon *d)
  * transaction are lost, logged and counted). */
 static int flush(struct daemon *d)
 {
-	struct flush *f = d->f;
 	struct sampler_stats st = { 0 };
+	struct ingest_counts n;
 	struct timespec drained;
 	double t0 = now_sec();
-	int err;
+	int err, store_err;
 
 	pthread_mutex_lock(&d->lock);
 	d->flushes_started++;
 	pthread_mutex_unlock(&d->lock);
 
-	f->samples = f->keys = f->rejected = 0;
-	f->store_err = store_begin(f->store);
-	symbolizer_begin_flush(f->sym);
-	foldcache_reset(f->folds);
-	if (f->pynames)
-		pynames_begin_flush(f->pynames);
+	ingest_begin(d->ingest);
 	/* Just before the maps switch: what was sampled earlier is in this flush. */
 	clock_gettime(CLOCK_REALTIME, &drained);
-	err = sampler_drain(d->smp, store_sample, f);
+	err = sampler_drain(d->smp, ingest_sample, d->ingest);
 	if (err)
 		fprintf(stderr, "flamed: draining the BPF maps failed: %s\n", strerror(-err));
-	if (!f->store_err)
-		f->store_err = store_commit(f->store);
-	if (f->store_err)
-		store_rollback(f->store);
-	log_store_state(d, f->store_err);
-	if (f->rejected)
+	store_err = ingest_end(d->ingest, &n);
+	log_store_state(d, store_err);
+	if (n.rejected)
 		fprintf(stderr, "flamed: %llu samples rejected by the store as malformed\n",
-			(unsigned long long)f->rejected);
+			(unsigned long long)n.rejected);
 	if (!sampler_get_stats(d->smp, &st))
 		log_losses(&st, &d->prev);
 	if (opt.verbose) {
 		/* The first line's form is read by tests and bench/run.sh: "flushed N samples in K keys in
 		 * X ms, drained at T" (T in Unix seconds: a kill -9 test knows what was committed by when). */
 		fprintf(stderr, "flamed: flushed %llu samples in %llu keys in %.1f ms, drained at %lld.%06ld\n",
-			(unsigned long long)f->samples, (unsigned long long)f->keys, (now_sec() - t0) * 1e3,
+			(unsigned long long)n.samples, (unsigned long long)n.keys, (now_sec() - t0) * 1e3,
 			(long long)drained.tv_sec, drained.tv_nsec / 1000);
 		fprintf(stderr, "flamed: stacks so far: %llu read in batches, %llu looked up one by one\n",
 			(unsigned long long)st.stacks_stashed, (unsigned long long)st.stacks_looked_up);
 	}
-	err = f->store_err ? f->store_err : err;
+	err = store_err ? store_err : err;
 
 	prune(d);
 	if (d->unw)
 		unwinder_request_sweep(d->unw);
-	if (f->py)
-		pyprocs_sweep(f->py);
+	if (d->py)
+		pyprocs_sweep(d->py);
 
 	pthread_mutex_lock(&d->lock);
-	if (f->store_err)
-		d->status.samples_unstored += f->samples;
+	if (store_err)
+		d->status.samples_unstored += n.samples;
 	else
-		d->status.samples_stored += f->samples;
+		d->status.samples_stored += n.samples;
 	update_status(d, &st, now_sec() - t0);
 	d->last_flush_err = err;
 	d->flushes_done = d->flushes_started;
@@ -878,12 +647,12 @@ static int run_rechecks(struct daemon *d)
 
 			q->head = (q->head + 1) % RECHECK_MAX;
 			q->count--;
-			if (symbolizer_snapshot(d->f->sym, pid) == 0)
+			if (symbolizer_snapshot(d->sym, pid) == 0)
 				recheck_later(d, pid, round + 1);
 			if (d->unw)
 				unwinder_request(d->unw, pid, 0); /* libraries the dynamic loader mapped since */
-			if (d->f->py)
-				pyprocs_add(d->f->py, pid, 0); /* libpython, once the dynamic loader mapped it */
+			if (d->py)
+				pyprocs_add(d->py, pid, 0); /* libpython, once the dynamic loader mapped it */
 		}
 		if (q->count && (next < 0 || q->e[q->head].due < next))
 			next = q->e[q->head].due;
@@ -903,20 +672,20 @@ static void on_process_event(const struct process_event *e, void *ctx)
 	struct chained *c = &d->chained[pid % CHAINED_SLOTS];
 
 	if (kind == PROCESS_PY_CODE) { /* named now, while the process lives; the flush finds it cached */
-		if (d->f->pynames)
-			pynames_prefetch(d->f->pynames, pid, pyprocs_find(d->f->py, pid), e->addr);
+		if (d->pynames)
+			pynames_prefetch(d->pynames, pid, pyprocs_find(d->py, pid), e->addr);
 		return;
 	}
 	/* Gone: what is known is used. A later report of the same image is read now, but its rechecks
 	 * are already queued. */
-	if (kind == PROCESS_NEW && symbolizer_snapshot(d->f->sym, pid) == 0 && (c->pid != pid || c->token != token)) {
+	if (kind == PROCESS_NEW && symbolizer_snapshot(d->sym, pid) == 0 && (c->pid != pid || c->token != token)) {
 		recheck_later(d, pid, 0);
 		*c = (struct chained){ pid, token };
 	}
 	if (d->unw) /* tables are built in the unwinder's thread: they may take a second */
 		unwinder_request(d->unw, pid, token);
-	if (d->f->py) /* its interpreter, if any: before its next samples */
-		pyprocs_add(d->f->py, pid, token);
+	if (d->py) /* its interpreter, if any: before its next samples */
+		pyprocs_add(d->py, pid, token);
 }
 
 /* Tells systemd the daemon is alive, at half its watchdog interval; returns the poll timeout (ms) to
@@ -956,8 +725,8 @@ static int run(struct daemon *d, int sfd, int tfd)
 		uint64_t ticks;
 		int timeout = min_timeout(run_rechecks(d), pet_watchdog(d));
 
-		if (d->f->py)
-			timeout = min_timeout(timeout, pyprocs_retry(d->f->py));
+		if (d->py)
+			timeout = min_timeout(timeout, pyprocs_retry(d->py));
 
 		if (poll(pfd, 4, timeout) < 0) {
 			if (errno == EINTR)
@@ -996,15 +765,16 @@ static int start_python(struct daemon *d)
 		.max_bytes = (size_t)opt.python_code_cache * 1024,
 		.lines = true,
 	};
-	int err = pyprocs_new(&po, &d->f->py);
+	int err = pyprocs_new(&po, &d->py);
 
-	err = err ?: pynames_new(&no, &d->f->pynames);
+	err = err ?: pynames_new(&no, &d->pynames);
 	if (err)
 		fprintf(stderr, "flamed: cannot start the Python frame walker: %s\n", strerror(-err));
 	return err;
 }
 
-/* Opens the store, the symbolizer and the sampler, in that order. Logs and returns -errno. */
+/* Opens the store, the symbolizer and the sampler, in that order, then the unwinder, the Python walker
+ * and the ingest step. Logs and returns -errno. */
 static int start(struct daemon *d)
 {
 	struct symbolizer_opts so = {
@@ -1026,13 +796,13 @@ static int start(struct daemon *d)
 	};
 	int err;
 
-	err = store_open(opt.db, STORE_READ_WRITE, &d->f->store);
+	err = store_open(opt.db, STORE_READ_WRITE, &d->store);
 	if (err) {
 		fprintf(stderr, "flamed: cannot open database %s: %s%s\n", opt.db, strerror(-err),
 			err == -ENOENT ? " (create its directory or pass --db PATH)" : "");
 		return err;
 	}
-	err = store_set_rollups(d->f->store, &(struct store_rollup_opts){
+	err = store_set_rollups(d->store, &(struct store_rollup_opts){
 		.raw_seconds = opt.raw_retention,
 		.minute_seconds = opt.minute_retention,
 		/* a minute is folded once the flush that brings its last samples has come (prune runs right
@@ -1040,17 +810,12 @@ static int start(struct daemon *d)
 		.fold_delay = (int64_t)opt.flush_interval + 20,
 	});
 	if (err) {
-		fprintf(stderr, "flamed: %s\n", store_errmsg(d->f->store));
+		fprintf(stderr, "flamed: %s\n", store_errmsg(d->store));
 		return err;
 	}
-	err = symbolizer_new(&so, &d->f->sym);
+	err = symbolizer_new(&so, &d->sym);
 	if (err) {
 		fprintf(stderr, "flamed: cannot start the symbolizer: %s\n", strerror(-err));
-		return err;
-	}
-	err = foldcache_new(FOLDCACHE_STACKS, FOLDCACHE_BYTES, &d->f->folds);
-	if (err) {
-		fprintf(stderr, "flamed: out of memory for the folded stacks' cache\n");
 		return err;
 	}
 	err = sampler_new(&sopts, &d->smp);
@@ -1075,6 +840,12 @@ static int start(struct daemon *d)
 	}
 	if (!err && opt.python && opt.unwind != UNWIND_MODE_FP)
 		err = start_python(d);
+	if (err)
+		return err;
+	err = ingest_new(&(struct ingest_opts){ .store = d->store, .sym = d->sym, .py = d->py,
+						.pynames = d->pynames }, &d->ingest);
+	if (err)
+		fprintf(stderr, "flamed: cannot start the ingest step: %s\n", strerror(-err));
 	return err;
 }
 
@@ -1151,9 +922,7 @@ static int start_http(struct daemon *d)
 
 int main(int argc, char **argv)
 {
-	static struct flush f; /* large: keep it off the stack */
 	static struct daemon d = {
-		.f = &f,
 		.wake_fd = -1,
 		.lock = PTHREAD_MUTEX_INITIALIZER,
 		.flushed = PTHREAD_COND_INITIALIZER,
@@ -1211,12 +980,12 @@ out:
 	pthread_mutex_unlock(&d.lock);
 	http_free(d.http); /* before the store and sampler: requests in flight may wait on a flush */
 	unwinder_free(d.unw);
-	pyprocs_free(f.py);
-	pynames_free(f.pynames);
-	foldcache_free(f.folds);
+	ingest_free(d.ingest);
+	pyprocs_free(d.py);
+	pynames_free(d.pynames);
 	sampler_free(d.smp);
-	symbolizer_free(f.sym);
-	store_close(f.store);
+	symbolizer_free(d.sym);
+	store_close(d.store);
 	if (d.wake_fd >= 0)
 		close(d.wake_fd);
 	if (sfd >= 0)

@@ -1,0 +1,297 @@
+/* ingest.c - a drained sample becomes a stored row: user frames named (native by the symbolizer,
+ * Python by the namer, the interpreter's glue between them left out), kernel frames after them,
+ * folded root first into one line and its frames, then added to the store. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ingest.h"
+#include "store.h"
+#include "python/pyglue.h"
+#include "python/pynames.h"
+#include "python/pyprocs.h"
+#include "symbolize/symbolizer.h"
+
+#define FRAME_NAME_MAX 240
+#define FOLDED_MAX (2 * PROFILE_MAX_DEPTH * (FRAME_NAME_MAX + 5) + 64)
+#define MAX_FRAMES (2 * PROFILE_MAX_DEPTH + 2)
+/* Stacks folded once per flush and reused for their other keys (threads, seconds): an arena of 4 MiB,
+ * about 700 Python stacks 40 frames deep or 8192 small native ones. */
+#define FOLDCACHE_STACKS 8192
+#define FOLDCACHE_BYTES (4u << 20)
+
+/* One frame of the stack being folded: its text in the folded line and where its code lives. */
+struct frame_slot {
+	char name[FRAME_NAME_MAX + 8];
+	char module[sizeof(((struct frame_origin *)0)->module)];
+	char build_id[sizeof(((struct frame_origin *)0)->build_id)];
+	char file[PY_FILE_MAX]; /* a Python frame's */
+};
+
+/* One user frame of the sample being folded, before it is pushed. */
+struct user_frame {
+	int kind;                  /* enum frame_kind, or USER_FRAME_PYTHON */
+	bool drop;                 /* interpreter glue between Python frames: left out */
+	char name[FRAME_NAME_MAX]; /* as folded, without a suffix */
+	struct frame_origin origin;
+	char file[PY_FILE_MAX];    /* a Python frame's source: its file, first line and line run */
+	int start_line, line;
+};
+#define USER_FRAME_PYTHON 100
+
+/* One flush's step from raw samples to stored rows, and its room to fold the deepest stack. */
+struct ingest {
+	struct symbolizer *sym;
+	struct pyprocs *py;        /* NULL with --python off */
+	struct pynames *pynames;
+	struct foldcache *folds;   /* this flush's stacks folded so far, by raw stack */
+	struct user_frame user[PROFILE_MAX_DEPTH];
+	struct store *store;
+	char folded[FOLDED_MAX];
+	struct frame_slot slots[MAX_FRAMES];
+	struct store_frame frames[MAX_FRAMES];
+	unsigned nframes;
+	uint64_t samples, keys, rejected;
+	int store_err;
+};
+
+/* Copies a kernel comm into dst as a printable name ("?" for control characters, "[unknown]" if empty). */
+static void clean_comm(char *dst, const char *src)
+{
+	size_t i;
+
+	for (i = 0; i < PROFILE_COMM_LEN - 1 && src[i]; i++)
+		dst[i] = (unsigned char)src[i] < 0x20 || src[i] == 0x7f ? '?' : src[i];
+	dst[i] = '\0';
+	if (!i)
+		strcpy(dst, "[unknown]");
+}
+
+/* Appends ";name" (or "name" first) to the folded stack and records the frame; does nothing when
+ * the stack is full. origin NULL: no binary known; src: the Python frame it is (NULL: none). */
+static void push_frame(struct ingest *f, size_t *len, const char *name, const char *suffix,
+		       const struct frame_origin *origin, const struct user_frame *src)
+{
+	struct frame_slot *slot = &f->slots[f->nframes];
+	size_t name_len = strlen(name), suffix_len = strlen(suffix), sep = *len ? 1 : 0;
+	char *at = f->folded + *len;
+
+	if (f->nframes == MAX_FRAMES)
+		return;
+	if (sep + name_len + suffix_len >= sizeof(f->folded) - *len)
+		return; /* the folded line is full */
+	if (sep)
+		*at++ = ';';
+	memcpy(at, name, name_len);
+	memcpy(at + name_len, suffix, suffix_len + 1);
+	*len += sep + name_len + suffix_len;
+	frame_copy_str(slot->name, sizeof(slot->name), at);
+	frame_copy_str(slot->module, sizeof(slot->module), origin ? origin->module : "");
+	frame_copy_str(slot->build_id, sizeof(slot->build_id), origin ? origin->build_id : "");
+	frame_copy_str(slot->file, sizeof(slot->file), src ? src->file : "");
+	f->frames[f->nframes] = (struct store_frame){
+		.name = slot->name,
+		.module = slot->module,
+		.build_id = slot->build_id,
+		.file = slot->file,
+		.start_line = src ? src->start_line : 0,
+		.line = src ? src->line : 0,
+	};
+	f->nframes++;
+}
+
+/* Names user frame i (leaf first) of sample s into f->user[i]: a Python frame from its code object, a
+ * native one from the ELF symbols of its binary. */
+static void name_user_frame(struct ingest *f, const struct sampler_sample *s, unsigned i,
+			    const struct pyproc_info *py)
+{
+	struct user_frame *u = &f->user[i];
+	struct py_frame_name pn;
+
+	u->drop = false;
+	u->file[0] = '\0';
+	u->start_line = u->line = 0;
+	if (!PY_IS_FRAME(s->uips[i]) || !f->pynames) {
+		u->kind = symbolizer_user_frame(f->sym, s->key->pid, s->uips[i], i > 0, u->name, sizeof(u->name),
+						&u->origin);
+		return;
+	}
+	pynames_name(f->pynames, s->key->pid, py, s->uips[i], &pn);
+	u->kind = USER_FRAME_PYTHON;
+	frame_copy_str(u->name, sizeof(u->name), pn.folded);
+	frame_copy_str(u->file, sizeof(u->file), pn.file);
+	u->start_line = pn.first_line;
+	u->line = pn.line;
+	u->origin.ninlined = 0;
+	u->origin.module[0] = u->origin.build_id[0] = '\0';
+}
+
+/* Marks the interpreter's glue for leaving out: its call machinery between two Python frames, and
+ * between the innermost Python frame and the builtin it calls; between two Python frames also its
+ * frames no symbol names (the same machinery, in a binary without its symbols). */
+static void drop_glue(struct ingest *f, unsigned n, const struct pyproc_info *py)
+{
+	unsigned inner = n, outer = n; /* the innermost and outermost Python frames */
+
+	for (unsigned i = 0; i < n; i++) {
+		if (f->user[i].kind != USER_FRAME_PYTHON)
+			continue;
+		if (inner == n)
+			inner = i;
+		outer = i;
+	}
+	if (inner == n || !py)
+		return;
+	for (unsigned i = 0; i < outer; i++) {
+		struct user_frame *u = &f->user[i];
+
+		if (u->kind == USER_FRAME_PYTHON || strcmp(u->origin.module, py->path))
+			continue;
+		u->drop = py_is_glue(u->name) || (i > inner && u->kind == FRAME_UNKNOWN);
+	}
+}
+
+/* Builds the folded stack of one sample, root first: user frames, then kernel frames marked _[k]. */
+static void fold(struct ingest *f, const struct sampler_sample *s)
+{
+	static const struct frame_origin kernel = { .module = "[kernel]" };
+	const struct pyproc_info *py = f->py ? pyprocs_find(f->py, s->key->pid) : NULL;
+	char name[FRAME_NAME_MAX];
+	size_t len = 0;
+
+	f->nframes = 0;
+	f->folded[0] = '\0';
+	if (s->nu && (s->key->flags & SAMPLE_USTACK_TRUNCATED)) /* its outermost frames were cut */
+		push_frame(f, &len, "[truncated]", "", NULL, NULL);
+	if (s->nu) {
+		unsigned nu = s->nu < PROFILE_MAX_DEPTH ? s->nu : PROFILE_MAX_DEPTH;
+
+		for (unsigned i = 0; i < nu; i++)
+			name_user_frame(f, s, i, py);
+		drop_glue(f, nu, py);
+		for (unsigned i = nu; i-- > 0;) {
+			const struct user_frame *u = &f->user[i];
+
+			if (u->drop)
+				continue;
+			push_frame(f, &len, u->name, u->kind == FRAME_JIT ? "_[j]" : "", &u->origin,
+				   u->kind == USER_FRAME_PYTHON ? u : NULL);
+			for (int j = 0; j < u->origin.ninlined; j++) /* inlined into it: called from it */
+				push_frame(f, &len, u->origin.inlined[j], "_[i]", &u->origin, NULL);
+		}
+	} else if (s->key->flags & SAMPLE_USTACK_LOST) {
+		push_frame(f, &len, "[unknown]", "", NULL, NULL);
+	}
+	if (s->nk) {
+		for (unsigned i = s->nk; i-- > 0;) {
+			symbolizer_kernel(f->sym, s->kips[i], name, sizeof(name));
+			push_frame(f, &len, name, "_[k]", &kernel, NULL);
+		}
+	} else if (s->key->flags & SAMPLE_KSTACK_LOST) {
+		push_frame(f, &len, "[unknown]", "_[k]", &kernel, NULL);
+	}
+	if (!len)
+		push_frame(f, &len, "[unknown]", "", NULL, NULL);
+}
+
+int ingest_sample(const struct sampler_sample *s, void *ctx)
+{
+	struct ingest *f = ctx;
+	char comm[PROFILE_COMM_LEN + 16], thread[PROFILE_COMM_LEN + 16];
+	int err;
+
+	struct fold_key k = { .pid = s->key->pid, .flags = s->key->flags, .ustack = s->key->ustack,
+			      .kstack = s->key->kstack };
+	const struct folded *done;
+	struct folded fresh;
+
+	f->keys++;
+	f->samples += s->count;
+	if (f->store_err)
+		return 0; /* the transaction failed; keep draining so the maps empty */
+	done = foldcache_get(f->folds, &k); /* the same stack in another thread or second */
+	if (!done) {
+		fold(f, s);
+		fresh = (struct folded){ .text = f->folded, .frames = f->frames, .nframes = f->nframes };
+		foldcache_put(f->folds, &k, &fresh);
+		done = &fresh;
+	}
+	clean_comm(comm, s->key->pcomm);
+	clean_comm(thread, s->key->comm);
+	struct store_sample row = {
+		.ts = s->unix_sec,
+		.pid = s->key->pid,
+		.tid = s->key->tid,
+		.comm = comm,
+		.thread = thread,
+		.folded = done->text,
+		.count = s->count,
+		.frames = done->frames,
+		.nframes = done->nframes,
+	};
+	err = store_add(f->store, &row);
+	if (err == -EINVAL) {
+		f->rejected++;
+		return 0;
+	}
+	if (err)
+		f->store_err = err;
+	return 0;
+}
+
+int ingest_new(const struct ingest_opts *o, struct ingest **out)
+{
+	struct ingest *in;
+	int err;
+
+	if (!o || !o->store || !o->sym || (o->py && !o->pynames))
+		return -EINVAL;
+	in = calloc(1, sizeof(*in)); /* large: the frames and folded text of the deepest stack */
+	if (!in)
+		return -ENOMEM;
+	err = foldcache_new(FOLDCACHE_STACKS, FOLDCACHE_BYTES, &in->folds);
+	if (err) {
+		free(in);
+		return err;
+	}
+	in->store = o->store;
+	in->sym = o->sym;
+	in->py = o->py;
+	in->pynames = o->py ? o->pynames : NULL;
+	*out = in;
+	return 0;
+}
+
+void ingest_begin(struct ingest *in)
+{
+	in->samples = in->keys = in->rejected = 0;
+	in->store_err = store_begin(in->store);
+	symbolizer_begin_flush(in->sym);
+	foldcache_reset(in->folds);
+	if (in->pynames)
+		pynames_begin_flush(in->pynames);
+}
+
+int ingest_end(struct ingest *in, struct ingest_counts *out)
+{
+	if (!in->store_err)
+		in->store_err = store_commit(in->store);
+	if (in->store_err)
+		store_rollback(in->store);
+	*out = (struct ingest_counts){ .samples = in->samples, .keys = in->keys, .rejected = in->rejected };
+	return in->store_err;
+}
+
+void ingest_get_stats(const struct ingest *in, struct foldcache_stats *out)
+{
+	foldcache_get_stats(in->folds, out);
+}
+
+void ingest_free(struct ingest *in)
+{
+	if (!in)
+		return;
+	foldcache_free(in->folds);
+	free(in);
+}

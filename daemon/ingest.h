@@ -1,0 +1,54 @@
+/* ingest.h - one flush's way from drained samples to stored rows: each sample's frames named (the
+ * symbolizer, the Python namer), folded root first, and added to the store in one transaction. A
+ * stack drained in many keys (threads, seconds) is named once per flush. */
+#ifndef FLAMED_INGEST_H
+#define FLAMED_INGEST_H
+
+#include <stdint.h>
+
+#include "foldcache.h"
+#include "sampler.h"
+
+struct ingest;
+struct symbolizer;
+struct pyprocs;
+struct pynames;
+struct store;
+
+/* What ingest borrows (the caller owns them and frees them after ingest_free()). */
+struct ingest_opts {
+	struct store *store;
+	struct symbolizer *sym;
+	struct pyprocs *py;       /* NULL: Python frames are not walked (--python off) */
+	struct pynames *pynames;  /* NULL when py is */
+};
+
+/* What one flush brought. */
+struct ingest_counts {
+	uint64_t samples;  /* counted in the keys drained */
+	uint64_t keys;     /* (pid, tid, second, stacks) keys drained */
+	uint64_t rejected; /* keys the store refused as malformed (the rest of the flush is stored) */
+};
+
+/* Creates the ingest step over o's objects. Returns 0, -EINVAL or -ENOMEM; *out set only on success. */
+int ingest_new(const struct ingest_opts *o, struct ingest **out);
+
+/* Starts a flush: a store transaction, the symbolizer's and the Python namer's flush, an empty
+ * cache of folded stacks. */
+void ingest_begin(struct ingest *in);
+
+/* sampler_cb for sampler_drain(): names, folds and stores one drained key (ctx: the ingest). Once
+ * the transaction has failed it only counts, so the maps still empty. Returns 0. */
+int ingest_sample(const struct sampler_sample *s, void *ctx);
+
+/* Ends the flush: commits, or rolls back when something failed, and copies the flush's counts to
+ * out. Returns 0 or the store's -errno (store_errmsg() tells more; the flush's rows are lost). */
+int ingest_end(struct ingest *in, struct ingest_counts *out);
+
+/* Copies the counters of the folded stacks' cache. */
+void ingest_get_stats(const struct ingest *in, struct foldcache_stats *out);
+
+/* Frees the ingest step (not what it borrows); NULL is safe. */
+void ingest_free(struct ingest *in);
+
+#endif
