@@ -24,7 +24,6 @@
 #define DEFAULT_SERVER "http://127.0.0.1:7070"
 #define DEFAULT_SINCE (60 * 60)
 /* The largest pid Linux hands out (PID_MAX_LIMIT on 64-bit: the highest pid_max accepts). */
-#define PID_LIMIT 4194304
 #define HTTP_TIMEOUT_S 60
 
 /* Exit codes. */
@@ -162,8 +161,8 @@ static bool parse_number(const char *s, int64_t min, int64_t max, int64_t *out)
 
 static int parse_id(const char *name, const char *s, int64_t *out)
 {
-	if (!parse_number(s, 0, PID_LIMIT, out))
-		return usage_error("%s takes an id from 0 to %d, not '%s'", name, PID_LIMIT, s);
+	if (!parse_number(s, 0, QUERY_PID_LIMIT, out))
+		return usage_error("%s takes an id from 0 to %d, not '%s'", name, QUERY_PID_LIMIT, s);
 	return -1;
 }
 

@@ -21,6 +21,7 @@
 
 #include "http.h"
 #include "query.h"
+#include "render/json.h"
 #include "status_python.h"
 #include "store.h"
 #include "window.h"
@@ -36,7 +37,6 @@
 #define VALUE_MAX 256                /* bytes of one parameter's value */
 #define BODY_MAX ((size_t)256 << 20) /* bytes of one response */
 #define CONN_MEMORY_LIMIT ((size_t)32 << 10)
-#define PID_LIMIT 4194304            /* the kernel's PID_MAX_LIMIT */
 #define STOP_GRACE_S 3                /* http_free waits this long for requests in flight */
 #define CODES 600                    /* HTTP status codes counted: 0..599 */
 #define TIME_LIMIT (INT64_C(1) << 40) /* |instants| users give, so window arithmetic cannot overflow */
@@ -77,10 +77,6 @@ static const char *const param_names[P_COUNT] = {
 	[P_BASE_PID] = "base_pid", [P_BASE_FROM] = "base_from", [P_BASE_TO] = "base_to",
 	[P_SECONDS] = "seconds", [P_LINES] = "lines",
 };
-
-/* The names format= takes, in enum query_format's order. */
-static const char *const format_names[] = { "folded", "json", "svg", "pprof", "top" };
-#define NFORMATS (sizeof(format_names) / sizeof(format_names[0]))
 
 /* A response body being written: grows by doubling, refuses to pass BODY_MAX. (A cookie stream, not
  * open_memstream, so an oversized answer fails as it passes the cap instead of after allocating it.) */
@@ -180,23 +176,6 @@ static FILE *body_open(struct body *b)
 	return fopencookie(b, "w", io);
 }
 
-/* Writes s as a JSON string: quotes, backslashes and control characters escaped. */
-static void json_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
-}
-
 /* Replaces the body with {"error": rq->error}. Returns 0 or -ENOMEM. */
 static int error_body(struct request *rq)
 {
@@ -207,7 +186,7 @@ static int error_body(struct request *rq)
 	if (!out)
 		return -ENOMEM;
 	fputs("{\"error\": ", out);
-	json_string(out, rq->error);
+	json_write_string(out, rq->error);
 	fputs("}\n", out);
 	if (fclose(out) != 0)
 		return -ENOMEM;
@@ -442,7 +421,7 @@ static int arg_filter(struct request *rq, struct store_filter *f)
 	*f = (struct store_filter){ .pid = -1, .tid = -1, .comm = rq->arg[P_COMM] };
 	if (f->comm && !f->comm[0])
 		return fail(rq, 400, "comm: wants a process name, got an empty one");
-	if (arg_int(rq, P_PID, 0, PID_LIMIT, &f->pid) < 0 || arg_int(rq, P_TID, 0, PID_LIMIT, &f->tid) < 0)
+	if (arg_int(rq, P_PID, 0, QUERY_PID_LIMIT, &f->pid) < 0 || arg_int(rq, P_TID, 0, QUERY_PID_LIMIT, &f->tid) < 0)
 		return -EINVAL;
 	return arg_window(rq, &f->from, &f->to);
 }
@@ -451,13 +430,15 @@ static int arg_filter(struct request *rq, struct store_filter *f)
 static int arg_format(struct request *rq, enum query_format dflt, enum query_format *out)
 {
 	const char *v = rq->arg[P_FORMAT];
+	const char *names[QUERY_FORMAT_COUNT];
 	char buf[64], show[72];
 	enum query_format f = dflt;
 
-	if (v && (query_parse_format(v, &f) < 0 || (unsigned)f >= NFORMATS ||
-		  !(rq->route->formats & (1u << f))))
+	for (unsigned i = 0; i < QUERY_FORMAT_COUNT; i++)
+		names[i] = query_format_name((enum query_format)i);
+	if (v && (query_parse_format(v, &f) < 0 || !(rq->route->formats & (1u << f))))
 		return fail(rq, 400, "format: wants %s, got \"%s\"",
-			    name_list(format_names, NFORMATS, rq->route->formats, buf, sizeof(buf)),
+			    name_list(names, QUERY_FORMAT_COUNT, rq->route->formats, buf, sizeof(buf)),
 			    shown(v, show, sizeof(show)));
 	*out = f;
 	return 0;
@@ -494,19 +475,9 @@ static int arg_graph(struct http *h, struct request *rq, struct query_graph *g)
 
 /* ---- running queries ---- */
 
-static const char *content_type(enum query_format f)
-{
-	switch (f) {
-	case QUERY_JSON: return "application/json";
-	case QUERY_SVG: return "image/svg+xml";
-	case QUERY_PPROF: return "application/octet-stream";
-	default: return "text/plain; charset=utf-8";
-	}
-}
-
 static void set_format(struct request *rq, enum query_format f)
 {
-	rq->type = content_type(f);
+	rq->type = query_content_type(f);
 	if (f == QUERY_PPROF)
 		rq->disposition = "attachment; filename=\"profile.pb.gz\"";
 }
@@ -640,7 +611,7 @@ static void status_unwind_json(FILE *o, const struct daemon_status *s)
 	int n = 0;
 
 	fputs(", \"unwind\": {\"mode\": ", o);
-	json_string(o, s->unwind_mode ? s->unwind_mode : "");
+	json_write_string(o, s->unwind_mode ? s->unwind_mode : "");
 	fputs(", \"samples\": {", o);
 	for (unsigned i = 0; i < STAT_MAX; i++)
 		if (unwind_kinds[i])
@@ -673,7 +644,7 @@ static void handle_status(struct http *h, struct request *rq)
 	}
 	rq->type = "application/json";
 	fputs("{\"version\": ", o);
-	json_string(o, s.version);
+	json_write_string(o, s.version);
 	fprintf(o, ", \"uptime_seconds\": %" PRId64 ", \"start_time\": %" PRId64 ", \"frequency\": %u, "
 		"\"flush_interval\": %u, \"cpus\": %u, \"samples\": %" PRIu64 ", \"samples_lost\": {",
 		s.start_time ? rq->now - s.start_time : 0, s.start_time, s.frequency, s.flush_interval, s.cpus,
@@ -927,7 +898,7 @@ static int arg_base(struct request *rq, const struct store_filter *now, struct s
 	int from_given, to_given;
 
 	*base = *now;
-	if (arg_int(rq, P_BASE_PID, 0, PID_LIMIT, &base->pid) < 0)
+	if (arg_int(rq, P_BASE_PID, 0, QUERY_PID_LIMIT, &base->pid) < 0)
 		return -EINVAL;
 	from_given = arg_time(rq, P_BASE_FROM, &base->from);
 	if (from_given < 0)

@@ -38,6 +38,11 @@ int query_parse_format(const char *s, enum query_format *out)
 	return -EINVAL;
 }
 
+const char *query_format_name(enum query_format f)
+{
+	return (unsigned)f < sizeof(formats) / sizeof(formats[0]) ? formats[f].name : "?";
+}
+
 const char *query_content_type(enum query_format f)
 {
 	return (unsigned)f < sizeof(formats) / sizeof(formats[0]) ? formats[f].content_type : "text/plain";

@@ -15,9 +15,16 @@ enum query_format {
 	QUERY_PPROF,      /* application/octet-stream: gzip profile.proto */
 	QUERY_TOP,        /* text/plain table of functions (self, total) */
 };
+#define QUERY_FORMAT_COUNT (QUERY_TOP + 1)
+
+/* The largest pid or tid a query takes: the kernel's PID_MAX_LIMIT. */
+#define QUERY_PID_LIMIT 4194304
 
 /* Parses "folded", "json", "svg", "pprof", "top". Returns 0 or -EINVAL. */
 int query_parse_format(const char *s, enum query_format *out);
+
+/* A format's name, as query_parse_format() takes it ("?" for none). */
+const char *query_format_name(enum query_format f);
 
 /* The Content-Type of a format's output. */
 const char *query_content_type(enum query_format f);
