@@ -8,6 +8,8 @@
 
 #include "store.h"
 #include "store_impl.h"
+#include "store_rollup_rows.h"
+#include "store_stmts.h"
 
 #define DEFAULT_RAW_SECONDS 3600
 #define DEFAULT_MINUTE_SECONDS 86400
@@ -60,40 +62,32 @@ int store_set_rollups(struct store *st, const struct store_rollup_opts *o)
 	return 0;
 }
 
-/* Prepares one statement for the life of the store. */
-static int prepare(struct store *st, sqlite3_stmt **stmt, const char *sql)
-{
-	int rc = sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, stmt, NULL);
-
-	return rc == SQLITE_OK ? 0 : store_fail(st, NULL, rc, "cannot prepare a statement");
-}
-
 int store_prepare_fold(struct store *st)
 {
 	int err = 0;
 
 	/* Bounded batches of the oldest raw rows (through samples_ts). */
-	err = err ?: prepare(st, &st->raw_delete,
+	err = err ?: store_prepare(st, &st->raw_delete,
 			     "DELETE FROM samples WHERE rowid IN (SELECT rowid FROM samples WHERE ts < ?1 LIMIT ?2)");
-	err = err ?: prepare(st, &st->raw_oldest, "SELECT min(ts) FROM samples");
-	err = err ?: prepare(st, &st->raw_newest, "SELECT max(ts) FROM samples");
-	err = err ?: prepare(st, &st->raw_next, "SELECT min(ts) FROM samples WHERE ts >= ?1");
-	err = err ?: prepare(st, &st->raw_fold,
+	err = err ?: store_prepare(st, &st->raw_oldest, "SELECT min(ts) FROM samples");
+	err = err ?: store_prepare(st, &st->raw_newest, "SELECT max(ts) FROM samples");
+	err = err ?: store_prepare(st, &st->raw_next, "SELECT min(ts) FROM samples WHERE ts >= ?1");
+	err = err ?: store_prepare(st, &st->raw_fold,
 			     "SELECT ts, pid, comm_id, stack_id, count FROM samples WHERE ts >= ?1 AND ts < ?2");
-	err = err ?: prepare(st, &st->rollup_delete, "DELETE FROM rollups WHERE span = ?1 AND bucket < ?2");
-	err = err ?: prepare(st, &st->rollup_next, "SELECT min(bucket) FROM rollups WHERE span = ?1 AND bucket >= ?2");
-	err = err ?: prepare(st, &st->rollup_fold,
+	err = err ?: store_prepare(st, &st->rollup_delete, "DELETE FROM rollups WHERE span = ?1 AND bucket < ?2");
+	err = err ?: store_prepare(st, &st->rollup_next, "SELECT min(bucket) FROM rollups WHERE span = ?1 AND bucket >= ?2");
+	err = err ?: store_prepare(st, &st->rollup_fold,
 			     "SELECT bucket, pid, comm_id, last, stacks FROM rollups WHERE span = ?1 AND bucket >= ?2"
 			     " AND bucket < ?3");
-	err = err ?: prepare(st, &st->freelist, "PRAGMA freelist_count");
-	err = err ?: prepare(st, &st->gc_raw, "SELECT stack_id FROM samples");
-	err = err ?: prepare(st, &st->gc_rollups, "SELECT stacks FROM rollups");
-	err = err ?: prepare(st, &st->gc_stack_ids, "SELECT id FROM stacks");
-	err = err ?: prepare(st, &st->gc_stack_delete, "DELETE FROM stacks WHERE id = ?1");
-	err = err ?: prepare(st, &st->gc_names,
+	err = err ?: store_prepare(st, &st->freelist, "PRAGMA freelist_count");
+	err = err ?: store_prepare(st, &st->gc_raw, "SELECT stack_id FROM samples");
+	err = err ?: store_prepare(st, &st->gc_rollups, "SELECT stacks FROM rollups");
+	err = err ?: store_prepare(st, &st->gc_stack_ids, "SELECT id FROM stacks");
+	err = err ?: store_prepare(st, &st->gc_stack_delete, "DELETE FROM stacks WHERE id = ?1");
+	err = err ?: store_prepare(st, &st->gc_names,
 			     "DELETE FROM names WHERE id NOT IN (SELECT comm_id FROM samples)"
 			     " AND id NOT IN (SELECT thread_id FROM samples) AND id NOT IN (SELECT comm_id FROM rollups)");
-	err = err ?: prepare(st, &st->vacuum, "PRAGMA incremental_vacuum(" STR(VACUUM_MAX_PAGES) ")");
+	err = err ?: store_prepare(st, &st->vacuum, "PRAGMA incremental_vacuum(" STR(VACUUM_MAX_PAGES) ")");
 	return err;
 }
 

@@ -1,4 +1,7 @@
-/* store_impl.h - what store.c (schema, writes), store_fold.c (rollups, retention) and store_query.c (reads) share; not for other modules. */
+/* store_impl.h - the store's own state (struct store) and its ground floor, for the store's files
+ * only: store_sql.c (SQLite helpers), store_ids.c (id caches), store_pending.c (rows of the open
+ * transaction). Above them: store_schema.c, store_rollup_rows.c, store_write.c, store_fold.c,
+ * store_query.c, and store_open.c, which prepares every statement set (store_stmts.h). */
 #ifndef FLAMED_STORE_IMPL_H
 #define FLAMED_STORE_IMPL_H
 
@@ -106,11 +109,51 @@ int store_run(struct store *st, sqlite3_stmt *stmt, const char *what);
 /* Steps a statement that yields one integer (NULL: *found false, *out untouched); resets it. */
 int store_step_int(struct store *st, sqlite3_stmt *stmt, int64_t *out, bool *found, const char *what);
 
-/* Forgets every cached id of names and stacks (rows may have gone). */
-void store_forget_ids(struct store *st);
+/* Ends the open transaction without keeping anything: rolls back if SQLite has not already, and
+ * forgets every cached id (it may name a row that no longer exists) and every pending row. */
+void store_abandon(struct store *st);
+
+/* Prepares one statement for the life of the store. */
+int store_prepare(struct store *st, sqlite3_stmt **stmt, const char *sql);
+
+/* Runs one constant SQL text that returns one integer (or none: *found false; found NULL: an error). */
+int store_sql_int(struct store *st, const char *sql, int64_t *out, bool *found);
+
+/* Runs constant SQL text (one or more statements, no result rows wanted). */
+int store_sql_exec(struct store *st, const char *sql, const char *what);
 
 /* Makes room for n bytes in b. */
 int store_buf_reserve(struct buf *b, size_t n);
+
+/* Frees b's bytes and empties it. */
+void store_buf_free(struct buf *b);
+
+/* store_ids.c: the id caches. */
+
+/* Frees every key and the table; c keeps its limit. */
+void store_cache_clear(struct id_cache *c);
+
+/* The entry of key, or NULL when not cached. */
+struct cache_slot *store_cache_find(const struct id_cache *c, const char *key, size_t len, uint64_t hash);
+
+/* Finds key's id; false when not cached. */
+bool store_cache_get(const struct id_cache *c, const char *key, size_t len, uint64_t hash, int64_t *id);
+
+/* Remembers key -> id, emptying the cache first when it is full. Best effort: a failed allocation
+ * only means a later lookup goes to the database. */
+void store_cache_put(struct id_cache *c, const char *key, size_t len, uint64_t hash, int64_t id, bool tag);
+
+/* Forgets every cached id of names and stacks (rows may have gone). */
+void store_forget_ids(struct store *st);
+
+/* store_pending.c: the rows of the open transaction. */
+
+/* Frees the rows and empties p. */
+void store_pending_free(struct pending *p);
+
+/* Adds r's count to its row, or adds the row. -EOVERFLOW when the sum would not fit SQLite's
+ * integers; -ENOMEM. */
+int store_pending_add(struct pending *p, const struct pending_row *r);
 
 /* Pages one prefetch hints at most (64 MiB at 4 KiB pages): a larger table is scanned unhinted. */
 #define STORE_PREFETCH_MAX_PAGES 16384
@@ -128,23 +171,5 @@ int store_prefetch_pages(const char *path, uint32_t root, const int64_t lo[2], c
  * care, a hint only makes the scan's reads come sooner. */
 int store_prefetch_range(struct store *st, const char *table, const int64_t lo[2], const int64_t hi[2]);
 int store_prefetch_table(struct store *st, const char *table);
-
-/* Reads the rollup markers of the meta table into *t (INT64_MIN for a marker not set, and for every
- * one of a database older than version 3). */
-int store_load_tiers(struct store *st, struct rollup_tiers *t);
-
-/* Writes t's markers into the meta table (in the open transaction). */
-int store_save_tiers(struct store *st, const struct rollup_tiers *t);
-
-/* Writes the cells (sorted by rollup_cells_sort, counts > 0) as rollup rows of level: one row per
- * (bucket, pid, comm_id) and ROLLUP_PART_BYTES of pairs. merge: rows of those buckets may exist (rows that
- * came late), so pairs are merged into their last part or go in new parts; else the buckets are new. */
-int store_write_rollups(struct store *st, int level, const struct rollup_cell *c, size_t n, bool merge);
-
-/* Prepares the statements of retention and folding (READ_WRITE, version 3). */
-int store_prepare_fold(struct store *st);
-
-/* Prepares the statements of the read path. */
-int store_prepare_queries(struct store *st);
 
 #endif

@@ -9,6 +9,8 @@
 #include "hash.h"
 #include "store.h"
 #include "store_impl.h"
+#include "store_rollup_rows.h"
+#include "store_stmts.h"
 
 #define BULK_IDS 2048                 /* more ids to resolve than this: read the whole table once */
 #define QUERY_MAX_CELLS (1u << 22)    /* distinct (pid, name, stack) a query sums at most (-E2BIG) */
@@ -63,14 +65,6 @@ static const char threads_sql[] =
 	" AND s.ts = a.last AND s.tid = a.tid AND (?5 IS NULL OR s.comm_id = ?5) ORDER BY s.rowid DESC LIMIT 1)"
 	" ORDER BY a.c DESC, a.tid";
 
-/* Prepares one statement for the life of the store. */
-static int prepare(struct store *st, sqlite3_stmt **stmt, const char *sql)
-{
-	int rc = sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, stmt, NULL);
-
-	return rc == SQLITE_OK ? 0 : store_fail(st, NULL, rc, "cannot prepare a statement");
-}
-
 int store_prepare_queries(struct store *st)
 {
 	const char *ids = st->version >= 2 ? "frame_ids" : "NULL";
@@ -80,29 +74,29 @@ int store_prepare_queries(struct store *st)
 	for (int k = 0; k < QK_MAX; k++)
 		for (int v = 0; v < QV_MAX; v++)
 			if (st->version >= 3 || (k != QK_ROLLUP && k != QK_ROLLUP_STEPS))
-				err = err ?: prepare(st, &st->query[k][v], query_sql[k][v]);
-	err = err ?: prepare(st, &st->raw_procs, raw_procs_sql);
-	err = err ?: prepare(st, &st->threads, threads_sql);
-	err = err ?: prepare(st, &st->name_of, "SELECT name FROM names WHERE id = ?1");
+				err = err ?: store_prepare(st, &st->query[k][v], query_sql[k][v]);
+	err = err ?: store_prepare(st, &st->raw_procs, raw_procs_sql);
+	err = err ?: store_prepare(st, &st->threads, threads_sql);
+	err = err ?: store_prepare(st, &st->name_of, "SELECT name FROM names WHERE id = ?1");
 	snprintf(sql, sizeof(sql), "SELECT folded, %s FROM stacks WHERE id = ?1", ids);
-	err = err ?: prepare(st, &st->stack_of, sql);
+	err = err ?: store_prepare(st, &st->stack_of, sql);
 	snprintf(sql, sizeof(sql), "SELECT id, folded, %s FROM stacks", ids);
-	err = err ?: prepare(st, &st->stacks_all, sql);
-	err = err ?: prepare(st, &st->stacks_max, "SELECT max(id) FROM stacks");
-	err = err ?: prepare(st, &st->raw_range, "SELECT (SELECT min(ts) FROM samples), (SELECT max(ts) FROM samples)");
+	err = err ?: store_prepare(st, &st->stacks_all, sql);
+	err = err ?: store_prepare(st, &st->stacks_max, "SELECT max(id) FROM stacks");
+	err = err ?: store_prepare(st, &st->raw_range, "SELECT (SELECT min(ts) FROM samples), (SELECT max(ts) FROM samples)");
 	if (st->version >= 2)
-		err = err ?: prepare(st, &st->frames_max, "SELECT max(id) FROM frames");
+		err = err ?: store_prepare(st, &st->frames_max, "SELECT max(id) FROM frames");
 	if (st->version >= 2)
-		err = err ?: prepare(st, &st->frames_all, st->version >= 4 ?
+		err = err ?: store_prepare(st, &st->frames_all, st->version >= 4 ?
 				     "SELECT f.id, f.name, m.path, m.build_id, f.file, f.start_line, f.line FROM frames AS f"
 				     " JOIN modules AS m ON m.id = f.module_id" :
 				     "SELECT f.id, f.name, m.path, m.build_id, '', 0, 0 FROM frames AS f"
 				     " JOIN modules AS m ON m.id = f.module_id");
 	if (st->version < 3)
 		return err;
-	err = err ?: prepare(st, &st->rollup_procs, rollup_procs_sql);
-	err = err ?: prepare(st, &st->rollup_first, "SELECT min(bucket) FROM rollups WHERE span = ?1 AND bucket >= ?2");
-	err = err ?: prepare(st, &st->rollup_newest,
+	err = err ?: store_prepare(st, &st->rollup_procs, rollup_procs_sql);
+	err = err ?: store_prepare(st, &st->rollup_first, "SELECT min(bucket) FROM rollups WHERE span = ?1 AND bucket >= ?2");
+	err = err ?: store_prepare(st, &st->rollup_newest,
 			     "SELECT max(last) FROM rollups WHERE span = ?1 AND bucket ="
 			     " (SELECT max(bucket) FROM rollups WHERE span = ?1)");
 	return err;

@@ -415,7 +415,7 @@ static void test_rollback(const char *dir)
 	CHECK(sql_value(path, "SELECT sum(count) FROM samples") == 5, "close rolled back the open transaction");
 }
 
-/* Mirrors store.c's stack hash (64-bit FNV-1a) to plant a colliding row. */
+/* Mirrors store_write.c's stack hash (64-bit FNV-1a) to plant a colliding row. */
 static uint64_t fnv1a(const char *s)
 {
 	return hash_bytes(HASH_FNV_OFFSET, s, strlen(s));
