@@ -19,7 +19,7 @@
 #include <sys/timerfd.h>
 #include <bpf/libbpf.h>
 
-#include "http.h"
+#include "http/http.h"
 #include "ingest.h"
 #include "notify.h"
 #include "sampler.h"

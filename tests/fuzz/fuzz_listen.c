@@ -4,7 +4,7 @@
 #include <sys/socket.h>
 
 #include "fuzz.h"
-#include "http.h"
+#include "http/http.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "fuzz.h"
-#include "http.h"
+#include "http/http.h"
 #include "store.h"
 
 /* One server on 127.0.0.1:0 over a small store. Each input is one request "GET PATH?QUERY": its first

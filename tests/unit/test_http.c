@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "http.h"
+#include "http/http.h"
 #include "store.h"
 
 /* The fixture's fixed time: 2023-11-14T22:13:20Z. */

@@ -1,0 +1,280 @@
+/* status.c - the daemon's live state as /api/v1/status JSON and as /metrics in Prometheus' text
+ * format. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "http/http_impl.h"
+#include "render/json.h"
+#include "status_python.h"
+
+/* The names of enum profile_stat's loss counters; NULL: not a loss. */
+static const char *const lost_kinds[STAT_MAX] = {
+	[STAT_KSTACK_ERROR] = "kernel_stack_error",
+	[STAT_USTACK_ERROR] = "user_stack_error",
+	[STAT_STACK_MAP_FULL] = "stack_map_full",
+	[STAT_STACK_NOMEM] = "stack_alloc_failed",
+	[STAT_COUNTS_FULL] = "counts_full",
+};
+
+static double finite_or_zero(double d)
+{
+	return isfinite(d) ? d : 0;
+}
+
+/* The user-stack walks of enum profile_stat, by how they went. */
+static const char *const unwind_kinds[STAT_MAX] = {
+	[STAT_UNWIND_FP] = "fp",
+	[STAT_UNWIND_DWARF] = "dwarf",
+	[STAT_UNWIND_MIXED] = "mixed",
+	[STAT_UNWIND_TRUNCATED] = "truncated",
+	[STAT_UNWIND_FAILED] = "failed",
+};
+
+/* Status as "name value" lines, one per field. */
+static void status_text(FILE *o, const struct daemon_status *s, int64_t now)
+{
+	fprintf(o, "version %s\nuptime_seconds %" PRId64 "\nfrequency %u\nflush_interval %u\ncpus %u\n"
+		"samples %" PRIu64 "\n", s->version ? s->version : "", s->start_time ? now - s->start_time : 0,
+		s->frequency, s->flush_interval, s->cpus, s->samples);
+	for (unsigned i = 0; i < STAT_MAX; i++)
+		if (lost_kinds[i])
+			fprintf(o, "samples_lost_%s %" PRIu64 "\n", lost_kinds[i], s->lost[i]);
+	fprintf(o, "samples_pruned %" PRIu64 "\n", s->samples_pruned);
+	fprintf(o, "idle_excluded %" PRIu64 "\nsamples_stored %" PRIu64 "\nsamples_unstored %" PRIu64 "\nflushes %"
+		PRIu64 "\nlast_flush_time %" PRId64 "\nlast_flush_seconds %.6f\ndb_bytes %" PRIu64 "\nstacks_stored %"
+		PRIu64 "\nsymbolized_user %" PRIu64 " hits %" PRIu64 " misses\nsymbolized_kernel %" PRIu64 " hits %"
+		PRIu64 " misses\nbinaries_cached %" PRIu64 "\nprocesses_cached %" PRIu64 "\nsymbol_cache_bytes %"
+		PRIu64 "\nbinaries_evicted %" PRIu64 "\n",
+		s->lost[STAT_IDLE], s->samples_stored, s->samples_unstored, s->flushes, s->last_flush_time,
+		finite_or_zero(s->last_flush_seconds), s->db_bytes, s->stacks_stored, s->sym_user_hits,
+		s->sym_user_misses, s->sym_kernel_hits, s->sym_kernel_misses, s->sym_binaries_cached,
+		s->sym_processes_cached, s->sym_cache_bytes, s->sym_binaries_evicted);
+	fprintf(o, "unwind_mode %s\n", s->unwind_mode ? s->unwind_mode : "");
+	for (unsigned i = 0; i < STAT_MAX; i++)
+		if (unwind_kinds[i])
+			fprintf(o, "unwind_samples_%s %" PRIu64 "\n", unwind_kinds[i], s->lost[i]);
+	fprintf(o, "unwind_refresh_requests %" PRIu64 "\nunwind_tables %" PRIu64 "\nunwind_table_bytes %" PRIu64
+		"\nunwind_table_rows %" PRIu64 "\nunwind_tables_built %" PRIu64 "\nunwind_tables_evicted %" PRIu64
+		"\nunwind_tables_refused %" PRIu64 "\nunwind_binaries_without_cfi %" PRIu64 "\nunwind_processes %"
+		PRIu64 "\nunwind_processes_refused %" PRIu64 "\nunwind_mappings_dropped %" PRIu64
+		"\nunwind_build_seconds %.6f\nunwind_requests_dropped %" PRIu64 "\nunwind_requests_pending %" PRIu64 "\n",
+		s->lost[STAT_UNWIND_REFRESH], s->unwind.tables, s->unwind.table_bytes,
+		s->unwind.table_rows, s->unwind.tables_built, s->unwind.tables_evicted, s->unwind.tables_refused,
+		s->unwind.binaries_without, s->unwind.processes, s->unwind.processes_refused,
+		s->unwind.mappings_dropped, finite_or_zero(s->unwind.build_seconds), s->unwind.requests_dropped,
+		s->unwind.requests_pending);
+}
+
+/* The "unwind" object of the JSON status. */
+static void status_unwind_json(FILE *o, const struct daemon_status *s)
+{
+	int n = 0;
+
+	fputs(", \"unwind\": {\"mode\": ", o);
+	json_write_string(o, s->unwind_mode ? s->unwind_mode : "");
+	fputs(", \"samples\": {", o);
+	for (unsigned i = 0; i < STAT_MAX; i++)
+		if (unwind_kinds[i])
+			fprintf(o, "%s\"%s\": %" PRIu64, n++ ? ", " : "", unwind_kinds[i], s->lost[i]);
+	fprintf(o, "}, \"refresh_requests\": %" PRIu64 ", \"tables\": %" PRIu64 ", \"table_bytes\": %" PRIu64
+		", \"table_rows\": %" PRIu64 ", \"tables_built\": %" PRIu64 ", \"tables_evicted\": %" PRIu64
+		", \"tables_refused\": %" PRIu64 ", \"binaries_without_cfi\": %" PRIu64 ", \"processes\": %" PRIu64
+		", \"processes_refused\": %" PRIu64 ", \"mappings_dropped\": %" PRIu64 ", \"build_seconds\": %.6f"
+		", \"requests_dropped\": %" PRIu64 ", \"requests_pending\": %" PRIu64 "}",
+		s->lost[STAT_UNWIND_REFRESH], s->unwind.tables, s->unwind.table_bytes, s->unwind.table_rows,
+		s->unwind.tables_built, s->unwind.tables_evicted, s->unwind.tables_refused, s->unwind.binaries_without,
+		s->unwind.processes, s->unwind.processes_refused, s->unwind.mappings_dropped,
+		finite_or_zero(s->unwind.build_seconds), s->unwind.requests_dropped, s->unwind.requests_pending);
+}
+
+void http_handle_status(struct http *h, struct request *rq)
+{
+	struct daemon_status s;
+	FILE *o = rq->out;
+	int n = 0, table;
+
+	if (http_arg_table(rq, &table) < 0)
+		return;
+	http_read_status(h, &s);
+	if (table) {
+		rq->type = "text/plain; charset=utf-8";
+		status_text(o, &s, rq->now);
+		status_python_text(o, &s);
+		return;
+	}
+	rq->type = "application/json";
+	fputs("{\"version\": ", o);
+	json_write_string(o, s.version);
+	fprintf(o, ", \"uptime_seconds\": %" PRId64 ", \"start_time\": %" PRId64 ", \"frequency\": %u, "
+		"\"flush_interval\": %u, \"cpus\": %u, \"samples\": %" PRIu64 ", \"samples_lost\": {",
+		s.start_time ? rq->now - s.start_time : 0, s.start_time, s.frequency, s.flush_interval, s.cpus,
+		s.samples);
+	for (unsigned i = 0; i < STAT_MAX; i++)
+		if (lost_kinds[i])
+			fprintf(o, "%s\"%s\": %" PRIu64, n++ ? ", " : "", lost_kinds[i], s.lost[i]);
+	fprintf(o, "}, \"idle_excluded\": %" PRIu64 ", \"samples_stored\": %" PRIu64 ", \"samples_unstored\": %"
+		PRIu64 ", \"flushes\": %" PRIu64 ", \"last_flush_time\": %" PRId64 ", \"last_flush_seconds\": %.6f"
+		", \"db_bytes\": %" PRIu64 ", \"stacks_stored\": %" PRIu64 ", ", s.lost[STAT_IDLE],
+		s.samples_stored, s.samples_unstored, s.flushes, s.last_flush_time,
+		finite_or_zero(s.last_flush_seconds), s.db_bytes, s.stacks_stored);
+	fprintf(o, "\"samples_pruned\": %" PRIu64 ", ", s.samples_pruned);
+	fprintf(o, "\"symbolizer\": {\"user_hits\": %" PRIu64 ", \"user_misses\": %" PRIu64 ", \"kernel_hits\": %"
+		PRIu64 ", \"kernel_misses\": %" PRIu64 ", \"binaries_cached\": %" PRIu64 ", \"processes_cached\": %"
+		PRIu64 ", \"symbol_cache_bytes\": %" PRIu64 ", \"binaries_evicted\": %" PRIu64 "}", s.sym_user_hits,
+		s.sym_user_misses, s.sym_kernel_hits, s.sym_kernel_misses, s.sym_binaries_cached, s.sym_processes_cached,
+		s.sym_cache_bytes, s.sym_binaries_evicted);
+	fprintf(o, ", \"fold_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64 ", \"full\": %" PRIu64 "}",
+		s.fold_hits, s.fold_misses, s.fold_full);
+	status_unwind_json(o, &s);
+	status_python_json(o, &s);
+	fputs("}\n", o);
+}
+
+/* Writes a metric's HELP and TYPE lines. */
+static void metric(FILE *o, const char *name, const char *type, const char *help)
+{
+	fprintf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void metric_u64(FILE *o, const char *name, const char *type, const char *help, uint64_t v)
+{
+	metric(o, name, type, help);
+	fprintf(o, "%s %" PRIu64 "\n", name, v);
+}
+
+static void metric_double(FILE *o, const char *name, const char *type, const char *help, double v)
+{
+	metric(o, name, type, help);
+	fprintf(o, "%s %.9g\n", name, finite_or_zero(v));
+}
+
+/* A label value: backslash, quote and newline escaped. */
+static void label_value(FILE *o, const char *s)
+{
+	for (; *s; s++)
+		if (*s == '\\' || *s == '"')
+			fprintf(o, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", o);
+		else
+			fputc(*s, o);
+}
+
+static void metrics_samples(FILE *o, const struct daemon_status *s)
+{
+	metric_u64(o, "flamed_samples_total", "counter", "CPU samples counted by BPF.", s->samples);
+	metric(o, "flamed_samples_lost_total", "counter", "Samples or stacks lost, by kind.");
+	for (unsigned i = 0; i < STAT_MAX; i++)
+		if (lost_kinds[i])
+			fprintf(o, "flamed_samples_lost_total{kind=\"%s\"} %" PRIu64 "\n", lost_kinds[i], s->lost[i]);
+	metric_u64(o, "flamed_samples_idle_excluded_total", "counter", "Idle samples (pid 0) left out.",
+		   s->lost[STAT_IDLE]);
+	metric_u64(o, "flamed_samples_stored_total", "counter", "Samples written to the database.",
+		   s->samples_stored);
+	metric_u64(o, "flamed_samples_unstored_total", "counter", "Samples drained but lost to a failed flush.",
+		   s->samples_unstored);
+	metric_u64(o, "flamed_flushes_total", "counter", "Flushes of samples into the database.", s->flushes);
+	metric_double(o, "flamed_flush_seconds_total", "counter", "Time spent flushing.", s->flush_seconds_total);
+	metric_double(o, "flamed_last_flush_seconds", "gauge", "Duration of the last flush.",
+		      s->last_flush_seconds);
+	metric_u64(o, "flamed_last_flush_timestamp_seconds", "gauge", "Unix time of the last flush (0: none).",
+		   (uint64_t)(s->last_flush_time > 0 ? s->last_flush_time : 0));
+}
+
+static void metrics_symbolizer(FILE *o, const struct daemon_status *s)
+{
+	metric(o, "flamed_symbolize_hits_total", "counter", "Frames named, by kind.");
+	fprintf(o, "flamed_symbolize_hits_total{kind=\"user\"} %" PRIu64 "\n", s->sym_user_hits);
+	fprintf(o, "flamed_symbolize_hits_total{kind=\"kernel\"} %" PRIu64 "\n", s->sym_kernel_hits);
+	metric(o, "flamed_symbolize_misses_total", "counter", "Frames left unnamed, by kind.");
+	fprintf(o, "flamed_symbolize_misses_total{kind=\"user\"} %" PRIu64 "\n", s->sym_user_misses);
+	fprintf(o, "flamed_symbolize_misses_total{kind=\"kernel\"} %" PRIu64 "\n", s->sym_kernel_misses);
+	metric_u64(o, "flamed_symbolizer_binaries_cached", "gauge", "Binaries in the symbolizer's cache.",
+		   s->sym_binaries_cached);
+	metric_u64(o, "flamed_symbolizer_processes_cached", "gauge", "Processes in the symbolizer's cache.",
+		   s->sym_processes_cached);
+	metric_u64(o, "flamed_samples_pruned_total", "counter",
+		   "Sample rows deleted by --retention and --max-db-size.", s->samples_pruned);
+	metric_u64(o, "flamed_symbolizer_cache_bytes", "gauge", "Memory held by cached symbol tables.",
+		   s->sym_cache_bytes);
+	metric_u64(o, "flamed_symbolizer_binaries_evicted_total", "counter",
+		   "Binaries dropped from the symbolizer's cache to stay within --symbol-cache-mb.",
+		   s->sym_binaries_evicted);
+	metric(o, "flamed_fold_cache_total", "counter",
+	       "Drained keys whose stacks were folded already this flush (hit), folded (miss), or folded and not "
+	       "kept: the cache was full (full).");
+	fprintf(o, "flamed_fold_cache_total{result=\"hit\"} %" PRIu64 "\nflamed_fold_cache_total{result=\"miss\"} %"
+		PRIu64 "\nflamed_fold_cache_total{result=\"full\"} %" PRIu64 "\n", s->fold_hits, s->fold_misses,
+		s->fold_full);
+}
+
+static void metrics_unwind(FILE *o, const struct daemon_status *s)
+{
+	metric(o, "flamed_unwind_samples_total", "counter", "User stacks walked, by how (truncated and failed "
+	       "also count in one of fp, dwarf and mixed).");
+	for (unsigned i = 0; i < STAT_MAX; i++)
+		if (unwind_kinds[i])
+			fprintf(o, "flamed_unwind_samples_total{kind=\"%s\"} %" PRIu64 "\n", unwind_kinds[i], s->lost[i]);
+	metric_u64(o, "flamed_unwind_refresh_requests_total", "counter",
+		   "Mappings read again: a stack met an address in none of its process's known mappings.",
+		   s->lost[STAT_UNWIND_REFRESH]);
+	metric_u64(o, "flamed_unwind_tables", "gauge", "Binaries with unwind tables loaded.", s->unwind.tables);
+	metric_u64(o, "flamed_unwind_table_bytes", "gauge", "Kernel memory the unwind tables' rows take.",
+		   s->unwind.table_bytes);
+	metric_u64(o, "flamed_unwind_tables_evicted_total", "counter",
+		   "Unused unwind tables dropped to stay within --unwind-tables-mb.", s->unwind.tables_evicted);
+	metric_u64(o, "flamed_unwind_tables_refused_total", "counter",
+		   "Unwind tables not loaded for want of room.", s->unwind.tables_refused);
+	metric_u64(o, "flamed_unwind_processes", "gauge", "Processes with unwind tables.", s->unwind.processes);
+	metric_u64(o, "flamed_unwind_processes_refused_total", "counter",
+		   "Processes not given unwind tables: --unwind-processes reached.", s->unwind.processes_refused);
+}
+
+static void metrics_http(struct http *h, FILE *o)
+{
+	metric(o, "flamed_http_requests_total", "counter", "HTTP requests answered, by status code.");
+	for (unsigned c = 0; c < CODES; c++) {
+		uint64_t n = atomic_load_explicit(&h->responses[c], memory_order_relaxed);
+
+		if (n)
+			fprintf(o, "flamed_http_requests_total{code=\"%u\"} %" PRIu64 "\n", c, n);
+	}
+	metric_u64(o, "flamed_http_responses_too_large_total", "counter",
+		   "Responses refused (500) for passing 256 MiB.",
+		   atomic_load_explicit(&h->too_large, memory_order_relaxed));
+}
+
+void http_handle_metrics(struct http *h, struct request *rq)
+{
+	struct daemon_status s;
+	FILE *o = rq->out;
+
+	http_read_status(h, &s);
+	rq->type = "text/plain; version=0.0.4; charset=utf-8";
+	metric(o, "flamed_build_info", "gauge", "Always 1; the version in a label.");
+	fputs("flamed_build_info{version=\"", o);
+	label_value(o, s.version);
+	fputs("\"} 1\n", o);
+	metric_u64(o, "flamed_start_time_seconds", "gauge", "Unix time flamed started.",
+		   (uint64_t)(s.start_time > 0 ? s.start_time : 0));
+	metric_u64(o, "flamed_frequency_hertz", "gauge", "Sampling frequency per CPU.", s.frequency);
+	metric_u64(o, "flamed_cpus", "gauge", "CPUs being sampled.", s.cpus);
+	metrics_samples(o, &s);
+	metrics_symbolizer(o, &s);
+	metrics_unwind(o, &s);
+	status_python_metrics(o, &s);
+	metric_u64(o, "flamed_database_bytes", "gauge", "Size of the database.", s.db_bytes);
+	metric_u64(o, "flamed_stacks_stored", "gauge", "Distinct stacks in the database.", s.stacks_stored);
+	metrics_http(h, o);
+}
