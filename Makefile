@@ -37,7 +37,7 @@ FLAMED_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -DFLAMED_VERSION
             -Iinclude -Idaemon -I$(BUILD)
 LDLIBS   += -lbpf -ldw -lelf -lz -lsqlite3 -lmicrohttpd -lprotobuf-c -lpthread -lm
 
-DAEMON_SRCS := daemon/main.c daemon/sampler.c daemon/ingest.c
+DAEMON_SRCS := daemon/main.c daemon/options.c daemon/sampler.c daemon/ingest.c
 LIB_SRCS := $(filter-out $(DAEMON_SRCS),$(wildcard daemon/*.c daemon/*/*.c))
 PROTO_SRCS := $(wildcard daemon/*/*.proto)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(PROTO_SRCS:%.proto=$(BUILD)/%.pb-c.o) $(BUILD)/daemon/dashboard.o

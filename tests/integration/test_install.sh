@@ -26,7 +26,7 @@ fi
 # --help names every long option the parser accepts (the help stays true).
 help=$("$TMP/root/opt/flamed-test/bin/flamed" --help)
 check "flamed --help exits 0" [ $? -eq 0 ]
-for o in $(grep -o '{ "[a-z-]*", ' "$ROOT/daemon/main.c" | cut -d'"' -f2); do
+for o in $(grep -o '{ "[a-z-]*", ' "$ROOT/daemon/options.c" | cut -d'"' -f2); do
 	check "flamed --help describes --$o" grep -q -- "--$o" <<< "$help"
 done
 "$TMP/root/opt/flamed-test/bin/flamed" --frequency 0 2> "$TMP/err"

@@ -1,0 +1,42 @@
+/* options.h - flamed's command line: its options with their defaults, --help, and the check of every
+ * value. */
+#ifndef FLAMED_OPTIONS_H
+#define FLAMED_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define FLAMED_DEFAULT_DB "/var/lib/flamed/flamed.db"
+
+/* What flamed was asked to do. */
+struct options {
+	const char *db;
+	unsigned frequency;
+	unsigned flush_interval;
+	bool include_idle;
+	const char *debug_dir;
+	unsigned max_stacks;
+	unsigned max_keys;
+	unsigned symbol_cache_mb;
+	bool inline_frames;
+	int64_t retention;         /* seconds */
+	int64_t raw_retention;     /* seconds of samples per second and thread */
+	int64_t minute_retention;  /* seconds of per-minute totals */
+	uint64_t max_db_size;      /* bytes */
+	int verbose;
+	const char *listen;
+	const char *auth_token_file;
+	unsigned unwind;           /* enum unwind_mode */
+	unsigned unwind_tables_mb;
+	unsigned unwind_processes;
+	bool python;               /* walk Python frames */
+	unsigned python_processes;
+	unsigned python_frames;
+	unsigned python_code_cache;
+};
+
+/* Fills o with the defaults, then with what argv says. --help and --version print and exit 0; a bad
+ * option or value prints one line naming it and exits 2. */
+void options_parse(int argc, char **argv, struct options *o);
+
+#endif
