@@ -92,6 +92,9 @@ fi
 [ -n "$root" ] || root=$(mktemp -d /var/tmp/flamed-fresh.XXXXXX) || exit 1
 mkdir -p "$root" && root=$(cd "$root" && pwd -P) || exit 1
 if [ "$root" = / ]; then echo "fresh-debian.sh: ROOT cannot be /" >&2; exit 1; fi
+# The root's / as an installed system's: mktemp -d made it 0700, so inside it no user but root could
+# reach any file (the tests that run a program as nobody failed with "Permission denied").
+chmod 755 "$root" || exit 1
 log=$root.log
 : > "$log"
 say() { echo "fresh-debian.sh: $*" | tee -a "$log" >&2; }
