@@ -139,7 +139,10 @@ for spec in "${runs[@]}"; do
 done
 
 check "status counts stacks with Python frames" jq -e '.python.stacks > 1000' "$TMP/status.json"
-check "status counts code objects named when first sampled" jq -e '.python.code_prefetched > 20' "$TMP/status.json"
+# Most code objects are named when first sampled (the code events), not at the flush; how many there are
+# depends on the interpreters present (about 20 with Debian's python3.11 alone).
+check "status counts code objects named when first sampled (most of them)" \
+	jq -e '.python.code_prefetched > 0 and .python.code_prefetched * 2 >= .python.code_objects' "$TMP/status.json"
 check "status counts stacks folded once and reused in other keys of their flush" \
 	jq -e '.fold_cache.hits > 0 and .fold_cache.misses > 0' "$TMP/status.json"
 jq -c '.python' "$TMP/status.json"
