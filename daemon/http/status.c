@@ -16,7 +16,7 @@
 
 #include "http/http_impl.h"
 #include "render/json.h"
-#include "status_python.h"
+#include "http/status_python.h"
 
 /* The names of enum profile_stat's loss counters; NULL: not a loss. */
 static const char *const lost_kinds[STAT_MAX] = {

@@ -1,7 +1,7 @@
 /* status_python.c - the Python frame walker's counters as JSON, text and Prometheus metrics. */
 #include <inttypes.h>
 
-#include "status_python.h"
+#include "http/status_python.h"
 
 /* Why Python walks came up short, as counted by the BPF program (enum profile_stat). */
 static const struct {
