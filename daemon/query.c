@@ -118,9 +118,10 @@ static int frames_to_top(uint32_t pid, const char *comm, const char *folded, con
 	return len < sizeof(text) ? top_add(ctx, text, count) : top_add(ctx, folded, count);
 }
 
-/* Builds the tree of f (and of base on TREE_BASE when base is not NULL). */
+/* Builds the tree of f (and of base on TREE_BASE when base is not NULL); with sources, its nodes carry
+ * their Python frames' files and lines run (no base then). */
 static int build_tree(struct store *st, const struct store_filter *f, const struct store_filter *base,
-		      bool reverse, struct tree **out)
+		      bool reverse, bool sources, struct tree **out)
 {
 	struct tree_opts o = { .reverse = reverse };
 	struct to_tree ctx = { .side = TREE_NEW };
@@ -128,30 +129,12 @@ static int build_tree(struct store *st, const struct store_filter *f, const stru
 
 	if (err)
 		return err;
-	err = store_query_stacks(st, f, stack_to_tree, &ctx);
+	err = sources ? store_query_stacks_frames(st, f, frames_to_tree, &ctx) :
+			store_query_stacks(st, f, stack_to_tree, &ctx);
 	if (!err && base) {
 		ctx.side = TREE_BASE;
 		err = store_query_stacks(st, base, stack_to_tree, &ctx);
 	}
-	if (err) {
-		tree_free(ctx.tree);
-		return err;
-	}
-	tree_finish(ctx.tree);
-	*out = ctx.tree;
-	return 0;
-}
-
-/* The tree of f with the sources of its Python frames (their files and lines run). */
-static int build_source_tree(struct store *st, const struct store_filter *f, bool reverse, struct tree **out)
-{
-	struct tree_opts o = { .reverse = reverse };
-	struct to_tree ctx = { .side = TREE_NEW };
-	int err = tree_new(&o, &ctx.tree);
-
-	if (err)
-		return err;
-	err = store_query_stacks_frames(st, f, frames_to_tree, &ctx);
 	if (err) {
 		tree_free(ctx.tree);
 		return err;
@@ -305,13 +288,13 @@ int query_profile(struct store *st, const struct store_filter *f, enum query_for
 	case QUERY_FOLDED:
 		return store_query_stacks(st, f, stack_to_folded, out);
 	case QUERY_JSON:
-		err = build_source_tree(st, f, g && g->reverse, &t);
+		err = build_tree(st, f, NULL, g && g->reverse, true, &t);
 		if (!err)
 			err = write_graph(out, t, fmt, g, false);
 		tree_free(t);
 		return err;
 	case QUERY_SVG:
-		err = build_tree(st, f, NULL, g && g->reverse, &t);
+		err = build_tree(st, f, NULL, g && g->reverse, false, &t);
 		if (!err)
 			err = write_graph(out, t, fmt, g, false);
 		tree_free(t);
@@ -389,7 +372,7 @@ int query_diff(struct store *st, const struct store_filter *base, const struct s
 		err = store_query_diff(st, base, now, diff_line, out);
 		return err ? err : ferror(out) ? -EIO : 0;
 	}
-	err = build_tree(st, now, base, g && g->reverse, &t);
+	err = build_tree(st, now, base, g && g->reverse, false, &t);
 	if (!err)
 		err = write_graph(out, t, fmt, g, true);
 	tree_free(t);
