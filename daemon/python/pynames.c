@@ -157,6 +157,19 @@ static const char *shorten(struct pynames *n, uint32_t pid, const char *file)
 	return s->short_file;
 }
 
+/* Files e (its pid, token, addr and bytes set) in its bucket, as the most recently used. */
+static void file_entry(struct pynames *n, struct code_entry *e)
+{
+	size_t b = bucket_of(n, e->pid, e->token, e->addr);
+
+	e->next = n->buckets[b];
+	n->buckets[b] = e;
+	lru_init(&e->lru);
+	lru_touch(&n->lru, &e->lru);
+	n->count++;
+	n->bytes += e->bytes;
+}
+
 /* Reads the code object at addr of pid and caches it. Returns it, or NULL with *err set. */
 static struct code_entry *load(struct pynames *n, uint32_t pid, const struct pyproc_info *info, uint64_t addr,
 			       int *err)
@@ -165,7 +178,6 @@ static struct code_entry *load(struct pynames *n, uint32_t pid, const struct pyp
 	struct code_entry *e;
 	const char *short_file;
 	size_t nl, fl, sl, bytes;
-	size_t b;
 	char *folded;
 
 	*err = py_code_read(info->layout, info->code_type, read_process, &pid, addr, &c);
@@ -195,13 +207,7 @@ static struct code_entry *load(struct pynames *n, uint32_t pid, const struct pyp
 	e->folded = folded;
 	e->lines = c.nlines ? memcpy(folded + nl + 2 + sl, c.lines, c.nlines) : NULL;
 	py_code_release(&c);
-	b = bucket_of(n, pid, info->token, addr);
-	e->next = n->buckets[b];
-	n->buckets[b] = e;
-	lru_init(&e->lru);
-	lru_touch(&n->lru, &e->lru);
-	n->count++;
-	n->bytes += bytes;
+	file_entry(n, e);
 	return e;
 }
 
@@ -209,7 +215,6 @@ static struct code_entry *load(struct pynames *n, uint32_t pid, const struct pyp
 static void remember_failure(struct pynames *n, uint32_t pid, const struct pyproc_info *info, uint64_t addr, int err)
 {
 	struct code_entry *e;
-	size_t b;
 
 	make_room(n, sizeof(*e));
 	e = malloc(sizeof(*e));
@@ -218,13 +223,7 @@ static void remember_failure(struct pynames *n, uint32_t pid, const struct pypro
 	*e = (struct code_entry){ .pid = pid, .token = info->token, .addr = addr, .checked = n->flush, .err = err,
 				  .name = "[unknown]", .file = "", .short_file = "python", .folded = "[unknown] (python)",
 				  .bytes = sizeof(*e) };
-	b = bucket_of(n, pid, info->token, addr);
-	e->next = n->buckets[b];
-	n->buckets[b] = e;
-	lru_init(&e->lru);
-	lru_touch(&n->lru, &e->lru);
-	n->count++;
-	n->bytes += e->bytes;
+	file_entry(n, e);
 }
 
 static struct code_entry *lookup(struct pynames *n, uint32_t pid, uint64_t token, uint64_t addr)
