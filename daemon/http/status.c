@@ -141,21 +141,20 @@ void http_handle_status(struct http *h, struct request *rq)
 	fputs("}\n", o);
 }
 
-/* Writes a metric's HELP and TYPE lines. */
-static void metric(FILE *o, const char *name, const char *type, const char *help)
+void http_metric(FILE *o, const char *name, const char *type, const char *help)
 {
 	fprintf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void metric_u64(FILE *o, const char *name, const char *type, const char *help, uint64_t v)
+void http_metric_u64(FILE *o, const char *name, const char *type, const char *help, uint64_t v)
 {
-	metric(o, name, type, help);
+	http_metric(o, name, type, help);
 	fprintf(o, "%s %" PRIu64 "\n", name, v);
 }
 
 static void metric_double(FILE *o, const char *name, const char *type, const char *help, double v)
 {
-	metric(o, name, type, help);
+	http_metric(o, name, type, help);
 	fprintf(o, "%s %.9g\n", name, finite_or_zero(v));
 }
 
@@ -173,45 +172,45 @@ static void label_value(FILE *o, const char *s)
 
 static void metrics_samples(FILE *o, const struct daemon_status *s)
 {
-	metric_u64(o, "flamed_samples_total", "counter", "CPU samples counted by BPF.", s->samples);
-	metric(o, "flamed_samples_lost_total", "counter", "Samples or stacks lost, by kind.");
+	http_metric_u64(o, "flamed_samples_total", "counter", "CPU samples counted by BPF.", s->samples);
+	http_metric(o, "flamed_samples_lost_total", "counter", "Samples or stacks lost, by kind.");
 	for (unsigned i = 0; i < STAT_MAX; i++)
 		if (lost_kinds[i])
 			fprintf(o, "flamed_samples_lost_total{kind=\"%s\"} %" PRIu64 "\n", lost_kinds[i], s->lost[i]);
-	metric_u64(o, "flamed_samples_idle_excluded_total", "counter", "Idle samples (pid 0) left out.",
+	http_metric_u64(o, "flamed_samples_idle_excluded_total", "counter", "Idle samples (pid 0) left out.",
 		   s->lost[STAT_IDLE]);
-	metric_u64(o, "flamed_samples_stored_total", "counter", "Samples written to the database.",
+	http_metric_u64(o, "flamed_samples_stored_total", "counter", "Samples written to the database.",
 		   s->samples_stored);
-	metric_u64(o, "flamed_samples_unstored_total", "counter", "Samples drained but lost to a failed flush.",
+	http_metric_u64(o, "flamed_samples_unstored_total", "counter", "Samples drained but lost to a failed flush.",
 		   s->samples_unstored);
-	metric_u64(o, "flamed_flushes_total", "counter", "Flushes of samples into the database.", s->flushes);
+	http_metric_u64(o, "flamed_flushes_total", "counter", "Flushes of samples into the database.", s->flushes);
 	metric_double(o, "flamed_flush_seconds_total", "counter", "Time spent flushing.", s->flush_seconds_total);
 	metric_double(o, "flamed_last_flush_seconds", "gauge", "Duration of the last flush.",
 		      s->last_flush_seconds);
-	metric_u64(o, "flamed_last_flush_timestamp_seconds", "gauge", "Unix time of the last flush (0: none).",
+	http_metric_u64(o, "flamed_last_flush_timestamp_seconds", "gauge", "Unix time of the last flush (0: none).",
 		   (uint64_t)(s->last_flush_time > 0 ? s->last_flush_time : 0));
 }
 
 static void metrics_symbolizer(FILE *o, const struct daemon_status *s)
 {
-	metric(o, "flamed_symbolize_hits_total", "counter", "Frames named, by kind.");
+	http_metric(o, "flamed_symbolize_hits_total", "counter", "Frames named, by kind.");
 	fprintf(o, "flamed_symbolize_hits_total{kind=\"user\"} %" PRIu64 "\n", s->sym_user_hits);
 	fprintf(o, "flamed_symbolize_hits_total{kind=\"kernel\"} %" PRIu64 "\n", s->sym_kernel_hits);
-	metric(o, "flamed_symbolize_misses_total", "counter", "Frames left unnamed, by kind.");
+	http_metric(o, "flamed_symbolize_misses_total", "counter", "Frames left unnamed, by kind.");
 	fprintf(o, "flamed_symbolize_misses_total{kind=\"user\"} %" PRIu64 "\n", s->sym_user_misses);
 	fprintf(o, "flamed_symbolize_misses_total{kind=\"kernel\"} %" PRIu64 "\n", s->sym_kernel_misses);
-	metric_u64(o, "flamed_symbolizer_binaries_cached", "gauge", "Binaries in the symbolizer's cache.",
+	http_metric_u64(o, "flamed_symbolizer_binaries_cached", "gauge", "Binaries in the symbolizer's cache.",
 		   s->sym_binaries_cached);
-	metric_u64(o, "flamed_symbolizer_processes_cached", "gauge", "Processes in the symbolizer's cache.",
+	http_metric_u64(o, "flamed_symbolizer_processes_cached", "gauge", "Processes in the symbolizer's cache.",
 		   s->sym_processes_cached);
-	metric_u64(o, "flamed_samples_pruned_total", "counter",
+	http_metric_u64(o, "flamed_samples_pruned_total", "counter",
 		   "Sample rows deleted by --retention and --max-db-size.", s->samples_pruned);
-	metric_u64(o, "flamed_symbolizer_cache_bytes", "gauge", "Memory held by cached symbol tables.",
+	http_metric_u64(o, "flamed_symbolizer_cache_bytes", "gauge", "Memory held by cached symbol tables.",
 		   s->sym_cache_bytes);
-	metric_u64(o, "flamed_symbolizer_binaries_evicted_total", "counter",
+	http_metric_u64(o, "flamed_symbolizer_binaries_evicted_total", "counter",
 		   "Binaries dropped from the symbolizer's cache to stay within --symbol-cache-mb.",
 		   s->sym_binaries_evicted);
-	metric(o, "flamed_fold_cache_total", "counter",
+	http_metric(o, "flamed_fold_cache_total", "counter",
 	       "Drained keys whose stacks were folded already this flush (hit), folded (miss), or folded and not "
 	       "kept: the cache was full (full).");
 	fprintf(o, "flamed_fold_cache_total{result=\"hit\"} %" PRIu64 "\nflamed_fold_cache_total{result=\"miss\"} %"
@@ -221,36 +220,36 @@ static void metrics_symbolizer(FILE *o, const struct daemon_status *s)
 
 static void metrics_unwind(FILE *o, const struct daemon_status *s)
 {
-	metric(o, "flamed_unwind_samples_total", "counter", "User stacks walked, by how (truncated and failed "
+	http_metric(o, "flamed_unwind_samples_total", "counter", "User stacks walked, by how (truncated and failed "
 	       "also count in one of fp, dwarf and mixed).");
 	for (unsigned i = 0; i < STAT_MAX; i++)
 		if (unwind_kinds[i])
 			fprintf(o, "flamed_unwind_samples_total{kind=\"%s\"} %" PRIu64 "\n", unwind_kinds[i], s->lost[i]);
-	metric_u64(o, "flamed_unwind_refresh_requests_total", "counter",
+	http_metric_u64(o, "flamed_unwind_refresh_requests_total", "counter",
 		   "Mappings read again: a stack met an address in none of its process's known mappings.",
 		   s->lost[STAT_UNWIND_REFRESH]);
-	metric_u64(o, "flamed_unwind_tables", "gauge", "Binaries with unwind tables loaded.", s->unwind.tables);
-	metric_u64(o, "flamed_unwind_table_bytes", "gauge", "Kernel memory the unwind tables' rows take.",
+	http_metric_u64(o, "flamed_unwind_tables", "gauge", "Binaries with unwind tables loaded.", s->unwind.tables);
+	http_metric_u64(o, "flamed_unwind_table_bytes", "gauge", "Kernel memory the unwind tables' rows take.",
 		   s->unwind.table_bytes);
-	metric_u64(o, "flamed_unwind_tables_evicted_total", "counter",
+	http_metric_u64(o, "flamed_unwind_tables_evicted_total", "counter",
 		   "Unused unwind tables dropped to stay within --unwind-tables-mb.", s->unwind.tables_evicted);
-	metric_u64(o, "flamed_unwind_tables_refused_total", "counter",
+	http_metric_u64(o, "flamed_unwind_tables_refused_total", "counter",
 		   "Unwind tables not loaded for want of room.", s->unwind.tables_refused);
-	metric_u64(o, "flamed_unwind_processes", "gauge", "Processes with unwind tables.", s->unwind.processes);
-	metric_u64(o, "flamed_unwind_processes_refused_total", "counter",
+	http_metric_u64(o, "flamed_unwind_processes", "gauge", "Processes with unwind tables.", s->unwind.processes);
+	http_metric_u64(o, "flamed_unwind_processes_refused_total", "counter",
 		   "Processes not given unwind tables: --unwind-processes reached.", s->unwind.processes_refused);
 }
 
 static void metrics_http(struct http *h, FILE *o)
 {
-	metric(o, "flamed_http_requests_total", "counter", "HTTP requests answered, by status code.");
+	http_metric(o, "flamed_http_requests_total", "counter", "HTTP requests answered, by status code.");
 	for (unsigned c = 0; c < CODES; c++) {
 		uint64_t n = atomic_load_explicit(&h->responses[c], memory_order_relaxed);
 
 		if (n)
 			fprintf(o, "flamed_http_requests_total{code=\"%u\"} %" PRIu64 "\n", c, n);
 	}
-	metric_u64(o, "flamed_http_responses_too_large_total", "counter",
+	http_metric_u64(o, "flamed_http_responses_too_large_total", "counter",
 		   "Responses refused (500) for passing 256 MiB.",
 		   atomic_load_explicit(&h->too_large, memory_order_relaxed));
 }
@@ -262,19 +261,19 @@ void http_handle_metrics(struct http *h, struct request *rq)
 
 	http_read_status(h, &s);
 	rq->type = "text/plain; version=0.0.4; charset=utf-8";
-	metric(o, "flamed_build_info", "gauge", "Always 1; the version in a label.");
+	http_metric(o, "flamed_build_info", "gauge", "Always 1; the version in a label.");
 	fputs("flamed_build_info{version=\"", o);
 	label_value(o, s.version);
 	fputs("\"} 1\n", o);
-	metric_u64(o, "flamed_start_time_seconds", "gauge", "Unix time flamed started.",
+	http_metric_u64(o, "flamed_start_time_seconds", "gauge", "Unix time flamed started.",
 		   (uint64_t)(s.start_time > 0 ? s.start_time : 0));
-	metric_u64(o, "flamed_frequency_hertz", "gauge", "Sampling frequency per CPU.", s.frequency);
-	metric_u64(o, "flamed_cpus", "gauge", "CPUs being sampled.", s.cpus);
+	http_metric_u64(o, "flamed_frequency_hertz", "gauge", "Sampling frequency per CPU.", s.frequency);
+	http_metric_u64(o, "flamed_cpus", "gauge", "CPUs being sampled.", s.cpus);
 	metrics_samples(o, &s);
 	metrics_symbolizer(o, &s);
 	metrics_unwind(o, &s);
 	status_python_metrics(o, &s);
-	metric_u64(o, "flamed_database_bytes", "gauge", "Size of the database.", s.db_bytes);
-	metric_u64(o, "flamed_stacks_stored", "gauge", "Distinct stacks in the database.", s.stacks_stored);
+	http_metric_u64(o, "flamed_database_bytes", "gauge", "Size of the database.", s.db_bytes);
+	http_metric_u64(o, "flamed_stacks_stored", "gauge", "Distinct stacks in the database.", s.stacks_stored);
 	metrics_http(h, o);
 }

@@ -1,6 +1,7 @@
 /* status_python.c - the Python frame walker's counters as JSON, text and Prometheus metrics. */
 #include <inttypes.h>
 
+#include "http/http_impl.h"
 #include "http/status_python.h"
 
 /* Why Python walks came up short, as counted by the BPF program (enum profile_stat). */
@@ -59,43 +60,32 @@ void status_python_text(FILE *o, const struct daemon_status *s)
 		fprintf(o, "python_frames_unnamed_%s %" PRIu64 "\n", unnamed_kinds[i], unnamed(s, i));
 }
 
-static void metric(FILE *o, const char *name, const char *type, const char *help)
-{
-	fprintf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-static void metric_u64(FILE *o, const char *name, const char *type, const char *help, uint64_t v)
-{
-	metric(o, name, type, help);
-	fprintf(o, "%s %" PRIu64 "\n", name, v);
-}
-
 void status_python_metrics(FILE *o, const struct daemon_status *s)
 {
-	metric_u64(o, "flamed_python_stacks_total", "counter", "User stacks with Python frames in them.",
+	http_metric_u64(o, "flamed_python_stacks_total", "counter", "User stacks with Python frames in them.",
 		   s->lost[STAT_PY_STACKS]);
-	metric_u64(o, "flamed_python_stacks_truncated_total", "counter",
+	http_metric_u64(o, "flamed_python_stacks_truncated_total", "counter",
 		   "Python walks cut at --python-frames frames.", s->lost[STAT_PY_TRUNCATED]);
-	metric(o, "flamed_python_walk_errors_total", "counter", "Python walks that came up short, by reason.");
+	http_metric(o, "flamed_python_walk_errors_total", "counter", "Python walks that came up short, by reason.");
 	for (size_t i = 0; i < sizeof(walk_errors) / sizeof(walk_errors[0]); i++)
 		fprintf(o, "flamed_python_walk_errors_total{reason=\"%s\"} %" PRIu64 "\n", walk_errors[i].name,
 			s->lost[walk_errors[i].stat]);
-	metric_u64(o, "flamed_python_processes", "gauge", "Python processes whose frames are walked.",
+	http_metric_u64(o, "flamed_python_processes", "gauge", "Python processes whose frames are walked.",
 		   s->py.processes);
-	metric_u64(o, "flamed_python_processes_refused_total", "counter",
+	http_metric_u64(o, "flamed_python_processes_refused_total", "counter",
 		   "Python processes not walked: --python-processes reached.", s->py.processes_refused);
-	metric_u64(o, "flamed_python_unsupported_total", "counter",
+	http_metric_u64(o, "flamed_python_unsupported_total", "counter",
 		   "Processes of an interpreter version without a layout (not walked).", s->py.unsupported);
-	metric_u64(o, "flamed_python_rereads_failed_total", "counter",
+	http_metric_u64(o, "flamed_python_rereads_failed_total", "counter",
 		   "Tracked Python processes whose mappings were read again without their interpreter (kept).",
 		   s->py.rereads_failed);
-	metric_u64(o, "flamed_python_code_objects", "gauge", "Code objects cached (--python-code-cache).",
+	http_metric_u64(o, "flamed_python_code_objects", "gauge", "Code objects cached (--python-code-cache).",
 		   s->pynames.codes);
-	metric_u64(o, "flamed_python_code_cache_bytes", "gauge", "Memory the cached code objects hold.",
+	http_metric_u64(o, "flamed_python_code_cache_bytes", "gauge", "Memory the cached code objects hold.",
 		   s->pynames.bytes);
-	metric_u64(o, "flamed_python_code_evicted_total", "counter", "Code objects dropped from the cache for room.",
+	http_metric_u64(o, "flamed_python_code_evicted_total", "counter", "Code objects dropped from the cache for room.",
 		   s->pynames.evicted);
-	metric(o, "flamed_python_frames_unnamed_total", "counter", "Python frames left unnamed, by reason.");
+	http_metric(o, "flamed_python_frames_unnamed_total", "counter", "Python frames left unnamed, by reason.");
 	for (int i = 0; i < 4; i++)
 		fprintf(o, "flamed_python_frames_unnamed_total{reason=\"%s\"} %" PRIu64 "\n", unnamed_kinds[i],
 			unnamed(s, i));
