@@ -34,13 +34,18 @@ endif
 # never asks for, and a changed header would not rebuild the objects that include it.
 override BUILD := $(patsubst $(CURDIR)/%,%,$(abspath $(BUILD)))
 FLAMED_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -DFLAMED_VERSION='"$(VERSION)"' \
-            -Iinclude -Idaemon -I$(BUILD)
+            -Iinclude -Ilib -Idaemon -I$(BUILD)
 LDLIBS   += -lbpf -ldw -lelf -lz -lsqlite3 -lmicrohttpd -lprotobuf-c -lpthread -lm
 
+# lib/ is the library (libflamed.a: flamed, flamectl, the tests and the bench link it); daemon/ is
+# flamed: DAEMON_SRCS are linked into it alone, the rest of daemon/ (the HTTP API, the dashboard, the
+# fold cache, systemd notification) goes into libflamed-daemon.a for the unit tests too.
 DAEMON_SRCS := daemon/main.c daemon/options.c daemon/sampler.c daemon/ingest.c
-LIB_SRCS := $(filter-out $(DAEMON_SRCS),$(wildcard daemon/*.c daemon/*/*.c))
-PROTO_SRCS := $(wildcard daemon/*/*.proto)
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(PROTO_SRCS:%.proto=$(BUILD)/%.pb-c.o) $(BUILD)/daemon/dashboard.o
+DAEMON_LIB_SRCS := $(filter-out $(DAEMON_SRCS),$(wildcard daemon/*.c daemon/*/*.c))
+DAEMON_LIB_OBJS := $(DAEMON_LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/daemon/dashboard.o
+LIB_SRCS := $(wildcard lib/*/*.c)
+PROTO_SRCS := $(wildcard lib/*/*.proto)
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(PROTO_SRCS:%.proto=$(BUILD)/%.pb-c.o)
 WEB_SRCS := $(wildcard web/src/*) web/build.mjs web/package.json web/package-lock.json
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
@@ -82,7 +87,7 @@ $(BUILD)/%.o: %.c | $(BUILD)/.deps
 
 $(BUILD)/daemon/sampler.o: $(BUILD)/profile.skel.h
 
-# protobuf-c: daemon/render/x.proto -> $(BUILD)/daemon/render/x.pb-c.{c,h} (#include "daemon/render/x.pb-c.h").
+# protobuf-c: lib/render/x.proto -> $(BUILD)/lib/render/x.pb-c.{c,h} (#include "lib/render/x.pb-c.h").
 $(BUILD)/%.pb-c.c $(BUILD)/%.pb-c.h: %.proto | $(BUILD)/.deps
 	@mkdir -p $(@D)
 	protoc-c --c_out=$(BUILD) $<
@@ -102,14 +107,16 @@ $(BUILD)/daemon/dashboard.o: daemon/dashboard.S $(BUILD)/web/index.html
 
 $(BUILD)/libflamed.a: $(LIB_OBJS)
 	rm -f $@ && $(AR) rcs $@ $^
+$(BUILD)/libflamed-daemon.a: $(DAEMON_LIB_OBJS)
+	rm -f $@ && $(AR) rcs $@ $^
 
-$(BUILD)/flamed: $(DAEMON_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libflamed.a
+$(BUILD)/flamed: $(DAEMON_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libflamed-daemon.a $(BUILD)/libflamed.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/flamectl: $(patsubst %.c,$(BUILD)/%.o,$(wildcard cli/*.c)) $(BUILD)/libflamed.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libflamed.a
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libflamed-daemon.a $(BUILD)/libflamed.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 run: all
@@ -128,7 +135,8 @@ soak: all | $(BUILD)/.deps-test
 FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_OBJS := $(LIB_SRCS:%.c=$(BUILD)/fuzz/%.o) $(PROTO_SRCS:%.proto=$(BUILD)/fuzz/%.pb-c.o) $(BUILD)/daemon/dashboard.o
+FUZZ_OBJS := $(LIB_SRCS:%.c=$(BUILD)/fuzz/%.o) $(DAEMON_LIB_SRCS:%.c=$(BUILD)/fuzz/%.o) \
+	     $(PROTO_SRCS:%.proto=$(BUILD)/fuzz/%.pb-c.o) $(BUILD)/daemon/dashboard.o
 
 $(BUILD)/fuzz/%.o: %.c | $(BUILD)/.deps-test
 	@mkdir -p $(@D)
@@ -163,7 +171,7 @@ fuzz: fuzz-build
 # retention only when the store has store_prune.
 BENCH_LINKED := $(BUILD)/bench/gen_history $(BUILD)/bench/query_bench
 BENCH_BINS := $(BENCH_LINKED) $(BUILD)/bench/burn
-$(BUILD)/bench/gen_history.o: FLAMED_CFLAGS += $(if $(shell grep -s store_prune daemon/store.h),-DHAVE_STORE_PRUNE)
+$(BUILD)/bench/gen_history.o: FLAMED_CFLAGS += $(if $(shell grep -s store_prune lib/store/store.h),-DHAVE_STORE_PRUNE)
 
 bench: all $(BENCH_BINS)
 	BUILD=$(abspath $(BUILD)) QUICK=$(QUICK) bench/run.sh

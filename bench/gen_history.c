@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "store.h"
-#include "window.h"
+#include "store/store.h"
+#include "query/window.h"
 
 #define FRAMES_MAX 96        /* frames of one generated stack */
 #define NAME_LEN 160         /* longest generated frame name */

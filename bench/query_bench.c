@@ -8,9 +8,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "query.h"
-#include "store.h"
-#include "window.h"
+#include "query/query.h"
+#include "store/store.h"
+#include "query/window.h"
 
 #define REPEAT_MAX 100
 #define TIMELINE_POINTS 360 /* timeline step: the window in this many points */

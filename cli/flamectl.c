@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "httpget.h"
-#include "query.h"
-#include "store.h"
-#include "window.h"
+#include "query/query.h"
+#include "store/store.h"
+#include "query/window.h"
 
 #ifndef FLAMED_VERSION
 #define FLAMED_VERSION "dev"

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "foldcache.h"
-#include "hash.h"
+#include "util/hash.h"
 
 /* One stack in the arena: its frames, then every string they and its text point at. */
 struct entry {

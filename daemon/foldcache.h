@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h"
+#include "store/store.h"
 
 struct foldcache;
 

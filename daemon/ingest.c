@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "ingest.h"
-#include "store.h"
+#include "store/store.h"
 #include "python/pyglue.h"
 #include "python/pynames.h"
 #include "python/pyprocs.h"

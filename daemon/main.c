@@ -24,7 +24,7 @@
 #include "notify.h"
 #include "sampler.h"
 #include "status.h"
-#include "store.h"
+#include "store/store.h"
 #include "python/pynames.h"
 #include "python/pyprocs.h"
 #include "symbolize/symbolizer.h"

@@ -10,7 +10,7 @@
 
 #include "options.h"
 #include "profile.h"
-#include "window.h"
+#include "query/window.h"
 
 static const struct options defaults = {
 	.python = true,

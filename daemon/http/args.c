@@ -15,7 +15,7 @@
 #include <microhttpd.h>
 
 #include "http/http_impl.h"
-#include "window.h"
+#include "query/window.h"
 
 #define DEFAULT_WINDOW_S 3600
 #define VALUE_MAX 256                /* bytes of one parameter's value */

@@ -15,9 +15,9 @@
 #include <microhttpd.h>
 
 #include "http/http.h"
-#include "query.h"
+#include "query/query.h"
 #include "status.h"
-#include "store.h"
+#include "store/store.h"
 
 #define CODES 600                    /* HTTP status codes counted: 0..599 */
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "symbolize/elf_file.h"
+#include "elf/elf_file.h"
 #include "symbolize/elf_symbols.h"
 
 /* Looks up addresses in and around each segment and checks each name found is a readable string. */

@@ -9,7 +9,7 @@
 #include "render/svg.h"
 #include "render/top.h"
 #include "render/tree.h"
-#include "store.h"
+#include "store/store.h"
 
 /* Each input is lines "comm;frame;...;frame COUNT", added to both sides of a tree, a top table and one
  * store transaction (rolled back, so the database stays empty), then rendered as JSON and SVG. */

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "symbolize/procmaps.h"
+#include "elf/procmaps.h"
 
 /* Parses one line and checks what a parsed mapping promises. */
 static void parse_line(char *line, void *ctx)

@@ -12,7 +12,7 @@
 
 #include "fuzz.h"
 #include "http/http.h"
-#include "store.h"
+#include "store/store.h"
 
 /* One server on 127.0.0.1:0 over a small store. Each input is one request "GET PATH?QUERY": its first
  * byte chooses the endpoint (and GET or HEAD), the rest is the query string. The server must answer

@@ -2,7 +2,7 @@
 #include <stdint.h>
 
 #include "fuzz.h"
-#include "window.h"
+#include "query/window.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

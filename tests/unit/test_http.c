@@ -19,7 +19,7 @@
 
 #include "check.h"
 #include "http/http.h"
-#include "store.h"
+#include "store/store.h"
 
 /* The fixture's fixed time: 2023-11-14T22:13:20Z. */
 #define T0 INT64_C(1700000000)

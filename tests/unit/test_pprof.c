@@ -12,7 +12,7 @@
 #include <zlib.h>
 
 #include "check.h"
-#include "daemon/render/pprof.pb-c.h"
+#include "lib/render/pprof.pb-c.h"
 #include "render/pprof.h"
 
 typedef Perftools__Profiles__Profile Profile;

@@ -19,7 +19,7 @@
 #include "check.h"
 #include "testutil.h"
 #include "python/pyelf.h"
-#include "symbolize/elf_file.h"
+#include "elf/elf_file.h"
 
 #define DEBIAN_PY "/usr/bin/python3.11"
 #define PYENV "/root/.pyenv/versions"

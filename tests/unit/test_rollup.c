@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "rollup.h"
+#include "store/rollup.h"
 
 /* A deterministic stream of stack ids with repeats, as a busy process's rollups have. */
 static uint64_t next_rand(uint64_t *s)

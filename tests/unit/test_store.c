@@ -18,9 +18,9 @@
 #include "check.h"
 #include "testutil.h"
 #include "render/folded.h"
-#include "hash.h"
-#include "store.h"
-#include "store_impl.h"
+#include "util/hash.h"
+#include "store/store.h"
+#include "store/store_impl.h"
 
 /* The fixture's fixed time: 2023-11-14T22:13:20Z. */
 /* A frame of a native binary: name, module, build-id (no Python source). */

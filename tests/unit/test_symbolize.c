@@ -18,11 +18,11 @@
 
 #include "check.h"
 #include "testutil.h"
-#include "symbolize/debuginfo.h"
-#include "symbolize/elf_file.h"
+#include "elf/debuginfo.h"
+#include "elf/elf_file.h"
 #include "symbolize/elf_symbols.h"
 #include "symbolize/kallsyms.h"
-#include "symbolize/procmaps.h"
+#include "elf/procmaps.h"
 #include "symbolize/symbolizer.h"
 
 #define MAX_ADDRS 16

@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "check.h"
-#include "window.h"
+#include "query/window.h"
 
 struct good {
 	const char *in;

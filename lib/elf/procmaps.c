@@ -1,0 +1,173 @@
+/* procmaps.c - parses /proc/PID/maps lines and keeps the executable mappings. */
+#include "elf/procmaps.h"
+#include "util/textparse.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DELETED_SUFFIX " (deleted)"
+
+/* A growable array of mappings being read. */
+struct map_list {
+	struct procmap *v;
+	size_t n, cap;
+};
+
+/* Consumes the character c at *p. Returns 0 or -EINVAL. */
+static int expect(const char **p, char c)
+{
+	if (**p != c)
+		return -EINVAL;
+	(*p)++;
+	return 0;
+}
+
+/* Parses "rwxp": four characters, then a space. */
+static int parse_perms(const char **p, bool *exec)
+{
+	const char *s = *p;
+
+	if ((s[0] != 'r' && s[0] != '-') || (s[1] != 'w' && s[1] != '-') || (s[2] != 'x' && s[2] != '-') ||
+	    (s[3] != 'p' && s[3] != 's') || s[4] != ' ')
+		return -EINVAL;
+	*exec = s[2] == 'x';
+	*p = s + 5;
+	return 0;
+}
+
+/* Cuts the newline and a " (deleted)" suffix off path; an empty path becomes NULL. */
+static void finish_path(char *path, struct procmap *out)
+{
+	size_t len = strlen(path), sl = strlen(DELETED_SUFFIX);
+
+	if (len > 0 && path[len - 1] == '\n')
+		path[--len] = '\0';
+	out->deleted = len > sl && strcmp(path + len - sl, DELETED_SUFFIX) == 0;
+	if (out->deleted)
+		path[len - sl] = '\0';
+	out->path = path[0] ? path : NULL;
+}
+
+int procmaps_parse_line(char *line, struct procmap *out)
+{
+	const char *p = line;
+	uint64_t maj, min;
+
+	memset(out, 0, sizeof(*out));
+	if (text_parse_uint(&p, 16, 16, &out->start) || expect(&p, '-') || text_parse_uint(&p, 16, 16, &out->end) ||
+	    expect(&p, ' ') || parse_perms(&p, &out->exec) || text_parse_uint(&p, 16, 16, &out->offset) ||
+	    expect(&p, ' ') || text_parse_uint(&p, 16, 8, &maj) || expect(&p, ':') || text_parse_uint(&p, 16, 8, &min) ||
+	    expect(&p, ' ') || text_parse_uint(&p, 10, 20, &out->inode))
+		return -EINVAL;
+	if (out->start >= out->end || maj > UINT32_MAX || min > UINT32_MAX)
+		return -EINVAL;
+	if (*p != '\0' && *p != '\n' && *p != ' ')
+		return -EINVAL;
+	while (*p == ' ')
+		p++;
+	out->dev_major = (uint32_t)maj;
+	out->dev_minor = (uint32_t)min;
+	finish_path(line + (p - line), out);
+	return 0;
+}
+
+/* Appends a copy of m (its path duplicated). Returns 0 or -ENOMEM. */
+static int list_push(struct map_list *l, const struct procmap *m)
+{
+	struct procmap *v;
+	size_t cap;
+
+	if (l->n == l->cap) {
+		cap = l->cap ? l->cap * 2 : 64;
+		v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n] = *m;
+	if (m->path) {
+		l->v[l->n].path = strdup(m->path);
+		if (!l->v[l->n].path)
+			return -ENOMEM;
+	}
+	l->n++;
+	return 0;
+}
+
+static int map_cmp(const void *a, const void *b)
+{
+	const struct procmap *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return 0;
+}
+
+/* Reads every line of fp into l, keeping executable mappings. Returns 0 or -errno. */
+static int read_lines(FILE *fp, struct map_list *l)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	struct procmap m;
+	ssize_t len;
+	int err = 0;
+
+	while ((len = getline(&line, &cap, fp)) >= 0) {
+		if (len > PROCMAPS_MAX_LINE || procmaps_parse_line(line, &m) < 0 || !m.exec)
+			continue;
+		if (l->n >= PROCMAPS_MAX)
+			break;
+		err = list_push(l, &m);
+		if (err)
+			break;
+	}
+	if (!err && ferror(fp))
+		err = -EIO;
+	free(line);
+	return err;
+}
+
+int procmaps_read_file(const char *path, struct procmap **out, size_t *n)
+{
+	struct map_list l = { 0 };
+	FILE *fp;
+	int err;
+
+	fp = fopen(path, "re");
+	if (!fp)
+		return -errno;
+	err = read_lines(fp, &l);
+	fclose(fp);
+	if (err) {
+		procmaps_free(l.v, l.n);
+		return err;
+	}
+	if (l.n > 1)
+		qsort(l.v, l.n, sizeof(*l.v), map_cmp);
+	*out = l.v;
+	*n = l.n;
+	return 0;
+}
+
+int procmaps_read(uint32_t pid, struct procmap **out, size_t *n)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/maps", pid);
+	return procmaps_read_file(path, out, n);
+}
+
+void procmaps_free(struct procmap *maps, size_t n)
+{
+	size_t i;
+
+	if (!maps)
+		return;
+	for (i = 0; i < n; i++)
+		free(maps[i].path);
+	free(maps);
+}

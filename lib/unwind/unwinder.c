@@ -1,0 +1,686 @@
+/* unwinder.c - builds, loads and shares the unwind tables of sampled processes (see unwinder.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/types.h>
+#include <bpf/bpf.h>
+
+#include "unwind.h"
+#include "unwind/cfi.h"
+#include "unwind/unwinder.h"
+#include "elf/bincache.h"
+#include "elf/debuginfo.h"
+#include "elf/elf_file.h"
+#include "elf/procmaps.h"
+
+#define FAST_STREAK 4          /* fast requests done in a row before a waiting build gets its turn */
+#define UNUSED_SWEEPS 12     /* a table no process used for this many sweeps is dropped */
+#define FILL_CHUNK 65536     /* rows copied into an inner map per batch update */
+#define MAX_ENTRIES_PER_SLOT 4 /* binaries remembered (with or without a table) per table slot */
+
+#define TABLE_IDS 4 /* files (containers' copies of one build) that share a table by build-id */
+
+/* A file, as fstat sees it: a replaced or rewritten binary is another file. */
+struct file_id {
+	uint64_t dev, ino, size;
+	int64_t mtime_ns;
+};
+
+/* One binary: the files it was found as, where its rows are, the segments that turn addresses into ELF
+ * ones. */
+struct table {
+	struct file_id ids[TABLE_IDS];
+	size_t nids;
+	uint8_t build_id[ELF_BUILD_ID_MAX];
+	int build_id_len; /* 0: none */
+	uint32_t slot;    /* in unwind_tables; UNWIND_NO_TABLE: no rows loaded */
+	uint32_t tag;     /* UNWIND_TABLE(slot, generation of the slot when loaded) */
+	uint32_t nrows;
+	bool refused;     /* had rows, not loaded for want of room: may be tried again once unused */
+	struct elf_segment segs[ELF_MAX_SEGMENTS];
+	size_t nsegs;
+	unsigned users;   /* processes whose mappings use it */
+	uint64_t last_used; /* sweep count when last used */
+};
+
+/* How many tables one pass over a process may build (of binaries whose mapping is at most max_size
+ * bytes), and how many it left unbuilt, the smallest mapping of those. */
+struct budget {
+	int builds;
+	uint64_t max_size;
+	int missing;
+	uint64_t smallest;
+};
+
+struct proc {
+	uint32_t pid;
+	uint64_t token;
+	struct table **used; /* distinct tables its mappings use */
+	size_t nused;
+};
+
+struct unwinder {
+	struct unwinder_opts o;
+	char debug_dir[PATH_MAX];
+	struct table **tables; /* every binary remembered, max_tables * MAX_ENTRIES_PER_SLOT */
+	size_t ntables, cap_tables;
+	bool *slot_used;       /* max_tables */
+	uint16_t *slot_gen;    /* max_tables: loads into each slot so far, 1 to UNWIND_MAX_GEN (wrapping) */
+	struct proc *procs;    /* max_procs */
+	size_t nprocs;
+	struct unwind_proc *value; /* the BPF value being written */
+	__u32 *fill_keys;      /* FILL_CHUNK: the keys of one batch update */
+	uint64_t sweeps;
+	struct unwinder_stats st;    /* the thread's */
+	/* Shared with the callers of unwinder_request and unwinder_get_stats, under mu. */
+	pthread_mutex_t mu;
+	pthread_cond_t wake;
+	pthread_t thread;
+	bool thread_started, stop, sweep_wanted;
+	bool busy; /* the thread is doing a request (it may queue it again) */
+	unsigned fast_streak; /* fast requests done in a row while builds wait */
+	struct ring { /* of requests, one per pid */
+		struct request { uint32_t pid; uint64_t token, cost; } e[UNWINDER_QUEUE];
+		size_t head, count;
+	} fast, slow; /* fast: with the tables built so far; slow: processes waiting for a table built */
+	uint64_t dropped;
+	struct unwinder_stats published;
+};
+
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Makes the thread's counters those unwinder_get_stats returns. */
+static void publish(struct unwinder *u)
+{
+	pthread_mutex_lock(&u->mu);
+	u->published = u->st;
+	u->published.requests_dropped = u->dropped;
+	pthread_mutex_unlock(&u->mu);
+}
+
+static int add(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b);
+
+/* Puts pid's request in r, or updates the one waiting there. Returns false when r is full. */
+static bool ring_put(struct ring *r, uint32_t pid, uint64_t token, uint64_t cost)
+{
+	for (size_t i = 0; i < r->count; i++) {
+		struct request *q = &r->e[(r->head + i) % UNWINDER_QUEUE];
+
+		if (q->pid == pid) {
+			if (token)
+				q->token = token;
+			q->cost = cost;
+			return true;
+		}
+	}
+	if (r->count == UNWINDER_QUEUE)
+		return false;
+	r->e[(r->head + r->count++) % UNWINDER_QUEUE] = (struct request){ pid, token, cost };
+	return true;
+}
+
+/* Takes the first request of r, or with cheapest, the one of least cost (the first of those). */
+static struct request ring_take(struct ring *r, bool cheapest)
+{
+	struct request q, *best = &r->e[r->head];
+
+	for (size_t i = 1; cheapest && i < r->count; i++) {
+		struct request *c = &r->e[(r->head + i) % UNWINDER_QUEUE];
+
+		if (c->cost < best->cost)
+			best = c;
+	}
+	q = *best;
+	*best = r->e[r->head]; /* the head's request takes its place */
+	r->head = (r->head + 1) % UNWINDER_QUEUE;
+	r->count--;
+	return q;
+}
+
+/* The thread. A new process first gets the tables already built (fast), so that one big binary being
+ * built never holds up the processes whose binaries are known; the binaries it still lacks are built
+ * one per turn of the slow queue, between fast requests, the smallest first (shortest job first:
+ * a library just loaded is not kept waiting behind libLLVM). Sweeps come when both queues are empty. */
+static void *worker(void *arg)
+{
+	struct unwinder *u = arg;
+	struct budget b;
+	struct request rq;
+	bool fast;
+
+	pthread_mutex_lock(&u->mu);
+	for (;;) {
+		while (!u->stop && !u->fast.count && !u->slow.count && !u->sweep_wanted)
+			pthread_cond_wait(&u->wake, &u->mu);
+		if (u->stop)
+			break;
+		if (!u->fast.count && !u->slow.count) {
+			u->sweep_wanted = false;
+			pthread_mutex_unlock(&u->mu);
+			unwinder_sweep(u);
+			pthread_mutex_lock(&u->mu);
+			continue;
+		}
+		/* Fast first, but a stream of new processes (a shell loop) must not starve the builds. */
+		fast = u->fast.count > 0 && (!u->slow.count || u->fast_streak < FAST_STREAK);
+		u->fast_streak = fast ? u->fast_streak + 1 : 0;
+		rq = fast ? ring_take(&u->fast, false) : ring_take(&u->slow, true);
+		u->busy = true;
+		pthread_mutex_unlock(&u->mu);
+		b = (struct budget){ .builds = fast ? 0 : 1, .max_size = fast ? 0 : rq.cost };
+		int err = add(u, rq.pid, rq.token, &b);
+		pthread_mutex_lock(&u->mu);
+		if (!err && b.missing && !ring_put(&u->slow, rq.pid, 0, b.smallest))
+			u->dropped++;
+		u->busy = false;
+	}
+	pthread_mutex_unlock(&u->mu);
+	return NULL;
+}
+
+void unwinder_request(struct unwinder *u, uint32_t pid, uint64_t token)
+{
+	pthread_mutex_lock(&u->mu);
+	if (ring_put(&u->fast, pid, token, 0))
+		pthread_cond_signal(&u->wake);
+	else
+		u->dropped++;
+	pthread_mutex_unlock(&u->mu);
+}
+
+void unwinder_request_sweep(struct unwinder *u)
+{
+	pthread_mutex_lock(&u->mu);
+	u->sweep_wanted = true;
+	pthread_cond_signal(&u->wake);
+	pthread_mutex_unlock(&u->mu);
+}
+
+int unwinder_new(const struct unwinder_opts *opts, struct unwinder **out)
+{
+	struct unwinder *u;
+	int err;
+
+	if (!opts->max_tables || opts->max_tables > UNWIND_MAX_SLOTS || !opts->max_procs || !opts->max_bytes || opts->tables_fd < 0 || opts->procs_fd < 0)
+		return -EINVAL;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->o = *opts;
+	snprintf(u->debug_dir, sizeof(u->debug_dir), "%s", opts->debug_dir ? opts->debug_dir : "/usr/lib/debug");
+	u->o.debug_dir = u->debug_dir;
+	u->cap_tables = (size_t)opts->max_tables * MAX_ENTRIES_PER_SLOT;
+	u->tables = calloc(u->cap_tables, sizeof(*u->tables));
+	u->slot_used = calloc(opts->max_tables, sizeof(*u->slot_used));
+	u->slot_gen = calloc(opts->max_tables, sizeof(*u->slot_gen));
+	u->procs = calloc(opts->max_procs, sizeof(*u->procs));
+	u->value = calloc(1, sizeof(*u->value));
+	u->fill_keys = malloc(FILL_CHUNK * sizeof(*u->fill_keys));
+	pthread_mutex_init(&u->mu, NULL);
+	pthread_cond_init(&u->wake, NULL);
+	if (!u->tables || !u->slot_used || !u->slot_gen || !u->procs || !u->value || !u->fill_keys) {
+		unwinder_free(u);
+		return -ENOMEM;
+	}
+	err = pthread_create(&u->thread, NULL, worker, u);
+	if (err) {
+		unwinder_free(u);
+		return -err;
+	}
+	u->thread_started = true;
+	*out = u;
+	return 0;
+}
+
+/* Unloads t's rows (if loaded) and forgets it. */
+static void drop_table(struct unwinder *u, size_t i)
+{
+	struct table *t = u->tables[i];
+
+	if (t->slot != UNWIND_NO_TABLE) {
+		bpf_map_delete_elem(u->o.tables_fd, &t->slot);
+		u->slot_used[t->slot] = false;
+		u->st.tables--;
+		u->st.table_rows -= t->nrows;
+		u->st.table_bytes -= (uint64_t)t->nrows * sizeof(struct unwind_row);
+	}
+	free(t);
+	u->tables[i] = u->tables[--u->ntables];
+}
+
+/* Drops the least recently used table no process uses and that holds rows (or, when rows is false,
+ * any unused entry). Returns false when there is none. */
+static bool evict_one(struct unwinder *u, bool rows)
+{
+	size_t best = SIZE_MAX;
+
+	for (size_t i = 0; i < u->ntables; i++) {
+		const struct table *t = u->tables[i];
+
+		if (t->users || (rows && t->slot == UNWIND_NO_TABLE))
+			continue;
+		if (best == SIZE_MAX || t->last_used < u->tables[best]->last_used)
+			best = i;
+	}
+	if (best == SIZE_MAX)
+		return false;
+	if (u->tables[best]->slot != UNWIND_NO_TABLE)
+		u->st.tables_evicted++;
+	drop_table(u, best);
+	return true;
+}
+
+/* A free slot of unwind_tables, or UNWIND_NO_TABLE. */
+static uint32_t free_slot(const struct unwinder *u)
+{
+	for (uint32_t i = 0; i < u->o.max_tables; i++)
+		if (!u->slot_used[i])
+			return i;
+	return UNWIND_NO_TABLE;
+}
+
+/* Makes room for rows more rows and a slot, evicting unused tables. Returns the slot or UNWIND_NO_TABLE. */
+static uint32_t make_room(struct unwinder *u, size_t rows)
+{
+	uint64_t bytes = (uint64_t)rows * sizeof(struct unwind_row);
+	uint32_t slot;
+
+	if (bytes > u->o.max_bytes)
+		return UNWIND_NO_TABLE;
+	while (u->st.table_bytes + bytes > u->o.max_bytes || (slot = free_slot(u)) == UNWIND_NO_TABLE)
+		if (!evict_one(u, true))
+			return UNWIND_NO_TABLE;
+	return slot;
+}
+
+/* Copies rows into a new inner map and puts it in slot. Returns 0 or -errno. */
+static int load_rows(struct unwinder *u, uint32_t slot, const struct unwind_row *rows, size_t n)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_INNER_MAP);
+	int fd, err = 0;
+
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "flamed_unwind", sizeof(__u32), sizeof(struct unwind_row),
+			    (__u32)n, &mo);
+	if (fd < 0)
+		return -errno;
+	for (size_t done = 0; done < n && !err;) {
+		__u32 count = n - done < FILL_CHUNK ? (__u32)(n - done) : FILL_CHUNK;
+
+		for (__u32 i = 0; i < count; i++)
+			u->fill_keys[i] = (__u32)done + i;
+		if (bpf_map_update_batch(fd, u->fill_keys, rows + done, &count, NULL))
+			err = -errno;
+		done += count;
+	}
+	if (!err && bpf_map_update_elem(u->o.tables_fd, &slot, &fd, BPF_ANY))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+/* Builds the rows of the binary open on fd (ef its parsed copy): its .eh_frame, else a separate debug
+ * file's .debug_frame. Returns 0 with *rows and *n set, or -errno. */
+static int build_rows(struct unwinder *u, int fd, const struct elf_file *ef, const char *root, const char *path,
+		      struct unwind_row **rows, size_t *n)
+{
+	char found[PATH_MAX] = "";
+	struct debuginfo_query q = { .root = root, .debug_dir = u->debug_dir, .path = path, .bin = ef,
+				     .found = found, .found_len = sizeof(found) };
+	struct elf_file *dbg;
+	struct cfi_stats cs;
+	int dfd, err;
+
+	err = cfi_build(fd, -1, UNWIND_MAX_ROWS, rows, n, &cs);
+	if (err == -ENOENT && debuginfo_find(&q, &dbg) == 0) {
+		elf_file_free(dbg);
+		dfd = elf_file_open_fd(found);
+		if (dfd >= 0) {
+			err = cfi_build(fd, dfd, UNWIND_MAX_ROWS, rows, n, &cs);
+			close(dfd);
+		}
+	}
+	return err;
+}
+
+/* Builds and loads the rows of t's binary (open on fd, parsed as ef). */
+static void fill_table(struct unwinder *u, struct table *t, int fd, const struct elf_file *ef, const char *root,
+		       const char *path)
+{
+	struct unwind_row *rows = NULL;
+	double t0 = mono_now();
+	size_t n = 0;
+	int err;
+
+	err = build_rows(u, fd, ef, root, path, &rows, &n);
+	if (err || n < 2) {
+		u->st.binaries_without++;
+	} else if ((t->slot = make_room(u, n)) == UNWIND_NO_TABLE) {
+		t->refused = true;
+		u->st.tables_refused++;
+	} else if (load_rows(u, t->slot, rows, n)) {
+		t->slot = UNWIND_NO_TABLE;
+		t->refused = true;
+		u->st.tables_refused++;
+	} else {
+		u->slot_used[t->slot] = true;
+		u->slot_gen[t->slot] = u->slot_gen[t->slot] % UNWIND_MAX_GEN + 1;
+		t->tag = UNWIND_TABLE(t->slot, u->slot_gen[t->slot]);
+		t->nrows = (uint32_t)n;
+		u->st.tables++;
+		u->st.tables_built++;
+		u->st.table_rows += n;
+		u->st.table_bytes += (uint64_t)n * sizeof(struct unwind_row);
+	}
+	free(rows);
+	u->st.build_seconds += mono_now() - t0;
+	if (u->o.verbose)
+		fprintf(stderr, "flamed: unwind table of %s: %zu rows, %zu KiB, %s, %.1f ms\n", path, n,
+			n * sizeof(struct unwind_row) >> 10, t->nrows ? "loaded" : t->refused ? "no room" : "none usable",
+			(mono_now() - t0) * 1e3);
+}
+
+/* A loaded table of the same build as ef (by build-id) with room for another file, or NULL. */
+static struct table *same_build(struct unwinder *u, const uint8_t *id, int len)
+{
+	for (size_t i = 0; len > 0 && i < u->ntables; i++) {
+		struct table *t = u->tables[i];
+
+		if (t->build_id_len == len && !memcmp(t->build_id, id, (size_t)len) && t->slot != UNWIND_NO_TABLE &&
+		    t->nids < TABLE_IDS)
+			return t;
+	}
+	return NULL;
+}
+
+/* The table of the binary open on fd (taken over), file id: another file of a build already loaded
+ * shares its table; else a new entry is built. Returns it (its slot UNWIND_NO_TABLE when it has no
+ * usable rows or no room) or NULL (not ELF, out of memory). */
+static struct table *new_table(struct unwinder *u, int fd, const struct file_id *id, const char *root,
+			       const char *path)
+{
+	uint8_t bid[ELF_BUILD_ID_MAX];
+	struct elf_file *ef;
+	struct table *t;
+	int cfd = dup(fd), nsegs, bid_len;
+
+	if (cfd < 0) {
+		close(fd);
+		return NULL;
+	}
+	if (elf_file_from_fd(fd, &ef)) { /* takes fd over */
+		close(cfd);
+		return NULL;
+	}
+	bid_len = elf_file_build_id(ef, bid, sizeof(bid));
+	t = same_build(u, bid, bid_len);
+	if (t) {
+		t->ids[t->nids++] = *id;
+		goto out;
+	}
+	if (u->ntables == u->cap_tables && !evict_one(u, false))
+		goto out;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		goto out;
+	t->ids[0] = *id;
+	t->nids = 1;
+	if (bid_len > 0) {
+		memcpy(t->build_id, bid, (size_t)bid_len);
+		t->build_id_len = bid_len;
+	}
+	t->slot = UNWIND_NO_TABLE;
+	t->last_used = u->sweeps;
+	nsegs = elf_file_segments(ef, t->segs, ELF_MAX_SEGMENTS);
+	t->nsegs = nsegs > 0 ? (size_t)nsegs : 0;
+	fill_table(u, t, cfd, ef, root, path);
+	u->tables[u->ntables++] = t;
+out:
+	elf_file_free(ef);
+	close(cfd);
+	return t;
+}
+
+/* The table of the file mapped at m in pid, built on first use if b allows one more build (else counted
+ * in b->missing). NULL: none (not a file, unreadable, out of memory, or not built now). */
+static struct table *table_for(struct unwinder *u, uint32_t pid, const struct procmap *m, struct budget *b)
+{
+	struct bin_source src = { .pid = pid, .start = m->start, .end = m->end, .inode = m->inode,
+				  .path = m->path, .deleted = m->deleted };
+	char root[BINCACHE_ROOT_LEN];
+	struct file_id id;
+	struct stat st;
+	int fd;
+
+	if (!m->path || m->path[0] != '/')
+		return NULL; /* anonymous (JIT), [vdso], [stack]... */
+	fd = bincache_open_mapped(&src, root);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return NULL;
+	}
+	id = (struct file_id){ st.st_dev, st.st_ino, st.st_size, (int64_t)st.st_mtim.tv_sec * 1000000000LL +
+			       st.st_mtim.tv_nsec };
+	for (size_t i = 0; i < u->ntables; i++) {
+		struct table *t = u->tables[i];
+
+		for (size_t j = 0; j < t->nids; j++) {
+			if (memcmp(&t->ids[j], &id, sizeof(id)))
+				continue;
+			if (t->refused && !t->users && b->builds > 0) { /* try again: room may have come */
+				b->builds--;
+				drop_table(u, i);
+				return new_table(u, fd, &id, root, m->path);
+			}
+			close(fd);
+			return t;
+		}
+	}
+	if (b->builds <= 0 || m->end - m->start > b->max_size) {
+		b->missing++;
+		if (!b->smallest || m->end - m->start < b->smallest)
+			b->smallest = m->end - m->start;
+		close(fd);
+		return NULL;
+	}
+	b->builds--;
+	return new_table(u, fd, &id, root, m->path);
+}
+
+static struct proc *find_proc(struct unwinder *u, uint32_t pid)
+{
+	for (size_t i = 0; i < u->nprocs; i++)
+		if (u->procs[i].pid == pid)
+			return &u->procs[i];
+	return NULL;
+}
+
+/* Adds t to the distinct tables of a process being built (used, *n of them), counting the use at once
+ * so that later mappings of the process cannot evict it. */
+static void use_table(struct table **used, size_t *n, struct table *t)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (used[i] == t)
+			return;
+	used[(*n)++] = t;
+	t->users++;
+}
+
+static void release(struct proc *p)
+{
+	for (size_t i = 0; i < p->nused; i++)
+		p->used[i]->users--;
+	free(p->used);
+	p->used = NULL;
+	p->nused = 0;
+}
+
+/* Fills u->value with pid's mappings; used gets the distinct tables (UNWIND_MAX_MAPPINGS room). */
+static void fill_value(struct unwinder *u, uint32_t pid, const struct procmap *maps, size_t n,
+		       struct table **used, size_t *nused, struct budget *b)
+{
+	struct unwind_proc *v = u->value;
+
+	v->n = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct unwind_mapping *um;
+		struct table *t;
+		uint64_t vaddr;
+
+		if (v->n == UNWIND_MAX_MAPPINGS) {
+			u->st.mappings_dropped += n - i;
+			break;
+		}
+		um = &v->m[v->n++];
+		um->start = maps[i].start;
+		um->end = maps[i].end;
+		um->bias = 0;
+		um->table = UNWIND_NO_TABLE;
+		um->nrows = 0;
+		t = table_for(u, pid, &maps[i], b);
+		if (!t)
+			continue;
+		t->last_used = u->sweeps;
+		use_table(used, nused, t); /* until the old uses are released, both count */
+		if (t->slot == UNWIND_NO_TABLE || elf_segments_vaddr(t->segs, t->nsegs, maps[i].offset, &vaddr))
+			continue;
+		um->bias = maps[i].start - vaddr;
+		um->table = t->tag;
+		um->nrows = t->nrows;
+	}
+}
+
+/* unwinder_add, building at most b->builds tables (the binaries left are counted in b->missing). */
+static int add(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b)
+{
+	struct procmap *maps;
+	struct table **used;
+	struct proc *p;
+	size_t n, nused = 0;
+	int err;
+
+	err = procmaps_read(pid, &maps, &n);
+	if (err)
+		return err;
+	p = find_proc(u, pid);
+	if (!p && u->nprocs == u->o.max_procs) {
+		procmaps_free(maps, n);
+		u->st.processes_refused++;
+		publish(u);
+		return -ENOSPC;
+	}
+	used = calloc(UNWIND_MAX_MAPPINGS, sizeof(*used));
+	if (!used) {
+		procmaps_free(maps, n);
+		return -ENOMEM;
+	}
+	memset(u->value, 0, sizeof(*u->value));
+	fill_value(u, pid, maps, n, used, &nused, b);
+	procmaps_free(maps, n);
+	if (!p) {
+		p = &u->procs[u->nprocs++];
+		memset(p, 0, sizeof(*p));
+		p->pid = pid;
+		u->st.processes++;
+	}
+	release(p);
+	p->used = used;
+	p->nused = nused;
+	if (token)
+		p->token = token;
+	u->value->token = p->token;
+	if (bpf_map_update_elem(u->o.procs_fd, &pid, u->value, BPF_ANY)) {
+		err = -errno;
+		u->st.processes_refused++;
+		release(p);
+		*p = u->procs[--u->nprocs];
+		u->st.processes--;
+	}
+	publish(u);
+	return err;
+}
+
+int unwinder_add(struct unwinder *u, uint32_t pid, uint64_t token)
+{
+	struct budget b = { .builds = INT_MAX, .max_size = UINT64_MAX };
+
+	return add(u, pid, token, &b);
+}
+
+void unwinder_sweep(struct unwinder *u)
+{
+	u->sweeps++;
+	for (size_t i = 0; i < u->nprocs;) {
+		struct proc *p = &u->procs[i];
+
+		if (kill((pid_t)p->pid, 0) == 0 || errno != ESRCH) {
+			i++;
+			continue;
+		}
+		bpf_map_delete_elem(u->o.procs_fd, &p->pid);
+		release(p);
+		*p = u->procs[--u->nprocs];
+		u->st.processes--;
+	}
+	for (size_t i = 0; i < u->ntables;) {
+		const struct table *t = u->tables[i];
+
+		if (!t->users && u->sweeps - t->last_used >= UNUSED_SWEEPS)
+			drop_table(u, i);
+		else
+			i++;
+	}
+	publish(u);
+}
+
+void unwinder_get_stats(struct unwinder *u, struct unwinder_stats *out)
+{
+	pthread_mutex_lock(&u->mu);
+	*out = u->published;
+	out->requests_pending = u->fast.count + u->slow.count + u->sweep_wanted + u->busy;
+	pthread_mutex_unlock(&u->mu);
+}
+
+void unwinder_free(struct unwinder *u)
+{
+	if (!u)
+		return;
+	if (u->thread_started) {
+		pthread_mutex_lock(&u->mu);
+		u->stop = true;
+		pthread_cond_signal(&u->wake);
+		pthread_mutex_unlock(&u->mu);
+		pthread_join(u->thread, NULL);
+	}
+	for (size_t i = 0; i < u->nprocs; i++) {
+		bpf_map_delete_elem(u->o.procs_fd, &u->procs[i].pid);
+		release(&u->procs[i]);
+	}
+	while (u->ntables)
+		drop_table(u, u->ntables - 1);
+	free(u->tables);
+	free(u->slot_used);
+	free(u->slot_gen);
+	free(u->procs);
+	free(u->value);
+	free(u->fill_keys);
+	pthread_mutex_destroy(&u->mu);
+	pthread_cond_destroy(&u->wake);
+	free(u);
+}
