@@ -11,7 +11,7 @@
 #include <bpf/bpf.h>
 
 #include "python/pyprocs.h"
-#include "elf/bincache.h"
+#include "symbolize/bincache.h"
 #include "elf/debuginfo.h"
 #include "elf/elf_file.h"
 #include "elf/procmaps.h"

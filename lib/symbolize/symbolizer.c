@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "elf/bincache.h"
+#include "symbolize/bincache.h"
 #include "util/hash.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/perfmap.h"

@@ -17,7 +17,7 @@
 #include "unwind.h"
 #include "unwind/cfi.h"
 #include "unwind/unwinder.h"
-#include "elf/bincache.h"
+#include "symbolize/bincache.h"
 #include "elf/debuginfo.h"
 #include "elf/elf_file.h"
 #include "elf/procmaps.h"

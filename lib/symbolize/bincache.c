@@ -1,5 +1,5 @@
 /* bincache.c - loads each mapped ELF binary once (segments, symbols, debug file) and keeps a bounded LRU. */
-#include "elf/bincache.h"
+#include "symbolize/bincache.h"
 #include "symbolize/inlines.h"
 
 #include <errno.h>
