@@ -11,7 +11,7 @@
 #include <bpf/bpf.h>
 
 #include "python/pyprocs.h"
-#include "symbolize/bincache.h"
+#include "elf/mapped.h"
 #include "elf/debuginfo.h"
 #include "elf/elf_file.h"
 #include "elf/procmaps.h"
@@ -140,7 +140,7 @@ static const struct bin_entry *binary_for(struct pyprocs *p, uint32_t pid, const
 {
 	struct bin_source src = { .pid = pid, .start = m->start, .end = m->end, .inode = m->inode,
 				  .path = m->path, .deleted = m->deleted };
-	char root[BINCACHE_ROOT_LEN];
+	char root[BIN_ROOT_LEN];
 	struct bin_entry *e = NULL;
 	struct file_key key;
 	struct stat st;
@@ -148,7 +148,7 @@ static const struct bin_entry *binary_for(struct pyprocs *p, uint32_t pid, const
 
 	if (!m->path || m->path[0] != '/')
 		return NULL; /* anonymous (JIT, perf trampolines), [vdso] */
-	fd = bincache_open_mapped(&src, root);
+	fd = bin_open_mapped(&src, root);
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, &st) < 0) {

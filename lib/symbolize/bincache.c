@@ -13,11 +13,12 @@
 
 #include "elf/debuginfo.h"
 #include "elf/elf_file.h"
+#include "elf/mapped.h"
 #include "symbolize/elf_symbols.h"
 #include "util/lru.h"
 
 #define MAX_BUCKETS (1u << 16)
-#define ROOT_LEN BINCACHE_ROOT_LEN
+#define ROOT_LEN BIN_ROOT_LEN
 
 struct binary {
 	struct elf_segment segs[ELF_MAX_SEGMENTS];
@@ -133,63 +134,6 @@ static void file_id_of(const struct stat *st, struct file_id *id)
 	id->mtime_nsec = (int64_t)st->st_mtim.tv_nsec;
 }
 
-/* Stats the mapped file: /proc/PID/map_files/START-END, else its path (under /proc/PID/root, then as
- * is) when that still names the same inode. Returns 0 or -ENOENT. */
-static int stat_mapped(const struct bin_source *src, struct stat *st)
-{
-	char path[PATH_MAX + ROOT_LEN];
-	int n;
-
-	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, src->pid, src->start,
-		 src->end);
-	if (stat(path, st) == 0)
-		return 0;
-	if (src->deleted || !src->path || src->path[0] != '/')
-		return -ENOENT;
-	n = snprintf(path, sizeof(path), "/proc/%" PRIu32 "/root%s", src->pid, src->path);
-	if (n > 0 && (size_t)n < sizeof(path) && stat(path, st) == 0 && (uint64_t)st->st_ino == src->inode)
-		return 0;
-	if (stat(src->path, st) == 0 && (uint64_t)st->st_ino == src->inode)
-		return 0;
-	return -ENOENT;
-}
-
-/* Opens path when it is a regular file with the expected inode. Returns the fd or -errno. */
-static int open_inode(const char *path, uint64_t inode)
-{
-	struct stat st;
-	int fd = elf_file_open_fd(path);
-
-	if (fd < 0)
-		return fd;
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != inode) {
-		close(fd);
-		return -ESTALE;
-	}
-	return fd;
-}
-
-int bincache_open_mapped(const struct bin_source *src, char *root)
-{
-	char path[PATH_MAX + ROOT_LEN];
-	int fd, n;
-
-	snprintf(root, ROOT_LEN, "/proc/%" PRIu32 "/root", src->pid);
-	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, src->pid, src->start,
-		 src->end);
-	fd = elf_file_open_fd(path);
-	if (fd >= 0 || src->deleted || !src->path || src->path[0] != '/')
-		return fd;
-	n = snprintf(path, sizeof(path), "%s%s", root, src->path);
-	if (n > 0 && (size_t)n < sizeof(path)) {
-		fd = open_inode(path, src->inode);
-		if (fd >= 0)
-			return fd;
-	}
-	root[0] = '\0';
-	return open_inode(src->path, src->inode);
-}
-
 /* Fills b->syms: the binary's .symtab, else a debug file's .symtab, else .dynsym.
  * Returns 0 (also when no symbol is found) or -ENOMEM. */
 /* Opens the DWARF of the binary for inlined functions: its separate debug file when there is one, else
@@ -257,7 +201,7 @@ static int load_binary(struct bincache *c, const struct bin_source *src, struct 
 	struct stat st;
 	int fd, n, err;
 
-	fd = bincache_open_mapped(src, root);
+	fd = bin_open_mapped(src, root);
 	if (fd < 0)
 		return fd;
 	if (fstat(fd, &st) == 0)
@@ -327,7 +271,7 @@ static bool stale(struct bincache *c, struct bin_entry *e, const struct bin_sour
 	if (e->checked_gen == c->gen)
 		return false;
 	e->checked_gen = c->gen;
-	if (stat_mapped(src, &st) < 0)
+	if (bin_stat_mapped(src, &st) < 0)
 		return false; /* the process is gone: keep what was read */
 	file_id_of(&st, &now);
 	return memcmp(&now, &e->id, sizeof(now)) != 0;

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "elf/mapped.h"
+
 struct bincache;
 struct binary;
 
@@ -16,15 +18,6 @@ struct bincache_opts {
 	unsigned max;          /* binaries kept (> 0) */
 	size_t max_bytes;      /* memory their symbol tables may hold; 0: no bound but max */
 	bool inlines;          /* also open each binary's DWARF for inlined functions (costs memory) */
-};
-
-/* Where a binary is mapped: how to open it and its cache key. */
-struct bin_source {
-	uint32_t pid;
-	uint64_t start, end;   /* the mapping, for /proc/PID/map_files/START-END */
-	uint64_t dev, inode;   /* the key, from the maps line */
-	const char *path;      /* as the process sees it, without " (deleted)" */
-	bool deleted;          /* the path no longer names the mapped file */
 };
 
 struct bincache_stats {
@@ -48,14 +41,6 @@ void bincache_begin_flush(struct bincache *c);
  * be loaded is remembered until the next flush. Returns NULL when it is not loaded (or out of memory).
  * The pointer is valid until the next bincache_get or bincache_free. */
 const struct binary *bincache_get(struct bincache *c, const struct bin_source *src);
-
-#define BINCACHE_ROOT_LEN 64 /* room for the root bincache_open_mapped returns */
-
-/* Opens the file mapped as src: /proc/PID/map_files/START-END, else /proc/PID/root/PATH, else PATH (both
- * only when not deleted, and the inode must match). root (BINCACHE_ROOT_LEN bytes) gets the prefix under
- * which the process's other files are read ("/proc/PID/root", or "" when only the plain path worked).
- * Returns the descriptor (O_CLOEXEC) or -errno. */
-int bincache_open_mapped(const struct bin_source *src, char *root);
 
 /* Turns a file offset of b into its ELF virtual address. Returns 0 or -ENOENT (in no PT_LOAD). */
 int binary_vaddr(const struct binary *b, uint64_t file_off, uint64_t *vaddr);

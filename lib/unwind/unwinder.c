@@ -17,7 +17,7 @@
 #include "unwind.h"
 #include "unwind/cfi.h"
 #include "unwind/unwinder.h"
-#include "symbolize/bincache.h"
+#include "elf/mapped.h"
 #include "elf/debuginfo.h"
 #include "elf/elf_file.h"
 #include "elf/procmaps.h"
@@ -461,14 +461,14 @@ static struct table *table_for(struct unwinder *u, uint32_t pid, const struct pr
 {
 	struct bin_source src = { .pid = pid, .start = m->start, .end = m->end, .inode = m->inode,
 				  .path = m->path, .deleted = m->deleted };
-	char root[BINCACHE_ROOT_LEN];
+	char root[BIN_ROOT_LEN];
 	struct file_id id;
 	struct stat st;
 	int fd;
 
 	if (!m->path || m->path[0] != '/')
 		return NULL; /* anonymous (JIT), [vdso], [stack]... */
-	fd = bincache_open_mapped(&src, root);
+	fd = bin_open_mapped(&src, root);
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, &st) < 0) {

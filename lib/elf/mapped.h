@@ -1,0 +1,32 @@
+/* mapped.h - the file a process maps, opened or stat'ed from outside it (its mount namespace
+ * included): what the symbolizer, the unwinder and the Python tracker read binaries through. */
+#ifndef FLAMED_ELF_MAPPED_H
+#define FLAMED_ELF_MAPPED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct stat;
+
+/* Where a binary is mapped: how to open it and its cache key. */
+struct bin_source {
+	uint32_t pid;
+	uint64_t start, end;   /* the mapping, for /proc/PID/map_files/START-END */
+	uint64_t dev, inode;   /* the key, from the maps line */
+	const char *path;      /* as the process sees it, without " (deleted)" */
+	bool deleted;          /* the path no longer names the mapped file */
+};
+
+#define BIN_ROOT_LEN 64 /* room for the root bin_open_mapped returns */
+
+/* Opens the file mapped as src: /proc/PID/map_files/START-END, else /proc/PID/root/PATH, else PATH (both
+ * only when not deleted, and the inode must match). root (BIN_ROOT_LEN bytes) gets the prefix under
+ * which the process's other files are read ("/proc/PID/root", or "" when only the plain path worked).
+ * Returns the descriptor (O_CLOEXEC) or -errno. */
+int bin_open_mapped(const struct bin_source *src, char *root);
+
+/* Stats the file mapped as src: /proc/PID/map_files/START-END, else its path (under /proc/PID/root, then
+ * as is) when that still names the same inode. Returns 0 or -ENOENT. */
+int bin_stat_mapped(const struct bin_source *src, struct stat *st);
+
+#endif
