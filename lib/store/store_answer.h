@@ -1,6 +1,5 @@
 /* store_answer.h - a query's answer: its stacks and frames named from their ids (interned, read in
- * bulk), ranked and merged; and the id -> index maps it is built with (store_idmap.c). For
- * store_query.c only. */
+ * bulk), ranked and merged (its id -> index maps: store_idmap.h). For store_query.c only. */
 #ifndef FLAMED_STORE_ANSWER_H
 #define FLAMED_STORE_ANSWER_H
 
@@ -9,17 +8,8 @@
 #include <stdint.h>
 
 #include "store/rollup.h"
+#include "store/store_idmap.h"
 #include "store/store_impl.h"
-
-/* An open-addressing map of int64 ids to indexes, at most half full. */
-struct idmap {
-	struct idslot {
-		int64_t key;
-		uint32_t val;
-		bool used;
-	} *slots;
-	size_t cap, n;
-};
 
 /* One frame of an answer: a frame row (id > 0) or a frame name split out of a stack's stored text
  * (id 0, module, build-id and file ""). text is name NUL module NUL build-id NUL file NUL, NULL until
@@ -69,15 +59,6 @@ struct qrow {
 
 /* An order of struct qrow (qsort_r; ctx: the answer). */
 typedef int (*row_cmp)(const void *x, const void *y, void *ctx);
-
-/* Frees the map and empties it. */
-void store_idmap_free(struct idmap *m);
-
-/* The index of key: *val and true when present. */
-bool store_idmap_get(const struct idmap *m, int64_t key, uint32_t *val);
-
-/* The index of key, given the next free index (*next, then moved on) when new; *added says which. */
-int store_idmap_put(struct idmap *m, int64_t key, uint32_t *next, uint32_t *val, bool *added);
 
 /* Frees what the answer holds (not a itself). */
 void store_answer_free(struct answer *a);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/store_answer.h"
+#include "store/store_idmap.h"
 
 void store_idmap_free(struct idmap *m)
 {
