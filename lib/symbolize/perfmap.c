@@ -13,7 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "util/lru.h"
+#include "util/pidcache.h"
 
 #define READ_CHUNK 65536
 #define LINE_KEPT (PERFMAP_MAX_NAME + 128) /* bytes of a line kept: its numbers, blanks and the longest name */
@@ -22,7 +22,6 @@
 #define COMPACT_MIN (64u << 10)            /* name bytes of replaced symbols tolerated before compaction */
 #define IDLE_FLUSHES 6                     /* a process not looked up for this many flushes is dropped */
 #define DEFAULT_MAX_PROCESSES 4096
-#define MAX_BUCKETS (1u << 16)
 
 /* ---- the line parser ---- */
 
@@ -578,71 +577,46 @@ static bool trusted(const struct stat *st, const struct proc_ids *id)
 
 /* One process's perf map. */
 struct jitproc {
-	uint32_t pid;
+	struct pidcache_entry e;      /* pid, last use, LRU */
 	bool checked;                 /* checked at least once */
 	uint64_t checked_gen;         /* flush in which the file was last checked */
-	uint64_t used_gen;            /* flush in which it was last looked up */
 	uint64_t starttime;           /* of the process the table was read for */
 	struct perfmap_table *t;      /* NULL: no perf map in use */
 	uint64_t dev, ino;            /* the file t was read from */
 	uint64_t refused[3];          /* dev, inode, ctime of the last file refused: counted once */
 	struct proc_ids ids;          /* what the checks knew of the process while it lived */
 	bool have_ids, read_after_exit;
-	struct lru_node lru;
-	struct jitproc *hnext;
 };
 
 struct perfmap_cache {
-	struct jitproc **buckets;
-	size_t mask;
-	struct lru_node lru; /* most recently looked up first */
-	size_t count, max;
+	struct pidcache procs; /* of struct jitproc */
 	size_t max_entries, max_total;
-	uint64_t gen;
 	struct perfmap_stats st; /* processes and symbols kept up to date */
 };
+
+static void release(struct pidcache_entry *e, void *ctx);
 
 int perfmap_cache_new(const struct perfmap_cache_opts *opts, struct perfmap_cache **out)
 {
 	const struct perfmap_cache_opts none = { 0 };
 	struct perfmap_cache *c;
-	size_t nb = 16;
+	int err;
 
 	if (!opts)
 		opts = &none;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->max = opts->max_processes ? opts->max_processes : DEFAULT_MAX_PROCESSES;
 	c->max_entries = opts->max_entries ? opts->max_entries : PERFMAP_MAX_ENTRIES;
 	c->max_total = opts->max_total ? opts->max_total : PERFMAP_MAX_TOTAL;
-	while (nb < c->max && nb < MAX_BUCKETS)
-		nb *= 2;
-	c->buckets = calloc(nb, sizeof(*c->buckets));
-	if (!c->buckets) {
+	err = pidcache_init(&c->procs, opts->max_processes ? opts->max_processes : DEFAULT_MAX_PROCESSES,
+			    sizeof(struct jitproc), release, c);
+	if (err) {
 		free(c);
-		return -ENOMEM;
+		return err;
 	}
-	c->mask = nb - 1;
-	lru_init(&c->lru);
 	*out = c;
 	return 0;
-}
-
-static size_t bucket_of(const struct perfmap_cache *c, uint32_t pid)
-{
-	return (size_t)((pid * 2654435761u) >> 7) & c->mask;
-}
-
-static struct jitproc *lookup(const struct perfmap_cache *c, uint32_t pid)
-{
-	struct jitproc *p;
-
-	for (p = c->buckets[bucket_of(c, pid)]; p; p = p->hnext) {
-		if (p->pid == pid)
-			return p;
-	}
-	return NULL;
 }
 
 /* Frees p's table, if any. */
@@ -656,55 +630,21 @@ static void forget(struct perfmap_cache *c, struct jitproc *p)
 	p->t = NULL;
 }
 
-/* Unlinks p from the hash and the LRU list and frees it. */
-static void drop(struct perfmap_cache *c, struct jitproc *p)
+/* Frees what an entry holds, before the cache frees it. */
+static void release(struct pidcache_entry *e, void *ctx)
 {
-	struct jitproc **pp = &c->buckets[bucket_of(c, p->pid)];
-
-	while (*pp != p)
-		pp = &(*pp)->hnext;
-	*pp = p->hnext;
-	lru_remove(&p->lru);
-	forget(c, p);
-	free(p);
-	c->count--;
-}
-
-/* Adds an entry for pid, evicting the least recently used one when full. NULL: out of memory. */
-static struct jitproc *insert(struct perfmap_cache *c, uint32_t pid)
-{
-	struct lru_node *old;
-	struct jitproc *p;
-	size_t b;
-
-	if (c->count >= c->max) {
-		old = lru_oldest(&c->lru);
-		if (old)
-			drop(c, lru_entry(old, struct jitproc, lru));
-	}
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return NULL;
-	p->pid = pid;
-	lru_init(&p->lru);
-	b = bucket_of(c, pid);
-	p->hnext = c->buckets[b];
-	c->buckets[b] = p;
-	c->count++;
-	return p;
+	forget(ctx, (struct jitproc *)e);
 }
 
 /* Drops the least recently used processes (never keep) while the symbols held exceed the bound. */
 static void trim(struct perfmap_cache *c, const struct jitproc *keep)
 {
-	struct lru_node *old;
-	struct jitproc *p;
+	struct pidcache_entry *old;
 
-	while (c->st.symbols > c->max_total && (old = lru_oldest(&c->lru))) {
-		p = lru_entry(old, struct jitproc, lru);
-		if (p == keep)
+	while (c->st.symbols > c->max_total && (old = pidcache_oldest(&c->procs))) {
+		if (old == &keep->e)
 			break;
-		drop(c, p);
+		pidcache_drop(&c->procs, old);
 	}
 }
 
@@ -735,10 +675,10 @@ static int open_checked(struct perfmap_cache *c, struct jitproc *p, const struct
 
 	for (i = 0; i < 2; i++) {
 		if (i == 0)
-			snprintf(root, sizeof(root), "/proc/%" PRIu32 "/root", p->pid);
+			snprintf(root, sizeof(root), "/proc/%" PRIu32 "/root", p->e.pid);
 		else
 			snprintf(root, sizeof(root), "/");
-		snprintf(rel, sizeof(rel), "tmp/perf-%" PRIu32 ".map", i == 0 ? id->nspid : p->pid);
+		snprintf(rel, sizeof(rel), "tmp/perf-%" PRIu32 ".map", i == 0 ? id->nspid : p->e.pid);
 		fd = open_under(root, rel);
 		if (fd == -ELOOP) {
 			refuse(c, p, NULL);
@@ -798,8 +738,8 @@ static void check(struct perfmap_cache *c, struct jitproc *p)
 	int fd;
 
 	p->checked = true;
-	p->checked_gen = c->gen;
-	if (read_ids(p->pid, &id) < 0) {
+	p->checked_gen = c->procs.gen;
+	if (read_ids(p->e.pid, &id) < 0) {
 		/* Gone: what was read stays, and the file (still on disk; runtimes append to it until
 		 * they exit) is read once more, checked against the owner the process had. */
 		if (!p->have_ids || p->read_after_exit)
@@ -824,32 +764,18 @@ static void check(struct perfmap_cache *c, struct jitproc *p)
 
 const char *perfmap_cache_find(struct perfmap_cache *c, uint32_t pid, uint64_t addr)
 {
-	struct jitproc *p = lookup(c, pid);
+	struct jitproc *p = (struct jitproc *)pidcache_get(&c->procs, pid);
 
-	if (!p) {
-		p = insert(c, pid);
-		if (!p)
-			return NULL;
-	}
-	p->used_gen = c->gen;
-	lru_touch(&c->lru, &p->lru);
-	if (!p->checked || p->checked_gen != c->gen)
+	if (!p)
+		return NULL;
+	if (!p->checked || p->checked_gen != c->procs.gen)
 		check(c, p);
 	return p->t ? perfmap_table_find(p->t, addr) : NULL;
 }
 
 void perfmap_cache_begin_flush(struct perfmap_cache *c)
 {
-	struct lru_node *old;
-	struct jitproc *p;
-
-	c->gen++;
-	while ((old = lru_oldest(&c->lru))) {
-		p = lru_entry(old, struct jitproc, lru);
-		if (c->gen - p->used_gen < IDLE_FLUSHES)
-			break;
-		drop(c, p);
-	}
+	pidcache_begin_flush(&c->procs, IDLE_FLUSHES);
 }
 
 void perfmap_cache_get_stats(const struct perfmap_cache *c, struct perfmap_stats *out)
@@ -859,12 +785,8 @@ void perfmap_cache_get_stats(const struct perfmap_cache *c, struct perfmap_stats
 
 void perfmap_cache_free(struct perfmap_cache *c)
 {
-	struct lru_node *old;
-
 	if (!c)
 		return;
-	while ((old = lru_oldest(&c->lru)))
-		drop(c, lru_entry(old, struct jitproc, lru));
-	free(c->buckets);
+	pidcache_fini(&c->procs);
 	free(c);
 }

@@ -5,106 +5,43 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "util/lru.h"
-
-#define MAX_BUCKETS (1u << 16)
+#include "util/pidcache.h"
 
 /* One process's mapping table. */
 struct proc {
-	uint32_t pid;
-	bool read;          /* read at least once */
-	uint64_t read_gen;  /* flush in which maps were last read */
-	uint64_t used_gen;  /* flush in which it was last looked up */
+	struct pidcache_entry e; /* pid, last use, LRU */
+	bool read;               /* read at least once */
+	uint64_t read_gen;       /* flush in which maps were last read */
 	struct procmap *maps;
 	size_t n;
-	struct lru_node lru;
-	struct proc *hnext;
 };
 
 struct proccache {
-	struct proc **buckets;
-	size_t mask;
-	struct lru_node lru; /* most recently looked up first */
-	size_t count, max;
-	uint64_t gen;
+	struct pidcache procs; /* of struct proc */
 };
+
+static void release(struct pidcache_entry *e, void *ctx)
+{
+	struct proc *p = (struct proc *)e;
+
+	(void)ctx;
+	procmaps_free(p->maps, p->n);
+}
 
 int proccache_new(unsigned max, struct proccache **out)
 {
-	struct proccache *c;
-	size_t nb = 16;
+	struct proccache *c = calloc(1, sizeof(*c));
+	int err;
 
-	if (max == 0)
-		return -EINVAL;
-	while (nb < max && nb < MAX_BUCKETS)
-		nb *= 2;
-	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->buckets = calloc(nb, sizeof(*c->buckets));
-	if (!c->buckets) {
+	err = pidcache_init(&c->procs, max, sizeof(struct proc), release, NULL);
+	if (err) {
 		free(c);
-		return -ENOMEM;
+		return err;
 	}
-	c->mask = nb - 1;
-	c->max = max;
-	lru_init(&c->lru);
 	*out = c;
 	return 0;
-}
-
-static size_t bucket_of(const struct proccache *c, uint32_t pid)
-{
-	return (size_t)((pid * 2654435761u) >> 7) & c->mask;
-}
-
-static struct proc *lookup(const struct proccache *c, uint32_t pid)
-{
-	struct proc *p;
-
-	for (p = c->buckets[bucket_of(c, pid)]; p; p = p->hnext) {
-		if (p->pid == pid)
-			return p;
-	}
-	return NULL;
-}
-
-/* Unlinks p from the hash and the LRU list and frees it. */
-static void drop(struct proccache *c, struct proc *p)
-{
-	struct proc **pp = &c->buckets[bucket_of(c, p->pid)];
-
-	while (*pp != p)
-		pp = &(*pp)->hnext;
-	*pp = p->hnext;
-	lru_remove(&p->lru);
-	procmaps_free(p->maps, p->n);
-	free(p);
-	c->count--;
-}
-
-/* Adds an empty entry for pid, evicting the least recently used one when full. NULL: out of memory. */
-static struct proc *insert(struct proccache *c, uint32_t pid)
-{
-	struct lru_node *old;
-	struct proc *p;
-	size_t b;
-
-	if (c->count >= c->max) {
-		old = lru_oldest(&c->lru);
-		if (old)
-			drop(c, lru_entry(old, struct proc, lru));
-	}
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return NULL;
-	p->pid = pid;
-	lru_init(&p->lru);
-	b = bucket_of(c, pid);
-	p->hnext = c->buckets[b];
-	c->buckets[b] = p;
-	c->count++;
-	return p;
 }
 
 /* Re-reads the maps of p; keeps the old table when the process is gone or the read fails. */
@@ -114,8 +51,8 @@ static void refresh(struct proccache *c, struct proc *p)
 	size_t n = 0;
 
 	p->read = true;
-	p->read_gen = c->gen;
-	if (procmaps_read(p->pid, &maps, &n) < 0)
+	p->read_gen = c->procs.gen;
+	if (procmaps_read(p->e.pid, &maps, &n) < 0)
 		return;
 	if (n == 0) {
 		procmaps_free(maps, n);
@@ -145,64 +82,41 @@ static const struct procmap *find_mapping(const struct proc *p, uint64_t addr)
 
 const struct procmap *proccache_find(struct proccache *c, uint32_t pid, uint64_t addr)
 {
-	struct proc *p = lookup(c, pid);
+	struct proc *p = (struct proc *)pidcache_get(&c->procs, pid);
 
-	if (!p) {
-		p = insert(c, pid);
-		if (!p)
-			return NULL;
-	}
-	if (!p->read || p->read_gen != c->gen)
+	if (!p)
+		return NULL;
+	if (!p->read || p->read_gen != c->procs.gen)
 		refresh(c, p);
-	p->used_gen = c->gen;
-	lru_touch(&c->lru, &p->lru);
 	return find_mapping(p, addr);
 }
 
 const struct procmap *proccache_snapshot(struct proccache *c, uint32_t pid, size_t *n)
 {
-	struct proc *p = lookup(c, pid);
+	struct proc *p = (struct proc *)pidcache_get(&c->procs, pid);
 
 	*n = 0;
-	if (!p) {
-		p = insert(c, pid);
-		if (!p)
-			return NULL;
-	}
+	if (!p)
+		return NULL;
 	refresh(c, p);
-	p->used_gen = c->gen;
-	lru_touch(&c->lru, &p->lru);
 	*n = p->n;
 	return p->maps;
 }
 
 void proccache_begin_flush(struct proccache *c)
 {
-	struct lru_node *old;
-	struct proc *p;
-
-	c->gen++;
-	while ((old = lru_oldest(&c->lru))) {
-		p = lru_entry(old, struct proc, lru);
-		if (c->gen - p->used_gen < PROCCACHE_IDLE_FLUSHES)
-			break;
-		drop(c, p);
-	}
+	pidcache_begin_flush(&c->procs, PROCCACHE_IDLE_FLUSHES);
 }
 
 size_t proccache_count(const struct proccache *c)
 {
-	return c->count;
+	return c->procs.count;
 }
 
 void proccache_free(struct proccache *c)
 {
-	struct lru_node *old;
-
 	if (!c)
 		return;
-	while ((old = lru_oldest(&c->lru)))
-		drop(c, lru_entry(old, struct proc, lru));
-	free(c->buckets);
+	pidcache_fini(&c->procs);
 	free(c);
 }
