@@ -29,6 +29,7 @@ struct daemon_status {
 	uint64_t sym_user_hits, sym_user_misses, sym_kernel_hits, sym_kernel_misses;
 	uint64_t sym_binaries_cached, sym_processes_cached;
 	uint64_t sym_cache_bytes, sym_binaries_evicted;
+	uint64_t sym_symbols_dropped; /* symbols past the per-binary bound, not kept */
 	uint64_t fold_hits, fold_misses, fold_full; /* stacks folded once per flush (foldcache.h) */
 	const char *unwind_mode;   /* "fp", "dwarf" or "auto" */
 	struct unwinder_stats unwind; /* zeros with --unwind fp */

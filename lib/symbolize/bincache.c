@@ -56,6 +56,7 @@ struct bincache {
 	bool inlines;
 	uint64_t gen;
 	uint64_t evicted, debug_files_found;
+	uint64_t symbols_dropped; /* function symbols past ELF_MAX_SYMBOLS in a file, not kept */
 };
 
 int bincache_new(const struct bincache_opts *opts, struct bincache **out)
@@ -181,6 +182,17 @@ static int load_symbols(struct bincache *c, const struct bin_source *src, const 
 	return err == -ENOMEM ? err : 0;
 }
 
+/* Loads the symbols of f into b (load_symbols) and counts those past the bound. */
+static int load_counted(struct bincache *c, const struct bin_source *src, const char *root,
+			const struct elf_file *f, struct binary *b)
+{
+	int err = load_symbols(c, src, root, f, b);
+
+	if (b->syms)
+		c->symbols_dropped += elf_symtab_dropped(b->syms);
+	return err;
+}
+
 /* Keeps f's build-id as lowercase hex in b (empty when it has none). */
 static void set_build_id(struct binary *b, const struct elf_file *f)
 {
@@ -216,7 +228,7 @@ static int load_binary(struct bincache *c, const struct bin_source *src, struct 
 	}
 	b->nsegs = (size_t)n;
 	set_build_id(b, f);
-	err = load_symbols(c, src, root, f, b);
+	err = load_counted(c, src, root, f, b);
 out:
 	elf_file_free(f);
 	return err;
@@ -327,6 +339,7 @@ void bincache_get_stats(const struct bincache *c, struct bincache_stats *out)
 	out->bytes = c->bytes;
 	out->evicted = c->evicted;
 	out->debug_files_found = c->debug_files_found;
+	out->symbols_dropped = c->symbols_dropped;
 }
 
 void bincache_free(struct bincache *c)

@@ -22,6 +22,7 @@ struct bincache_opts {
 
 struct bincache_stats {
 	uint64_t cached, evicted, debug_files_found;
+	uint64_t symbols_dropped; /* function symbols past ELF_MAX_SYMBOLS in a file, not kept */
 	uint64_t bytes; /* memory held by the cached binaries */
 };
 

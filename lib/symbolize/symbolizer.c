@@ -333,6 +333,7 @@ void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *o
 	out->symbol_bytes = bs.bytes;
 	out->binaries_evicted = bs.evicted;
 	out->debug_files_found = bs.debug_files_found;
+	out->symbols_dropped = bs.symbols_dropped;
 	out->processes_cached = proccache_count(s->procs);
 	out->jit_hits = s->jit_hits;
 	out->perfmap_files_loaded = ps.files_loaded;

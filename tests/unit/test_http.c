@@ -232,6 +232,7 @@ static void fake_status(struct daemon_status *out, void *ctx)
 	out->sym_kernel_misses = 20;
 	out->sym_binaries_cached = 8;
 	out->sym_processes_cached = 9;
+	out->sym_symbols_dropped = 13;
 }
 
 static int fake_flush(void *ctx)
@@ -346,7 +347,8 @@ static void test_status(unsigned port, struct fake *fake)
 		"\"samples_stored\":900", "\"samples_unstored\":7", "\"flushes\":12", "\"last_flush_time\":",
 		"\"last_flush_seconds\":0.25", "\"db_bytes\":65536", "\"stacks_stored\":42",
 		"\"symbolizer\":{\"user_hits\":100,\"user_misses\":10,\"kernel_hits\":200,\"kernel_misses\":20,"
-		"\"binaries_cached\":8,\"processes_cached\":9,\"symbol_cache_bytes\":0,\"binaries_evicted\":0}",
+		"\"binaries_cached\":8,\"processes_cached\":9,\"symbol_cache_bytes\":0,\"binaries_evicted\":0,"
+		"\"symbols_dropped\":13}",
 	};
 	int calls = atomic_load(&fake->status_calls);
 	struct reply r;
@@ -410,7 +412,7 @@ static void test_metrics(unsigned port)
 		"flamed_last_flush_seconds 0.25", "flamed_symbolize_hits_total{kind=\"user\"} 100",
 		"flamed_symbolize_hits_total{kind=\"kernel\"} 200", "flamed_symbolize_misses_total{kind=\"user\"} 10",
 		"flamed_symbolize_misses_total{kind=\"kernel\"} 20", "flamed_symbolizer_binaries_cached 8",
-		"flamed_symbolizer_processes_cached 9", "flamed_database_bytes 65536", "flamed_stacks_stored 42",
+		"flamed_symbolizer_processes_cached 9", "flamed_symbolizer_symbols_dropped_total 13", "flamed_database_bytes 65536", "flamed_stacks_stored 42",
 		"flamed_build_info{version=\"9.9.9-\\\"test\\\"\"} 1", "flamed_http_requests_total{code=\"200\"} ",
 		"flamed_http_requests_total{code=\"400\"} ", "flamed_http_requests_total{code=\"404\"} ",
 	};
