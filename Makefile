@@ -80,8 +80,9 @@ $(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) include/profile.h include/pyth
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $* > $@.tmp && mv $@.tmp $@
 
-# User space.
-$(BUILD)/%.o: %.c | $(BUILD)/.deps
+# User space. Objects depend on this Makefile, which holds their flags and include paths: a header
+# that moved is named in the old .d files, and .SECONDARY keeps make from rebuilding on its absence.
+$(BUILD)/%.o: %.c Makefile | $(BUILD)/.deps
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(FLAMED_CFLAGS) -MMD -MP -c $< -o $@
 
@@ -138,7 +139,7 @@ FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuz
 FUZZ_OBJS := $(LIB_SRCS:%.c=$(BUILD)/fuzz/%.o) $(DAEMON_LIB_SRCS:%.c=$(BUILD)/fuzz/%.o) \
 	     $(PROTO_SRCS:%.proto=$(BUILD)/fuzz/%.pb-c.o) $(BUILD)/daemon/dashboard.o
 
-$(BUILD)/fuzz/%.o: %.c | $(BUILD)/.deps-test
+$(BUILD)/fuzz/%.o: %.c Makefile | $(BUILD)/.deps-test
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FLAMED_CFLAGS) -MMD -MP -c $< -o $@
 $(BUILD)/fuzz/%.pb-c.o: $(BUILD)/%.pb-c.c | $(BUILD)/.deps-test
