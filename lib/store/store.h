@@ -44,6 +44,13 @@ struct store_frame {
 	int line;             /* the line being run; 0: not known or not Python */
 };
 
+/* What a sample counts. Rows are STORE_CPU or STORE_OFFCPU; STORE_WALL is a query of both, in time. */
+enum store_kind {
+	STORE_CPU = 0,    /* CPU-clock samples (count: samples) */
+	STORE_OFFCPU = 1, /* time blocked (count: microseconds) */
+	STORE_WALL = 2,   /* queries only: CPU samples as time (x the sampling period) plus time blocked, in µs */
+};
+
 /* One aggregated sample to write. */
 struct store_sample {
 	int64_t ts;         /* unix seconds */
@@ -54,6 +61,7 @@ struct store_sample {
 	uint64_t count;     /* > 0 */
 	const struct store_frame *frames; /* NULL, or one per frame of folded, root first */
 	unsigned nframes;                 /* how many frames; ignored when frames is NULL */
+	enum store_kind kind;             /* STORE_CPU (0) or STORE_OFFCPU */
 };
 
 /* Which samples a query covers. */
@@ -62,6 +70,8 @@ struct store_filter {
 	int64_t tid;       /* -1: any */
 	int64_t from, to;  /* unix seconds, half-open [from, to) */
 	const char *comm;  /* NULL: any process name; else only samples of processes so named */
+	enum store_kind kind;   /* STORE_CPU (0): samples; STORE_OFFCPU: µs blocked; STORE_WALL: both in µs */
+	int64_t cpu_period_us;  /* STORE_WALL: what one CPU sample is worth (1 .. 1000000 µs) */
 };
 
 /* A process seen in a window (one row per pid, named by its latest name). */
@@ -111,7 +121,7 @@ typedef int (*store_point_cb)(const struct store_point *p, void *ctx);
 /* On failure *out is NULL, so store_errmsg has nothing to say; the codes tell the caller what to
  * report: -ENOENT no file (READ_ONLY; nothing is created), -EISDIR a directory, -EACCES/-EPERM no
  * permission, -EIO corrupt or not an SQLite file, -EINVAL an SQLite file that is not flamed's
- * (READ_WRITE leaves it alone), -ENOTSUP written by a newer flamed (schema_version > 4), -ENOLCK the
+ * (READ_WRITE leaves it alone), -ENOTSUP written by a newer flamed (schema_version > 5), -ENOLCK the
  * file system cannot do WAL, -EBUSY locked past the 5 s busy timeout, -ENOSPC, -ENOMEM.
  * READ_ONLY never creates a file. When no writer has the database open (no PATH-wal file) it reads
  * the file as immutable: that works for a user who cannot write the directory, but the store does

@@ -73,11 +73,11 @@ int store_prepare_fold(struct store *st)
 	err = err ?: store_prepare(st, &st->raw_newest, "SELECT max(ts) FROM samples");
 	err = err ?: store_prepare(st, &st->raw_next, "SELECT min(ts) FROM samples WHERE ts >= ?1");
 	err = err ?: store_prepare(st, &st->raw_fold,
-			     "SELECT ts, pid, comm_id, stack_id, count FROM samples WHERE ts >= ?1 AND ts < ?2");
+			     "SELECT ts, pid, comm_id, stack_id, count, kind FROM samples WHERE ts >= ?1 AND ts < ?2");
 	err = err ?: store_prepare(st, &st->rollup_delete, "DELETE FROM rollups WHERE span = ?1 AND bucket < ?2");
 	err = err ?: store_prepare(st, &st->rollup_next, "SELECT min(bucket) FROM rollups WHERE span = ?1 AND bucket >= ?2");
 	err = err ?: store_prepare(st, &st->rollup_fold,
-			     "SELECT bucket, pid, comm_id, last, stacks FROM rollups WHERE span = ?1 AND bucket >= ?2"
+			     "SELECT bucket, pid, comm_id, last, stacks, kind FROM rollups WHERE span = ?1 AND bucket >= ?2"
 			     " AND bucket < ?3");
 	err = err ?: store_prepare(st, &st->freelist, "PRAGMA freelist_count");
 	err = err ?: store_prepare(st, &st->gc_raw, "SELECT stack_id FROM samples");
@@ -177,8 +177,8 @@ static int read_raw(struct store *st, int64_t from, int64_t to, struct rollup_ma
 		int64_t ts = sqlite3_column_int64(s, 0);
 
 		err = rollup_map_add(m, rollup_floor(ts, 60), (uint32_t)sqlite3_column_int64(s, 1),
-				     sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3),
-				     (uint64_t)sqlite3_column_int64(s, 4), ts);
+				     sqlite3_column_int64(s, 2), (uint32_t)sqlite3_column_int64(s, 5),
+				     sqlite3_column_int64(s, 3), (uint64_t)sqlite3_column_int64(s, 4), ts);
 		(*rows)++;
 	}
 	if (err) {
@@ -252,8 +252,8 @@ static int read_minutes(struct store *st, int64_t from, int64_t to, struct rollu
 		uint32_t pid = (uint32_t)sqlite3_column_int64(s, 1);
 		int64_t comm = sqlite3_column_int64(s, 2);
 
-		err = rollup_map_add_blob(m, bucket, pid, comm, sqlite3_column_blob(s, 4),
-					  (size_t)sqlite3_column_bytes(s, 4), last);
+		err = rollup_map_add_blob(m, bucket, pid, comm, (uint32_t)sqlite3_column_int64(s, 5),
+					  sqlite3_column_blob(s, 4), (size_t)sqlite3_column_bytes(s, 4), last, 1);
 	}
 	sqlite3_reset(s);
 	sqlite3_clear_bindings(s);

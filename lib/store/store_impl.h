@@ -14,7 +14,7 @@
 #include "store/rollup.h"
 #include "store/store.h"
 
-#define SCHEMA_VERSION 4
+#define SCHEMA_VERSION 5
 #define STACK_MAX_BYTES (64 * 1024)          /* longest folded stack accepted */
 #define FRAMES_MAX (STACK_MAX_BYTES / 2 + 1) /* most frames a stack can have ("a;a;...") */
 /* Encoded bytes of (stack, count) pairs in one rollup row at most: a row then stays within its b-tree
@@ -46,6 +46,7 @@ struct pending_row {
 	int64_t comm_id, thread_id, stack_id;
 	uint32_t pid, tid;
 	uint64_t count;
+	uint32_t kind; /* enum store_kind */
 };
 
 /* Rows of the open transaction, duplicates merged. */

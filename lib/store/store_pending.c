@@ -11,16 +11,16 @@
 /* Mixes a row's key fields into a table hash. */
 static uint64_t row_hash(const struct pending_row *r)
 {
-	uint64_t v[5] = { (uint64_t)r->ts, ((uint64_t)r->pid << 32) | r->tid, (uint64_t)r->comm_id,
-			  (uint64_t)r->thread_id, (uint64_t)r->stack_id };
+	uint64_t v[6] = { (uint64_t)r->ts, ((uint64_t)r->pid << 32) | r->tid, (uint64_t)r->comm_id,
+			  (uint64_t)r->thread_id, (uint64_t)r->stack_id, r->kind };
 
-	return hash_words(v, 5);
+	return hash_words(v, 6);
 }
 
 static bool row_same(const struct pending_row *a, const struct pending_row *b)
 {
 	return a->ts == b->ts && a->pid == b->pid && a->tid == b->tid && a->comm_id == b->comm_id &&
-	       a->thread_id == b->thread_id && a->stack_id == b->stack_id;
+	       a->thread_id == b->thread_id && a->stack_id == b->stack_id && a->kind == b->kind;
 }
 
 void store_pending_free(struct pending *p)

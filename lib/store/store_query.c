@@ -17,28 +17,39 @@
 
 /* Parameters of the statements run per piece of a plan: ?1 piece from, ?2 piece to, ?3 pid, ?4 tid
  * (NULL: any), ?5 process name id (NULL: any), ?6 rollup span, ?7 the window's from (timeline steps
- * start there), ?8 step, ?9 the first bucket start >= ?1. Raw rows are found by samples(ts), a pid
- * filters them; a one-pid variant of rollups walks the piece's buckets and seeks (span, bucket, pid) in
- * each, instead of reading every process's rows of those buckets. */
+ * start there), ?8 step, ?9 the first bucket start >= ?1, ?10 the kind of rows (enum store_kind; -1:
+ * both, for STORE_WALL), ?11 what a CPU row's count is worth (1; for STORE_WALL the sampling period in
+ * microseconds). Raw rows are found by samples(ts), a pid filters them; a one-pid variant of rollups
+ * walks the piece's buckets and seeks (span, bucket, pid) in each, instead of reading every process's
+ * rows of those buckets. */
 #define AND_PID " AND pid = ?3"
+#define AND_KIND " AND (?10 < 0 OR kind = ?10)"
+#define WEIGHED(col) "(" col " * CASE kind WHEN 0 THEN ?11 ELSE 1 END)"
 #define RAW_WHERE(pid) " FROM samples WHERE ts >= ?1 AND ts < ?2" pid " AND (?4 IS NULL OR tid = ?4)" \
-		       " AND (?5 IS NULL OR comm_id = ?5)"
-#define ROLLUP_WHERE " FROM rollups WHERE span = ?6 AND bucket >= ?1 AND bucket < ?2 AND (?5 IS NULL OR comm_id = ?5)"
+		       " AND (?5 IS NULL OR comm_id = ?5)" AND_KIND
+#define ROLLUP_WHERE " FROM rollups WHERE span = ?6 AND bucket >= ?1 AND bucket < ?2 AND (?5 IS NULL OR comm_id = ?5)" \
+		     AND_KIND
 #define ROLLUP_PID(cols) "WITH RECURSIVE b(x) AS (SELECT ?9 WHERE ?9 < ?2 UNION ALL SELECT x + ?6 FROM b"   \
 			 " WHERE x + ?6 < ?2) SELECT " cols " FROM b JOIN rollups AS r ON r.span = ?6"       \
-			 " AND r.bucket = b.x AND r.pid = ?3 AND (?5 IS NULL OR r.comm_id = ?5)"
+			 " AND r.bucket = b.x AND r.pid = ?3 AND (?5 IS NULL OR r.comm_id = ?5)"             \
+			 " AND (?10 < 0 OR r.kind = ?10)"
 
 static const char *const query_sql[QK_MAX][QV_MAX] = {
-	[QK_RAW] = { "SELECT pid, comm_id, stack_id, count" RAW_WHERE(""),
-		     "SELECT pid, comm_id, stack_id, count" RAW_WHERE(AND_PID) },
-	[QK_ROLLUP] = { "SELECT pid, comm_id, stacks" ROLLUP_WHERE, ROLLUP_PID("r.pid, r.comm_id, r.stacks") },
-	[QK_RAW_STEPS] = { "SELECT flamed_step(ts, ?7, ?8) AS t, 0, sum(count)" RAW_WHERE("") " GROUP BY t",
-			   "SELECT flamed_step(ts, ?7, ?8) AS t, 0, sum(count)" RAW_WHERE(AND_PID) " GROUP BY t" },
-	[QK_RAW_STEPS_TID] = { "SELECT flamed_step(ts, ?7, ?8) AS t, tid, sum(count)" RAW_WHERE("") " GROUP BY t, tid",
-			       "SELECT flamed_step(ts, ?7, ?8) AS t, tid, sum(count)" RAW_WHERE(AND_PID)
+	[QK_RAW] = { "SELECT pid, comm_id, stack_id, " WEIGHED("count") RAW_WHERE(""),
+		     "SELECT pid, comm_id, stack_id, " WEIGHED("count") RAW_WHERE(AND_PID) },
+	[QK_ROLLUP] = { "SELECT pid, comm_id, stacks, kind" ROLLUP_WHERE,
+			ROLLUP_PID("r.pid, r.comm_id, r.stacks, r.kind") },
+	[QK_RAW_STEPS] = { "SELECT flamed_step(ts, ?7, ?8) AS t, 0, sum(" WEIGHED("count") ")" RAW_WHERE("") " GROUP BY t",
+			   "SELECT flamed_step(ts, ?7, ?8) AS t, 0, sum(" WEIGHED("count") ")" RAW_WHERE(AND_PID)
+			   " GROUP BY t" },
+	[QK_RAW_STEPS_TID] = { "SELECT flamed_step(ts, ?7, ?8) AS t, tid, sum(" WEIGHED("count") ")" RAW_WHERE("")
+			       " GROUP BY t, tid",
+			       "SELECT flamed_step(ts, ?7, ?8) AS t, tid, sum(" WEIGHED("count") ")" RAW_WHERE(AND_PID)
 			       " GROUP BY t, tid" },
-	[QK_ROLLUP_STEPS] = { "SELECT flamed_step(bucket, ?7, ?8) AS t, 0, sum(total)" ROLLUP_WHERE " GROUP BY t",
-			      ROLLUP_PID("flamed_step(r.bucket, ?7, ?8) AS t, 0, sum(r.total)") " GROUP BY t" },
+	[QK_ROLLUP_STEPS] = { "SELECT flamed_step(bucket, ?7, ?8) AS t, 0, sum(" WEIGHED("total") ")" ROLLUP_WHERE
+			      " GROUP BY t",
+			      ROLLUP_PID("flamed_step(r.bucket, ?7, ?8) AS t, 0, sum(r.total * CASE r.kind WHEN 0 THEN ?11"
+					 " ELSE 1 END)") " GROUP BY t" },
 };
 
 /* Per pid of a raw piece: samples, first and last second, and the process name of its newest row
@@ -46,22 +57,47 @@ static const char *const query_sql[QK_MAX][QV_MAX] = {
 static const char raw_procs_sql[] =
 	"SELECT a.pid, a.c, a.first, a.last, (SELECT comm_id FROM samples AS s WHERE s.pid = a.pid"
 	" AND s.ts = a.last AND (?5 IS NULL OR s.comm_id = ?5) ORDER BY s.rowid DESC LIMIT 1)"
-	" FROM (SELECT pid, sum(count) AS c, min(ts) AS first, max(ts) AS last FROM samples"
-	" WHERE ts >= ?1 AND ts < ?2 AND (?5 IS NULL OR comm_id = ?5) GROUP BY pid) AS a";
+	" FROM (SELECT pid, sum(" WEIGHED("count") ") AS c, min(ts) AS first, max(ts) AS last FROM samples"
+	" WHERE ts >= ?1 AND ts < ?2 AND (?5 IS NULL OR comm_id = ?5)" AND_KIND " GROUP BY pid) AS a";
 
 /* Per pid of a rollup piece: samples, first bucket, newest sample and the name it had (SQLite takes a
  * bare column from the row of max()). */
 static const char rollup_procs_sql[] =
-	"SELECT pid, sum(total), min(bucket), max(last), comm_id FROM rollups"
-	" WHERE span = ?6 AND bucket >= ?1 AND bucket < ?2 AND (?5 IS NULL OR comm_id = ?5) GROUP BY pid";
+	"SELECT pid, sum(" WEIGHED("total") "), min(bucket), max(last), comm_id FROM rollups"
+	" WHERE span = ?6 AND bucket >= ?1 AND bucket < ?2 AND (?5 IS NULL OR comm_id = ?5)" AND_KIND " GROUP BY pid";
 
 /* Per tid of pid ?3 (raw rows only), named by the thread name of its newest row in the window. */
 static const char threads_sql[] =
-	"SELECT a.tid, n.name, a.c FROM (SELECT tid, sum(count) AS c, max(ts) AS last FROM samples"
-	" WHERE pid = ?3 AND ts >= ?1 AND ts < ?2 AND (?5 IS NULL OR comm_id = ?5) GROUP BY tid) AS a"
+	"SELECT a.tid, n.name, a.c FROM (SELECT tid, sum(" WEIGHED("count") ") AS c, max(ts) AS last FROM samples"
+	" WHERE pid = ?3 AND ts >= ?1 AND ts < ?2 AND (?5 IS NULL OR comm_id = ?5)" AND_KIND " GROUP BY tid) AS a"
 	" JOIN names AS n ON n.id = (SELECT thread_id FROM samples AS s WHERE s.pid = ?3"
 	" AND s.ts = a.last AND s.tid = a.tid AND (?5 IS NULL OR s.comm_id = ?5) ORDER BY s.rowid DESC LIMIT 1)"
 	" ORDER BY a.c DESC, a.tid";
+
+/* Prepares a query over samples or rollups for this database: before schema version 5 rows have no
+ * kind (all are CPU samples), so the column reads as 0. */
+static int prepare_kinded(struct store *st, sqlite3_stmt **stmt, const char *sql)
+{
+	char buf[4096];
+	size_t n = 0;
+
+	if (st->version >= 5)
+		return store_prepare(st, stmt, sql);
+	const char *p = sql;
+
+	while (*p && n + 2 < sizeof(buf)) {
+		if (!strncmp(p, "r.kind", 6) || !strncmp(p, "kind", 4)) {
+			p += p[0] == 'r' ? 6 : 4;
+			buf[n++] = '0';
+		} else {
+			buf[n++] = *p++;
+		}
+	}
+	if (*p)
+		return store_set_err(st, -E2BIG, "a query is too long to adapt to an older database");
+	buf[n] = '\0';
+	return store_prepare(st, stmt, buf);
+}
 
 int store_prepare_queries(struct store *st)
 {
@@ -72,9 +108,9 @@ int store_prepare_queries(struct store *st)
 	for (int k = 0; k < QK_MAX; k++)
 		for (int v = 0; v < QV_MAX; v++)
 			if (st->version >= 3 || (k != QK_ROLLUP && k != QK_ROLLUP_STEPS))
-				err = err ?: store_prepare(st, &st->query[k][v], query_sql[k][v]);
-	err = err ?: store_prepare(st, &st->raw_procs, raw_procs_sql);
-	err = err ?: store_prepare(st, &st->threads, threads_sql);
+				err = err ?: prepare_kinded(st, &st->query[k][v], query_sql[k][v]);
+	err = err ?: prepare_kinded(st, &st->raw_procs, raw_procs_sql);
+	err = err ?: prepare_kinded(st, &st->threads, threads_sql);
 	err = err ?: store_prepare(st, &st->name_of, "SELECT name FROM names WHERE id = ?1");
 	snprintf(sql, sizeof(sql), "SELECT folded, %s FROM stacks WHERE id = ?1", ids);
 	err = err ?: store_prepare(st, &st->stack_of, sql);
@@ -92,7 +128,7 @@ int store_prepare_queries(struct store *st)
 				     " JOIN modules AS m ON m.id = f.module_id");
 	if (st->version < 3)
 		return err;
-	err = err ?: store_prepare(st, &st->rollup_procs, rollup_procs_sql);
+	err = err ?: prepare_kinded(st, &st->rollup_procs, rollup_procs_sql);
 	err = err ?: store_prepare(st, &st->rollup_first, "SELECT min(bucket) FROM rollups WHERE span = ?1 AND bucket >= ?2");
 	err = err ?: store_prepare(st, &st->rollup_newest,
 			     "SELECT max(last) FROM rollups WHERE span = ?1 AND bucket ="
@@ -112,6 +148,7 @@ struct qrun {
 	bool none;       /* the name filter names no stored name: nothing matches */
 	bool tx;         /* this query began the read transaction */
 	struct rollup_tiers tiers;
+	int64_t cpu_weight; /* what a CPU sample counts: 1, or its period in microseconds for STORE_WALL */
 };
 
 /* Checks a filter's pid and tid; -EINVAL with the reason in errmsg. */
@@ -119,6 +156,10 @@ static int check_filter(struct store *st, const struct store_filter *f)
 {
 	if (f->pid < -1 || f->pid > UINT32_MAX || f->tid < -1 || f->tid > UINT32_MAX)
 		return store_set_err(st, -EINVAL, "invalid filter: pid and tid are -1 (any) or 0 to 4294967295");
+	if (f->kind != STORE_CPU && f->kind != STORE_OFFCPU && f->kind != STORE_WALL)
+		return store_set_err(st, -EINVAL, "invalid filter: kind %d is not CPU, off-CPU or wall", (int)f->kind);
+	if (f->kind == STORE_WALL && (f->cpu_period_us < 1 || f->cpu_period_us > 1000000))
+		return store_set_err(st, -EINVAL, "invalid filter: a wall-clock query needs the sampling period (1 to 1000000 us)");
 	return 0;
 }
 
@@ -147,6 +188,7 @@ static int qrun_begin(struct store *st, const struct store_filter *f, struct qru
 	err = check_filter(st, &q->f);
 	if (err)
 		return err;
+	q->cpu_weight = q->f.kind == STORE_WALL ? q->f.cpu_period_us : 1;
 	if (sqlite3_get_autocommit(st->db)) {
 		int rc = sqlite3_exec(st->db, "BEGIN", NULL, NULL, NULL);
 
@@ -184,6 +226,8 @@ static void bind_piece(sqlite3_stmt *s, const struct qrun *q, const struct rollu
 	}
 	sqlite3_bind_int64(s, 7, q->f.from);
 	sqlite3_bind_int64(s, 8, step);
+	sqlite3_bind_int64(s, 10, q->f.kind == STORE_WALL ? -1 : (int64_t)q->f.kind);
+	sqlite3_bind_int64(s, 11, q->cpu_weight);
 }
 
 typedef int (*piece_row_fn)(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *p, void *ctx);
@@ -246,11 +290,12 @@ static int sum_row(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *p
 	int err;
 
 	if (p->level == ROLLUP_RAW)
-		err = rollup_map_add(&c->map, c->side, pid, comm, sqlite3_column_int64(s, 2),
+		err = rollup_map_add(&c->map, c->side, pid, comm, 0, sqlite3_column_int64(s, 2),
 				     (uint64_t)sqlite3_column_int64(s, 3), 0);
 	else
-		err = rollup_map_add_blob(&c->map, c->side, pid, comm, sqlite3_column_blob(s, 2),
-					  (size_t)sqlite3_column_bytes(s, 2), 0);
+		err = rollup_map_add_blob(&c->map, c->side, pid, comm, 0, sqlite3_column_blob(s, 2),
+					  (size_t)sqlite3_column_bytes(s, 2), 0,
+					  sqlite3_column_int64(s, 3) == STORE_CPU ? (uint64_t)q->cpu_weight : 1);
 	if (err == -EIO)
 		return store_set_err(q->st, err, "a rollup row is damaged");
 	if (err == -E2BIG)
@@ -569,7 +614,7 @@ int store_query_threads(struct store *st, const struct store_filter *f, store_th
 /* Adds a row (step, tid, count) to the map ctx. */
 static int step_row(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *p, void *ctx)
 {
-	int err = rollup_map_add(ctx, sqlite3_column_int64(s, 0), (uint32_t)sqlite3_column_int64(s, 1), 0, 0,
+	int err = rollup_map_add(ctx, sqlite3_column_int64(s, 0), (uint32_t)sqlite3_column_int64(s, 1), 0, 0, 0,
 				 (uint64_t)sqlite3_column_int64(s, 2), 0);
 
 	(void)p;

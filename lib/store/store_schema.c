@@ -55,6 +55,14 @@
 	" total INTEGER NOT NULL, stacks BLOB NOT NULL, PRIMARY KEY(span, bucket, pid, comm_id, part))" \
 	" WITHOUT ROWID;"
 
+/* Schema version 5: a sample has a kind (enum store_kind: 0 CPU samples, 1 microseconds off CPU), in
+ * raw rows and in the rollups' key; rows of version 4 are CPU samples. */
+#define SCHEMA_ROLLUPS_V5_SQL                                                                      \
+	"CREATE TABLE IF NOT EXISTS rollups(span INTEGER NOT NULL, bucket INTEGER NOT NULL,"        \
+	" pid INTEGER NOT NULL, comm_id INTEGER NOT NULL, kind INTEGER NOT NULL, part INTEGER NOT NULL," \
+	" last INTEGER NOT NULL, total INTEGER NOT NULL, stacks BLOB NOT NULL,"                     \
+	" PRIMARY KEY(span, bucket, pid, comm_id, kind, part)) WITHOUT ROWID;"
+
 /* The whole schema, created in one transaction when the database is new. */
 static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
@@ -67,8 +75,9 @@ static const char schema_sql[] =
 	SCHEMA_FRAMES_V4_SQL
 	"CREATE TABLE IF NOT EXISTS samples(ts INTEGER NOT NULL, pid INTEGER NOT NULL,"
 	" tid INTEGER NOT NULL, comm_id INTEGER NOT NULL, thread_id INTEGER NOT NULL,"
-	" stack_id INTEGER NOT NULL, count INTEGER NOT NULL);"
-	SCHEMA_V3_SQL
+	" stack_id INTEGER NOT NULL, count INTEGER NOT NULL, kind INTEGER NOT NULL DEFAULT 0);"
+	"CREATE INDEX IF NOT EXISTS samples_ts ON samples(ts);"
+	SCHEMA_ROLLUPS_V5_SQL
 	"INSERT INTO meta(key, value) VALUES ('schema_version', " STR(SCHEMA_VERSION) ");";
 
 /* Version 1 -> 2, run inside the transaction that opens the database: a column for frames and their
@@ -91,6 +100,17 @@ static const char migrate_v4_sql[] =
 	"INSERT INTO frames(id, name, module_id) SELECT id, name, module_id FROM frames_v3;"
 	"DROP TABLE frames_v3;"
 	"UPDATE meta SET value = 4 WHERE key = 'schema_version';";
+
+/* Version 4 -> 5: samples get their kind (0, CPU, for every row so far); the rollups are rebuilt with
+ * the kind in their key (SQLite cannot change a primary key), every row a CPU one. */
+static const char migrate_v5_sql[] =
+	"ALTER TABLE samples ADD COLUMN kind INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE rollups RENAME TO rollups_v4;"
+	SCHEMA_ROLLUPS_V5_SQL
+	"INSERT INTO rollups(span, bucket, pid, comm_id, kind, part, last, total, stacks)"
+	" SELECT span, bucket, pid, comm_id, 0, part, last, total, stacks FROM rollups_v4;"
+	"DROP TABLE rollups_v4;"
+	"UPDATE meta SET value = 5 WHERE key = 'schema_version';";
 
 /* Checks that this is a flamed database of a version we understand; *version its version. */
 int store_check_schema(struct store *st, int64_t *version)
@@ -273,6 +293,11 @@ static int setup_schema(struct store *st)
 		err = store_sql_exec(st, migrate_v4_sql, "cannot upgrade the database to schema version 4");
 		if (!err)
 			st->version = 4;
+	}
+	if (!err && st->version == 4) {
+		err = store_sql_exec(st, migrate_v5_sql, "cannot upgrade the database to schema version 5");
+		if (!err)
+			st->version = 5;
 	}
 	return err;
 }

@@ -45,7 +45,7 @@ static int merge_late_rows(struct store *st)
 			int64_t b = rollup_floor(r->ts, rollup_span[l]);
 
 			if (b >= st->tiers.kept[l] && b < st->tiers.folded[l] - rollup_span[l] + 1)
-				err = rollup_map_add(&late[l], b, r->pid, r->comm_id, r->stack_id, r->count, r->ts);
+				err = rollup_map_add(&late[l], b, r->pid, r->comm_id, r->kind, r->stack_id, r->count, r->ts);
 		}
 	}
 	if (err)
@@ -94,6 +94,7 @@ static int pending_flush(struct store *st)
 		sqlite3_bind_int64(s, 5, r->thread_id);
 		sqlite3_bind_int64(s, 6, r->stack_id);
 		sqlite3_bind_int64(s, 7, (sqlite3_int64)r->count);
+		sqlite3_bind_int64(s, 8, r->kind);
 		err = store_run(st, s, "cannot write samples");
 		if (err)
 			return err;
@@ -521,6 +522,8 @@ static int validate(struct store *st, const struct store_sample *s)
 		return store_set_err(st, -EINVAL, "invalid sample: the stack has an empty frame: '%s'", s->folded);
 	if (s->count == 0)
 		return store_set_err(st, -EINVAL, "invalid sample: the count is 0");
+	if (s->kind != STORE_CPU && s->kind != STORE_OFFCPU)
+		return store_set_err(st, -EINVAL, "invalid sample: kind %d is neither CPU (0) nor off-CPU (1)", (int)s->kind);
 	if (s->count > (uint64_t)INT64_MAX)
 		return store_set_err(st, -EINVAL, "invalid sample: the count is too large");
 	if (!s->comm || !s->thread)
@@ -548,8 +551,8 @@ int store_prepare_writes(struct store *st)
 	err = err ?: store_prepare(st, &st->frame_put,
 			     "INSERT INTO frames(name, module_id, file, start_line, line) VALUES (?1, ?2, ?3, ?4, ?5)");
 	err = err ?: store_prepare(st, &st->sample_put,
-			     "INSERT INTO samples(ts, pid, tid, comm_id, thread_id, stack_id, count)"
-			     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+			     "INSERT INTO samples(ts, pid, tid, comm_id, thread_id, stack_id, count, kind)"
+			     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
 	/* IMMEDIATE takes the write lock at once, so a busy database shows here, not mid-flush. */
 	err = err ?: store_prepare(st, &st->begin, "BEGIN IMMEDIATE");
 	err = err ?: store_prepare(st, &st->commit, "COMMIT");
@@ -595,7 +598,7 @@ int store_add(struct store *st, const struct store_sample *s)
 
 	/* From here on a failure rolls the whole flush back (all of it or nothing), except a count that
 	 * cannot be merged, which rejects only this sample. */
-	r = (struct pending_row){ .ts = s->ts, .pid = s->pid, .tid = s->tid, .count = s->count };
+	r = (struct pending_row){ .ts = s->ts, .pid = s->pid, .tid = s->tid, .count = s->count, .kind = s->kind };
 	err = name_id(st, s->comm, &r.comm_id);
 	err = err ?: name_id(st, s->thread, &r.thread_id);
 	err = err ?: stack_id(st, s, &r.stack_id);

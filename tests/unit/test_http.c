@@ -249,12 +249,12 @@ static int make_db(const char *path)
 {
 	const int64_t recent = (int64_t)time(NULL) - 60;
 	const struct store_sample samples[] = {
-		{ T0 + 0, 100, 100, "server", "server", "main;handle;parse", 5, NULL, 0 },
-		{ T0 + 0, 100, 101, "server", "worker", "main;handle;parse", 3, NULL, 0 },
-		{ T0 + 10, 100, 101, "server", "worker", "main;idle", 2, NULL, 0 },
-		{ T0 + 20, 200, 200, "batch", "batch", "main;crunch", 7, NULL, 0 },
-		{ T0 - 50, 100, 100, "server", "server", "main;handle;parse", 1, NULL, 0 },
-		{ recent, 300, 300, "recent", "recent", "main;recent", 9, NULL, 0 },
+		{ T0 + 0, 100, 100, "server", "server", "main;handle;parse", 5, NULL, 0, STORE_CPU },
+		{ T0 + 0, 100, 101, "server", "worker", "main;handle;parse", 3, NULL, 0, STORE_CPU },
+		{ T0 + 10, 100, 101, "server", "worker", "main;idle", 2, NULL, 0, STORE_CPU },
+		{ T0 + 20, 200, 200, "batch", "batch", "main;crunch", 7, NULL, 0, STORE_CPU },
+		{ T0 - 50, 100, 100, "server", "server", "main;handle;parse", 1, NULL, 0, STORE_CPU },
+		{ recent, 300, 300, "recent", "recent", "main;recent", 9, NULL, 0, STORE_CPU },
 	};
 	struct store *st = NULL;
 	int err = store_open(path, STORE_READ_WRITE, &st);

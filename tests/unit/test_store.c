@@ -252,7 +252,7 @@ static void test_fixture_queries(const char *dir)
 		      sql_value(path, "SELECT count FROM samples WHERE pid = 100 AND ts = 1700000020") == 4,
 	      "duplicate (ts, pid, tid, comm, thread, stack) merged into one row, counts summed");
 	CHECK(sql_value(path, "SELECT count(*) FROM names") == 6, "names stored once each");
-	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 4, "meta holds schema_version 4");
+	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 5, "meta holds schema_version 5");
 
 	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
 	    sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &stmt, NULL) == SQLITE_OK &&
@@ -703,8 +703,8 @@ static void test_bad_files(const char *dir)
 	snprintf(path, sizeof(path), "%s/newer.db", dir);
 	err = store_open(path, STORE_READ_WRITE, &st);
 	store_close(st);
-	CHECK(err == 0 && sql_run(path, "UPDATE meta SET value = 5 WHERE key = 'schema_version'"),
-	      "make a schema version 5 database");
+	CHECK(err == 0 && sql_run(path, "UPDATE meta SET value = 6 WHERE key = 'schema_version'"),
+	      "make a schema version 6 database");
 	CHECK(store_open(path, STORE_READ_ONLY, &st) == -ENOTSUP, "read-only: a newer schema is refused");
 	CHECK(store_open(path, STORE_READ_WRITE, &st) == -ENOTSUP, "read-write: a newer schema is refused");
 
@@ -1404,8 +1404,8 @@ static void test_migration(const char *dir)
 	CHECK(err == 0 && same(c.buf, "42|old|main;old|7|main@/bin/old@,old@/bin/old@\n"),
 	      "an old stack gets frames after the upgrade");
 	store_close(st);
-	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 4,
-	      "meta holds schema_version 4 after the upgrade");
+	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 5,
+	      "meta holds schema_version 5 after the upgrade");
 	CHECK(sql_value(path, "SELECT count(*) FROM stacks") == 1, "no second row for the old stack");
 	CHECK(sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name = 'samples_ts'") == 1 &&
 		      sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name = 'samples_pid_ts'") == 0 &&
@@ -1468,7 +1468,7 @@ static void cleanup(const char *dir)
 					     "newer.db", "empty.db", "frames.db", "frames_invalid.db", "frames_later.db",
 					     "frames_rollback.db", "frames_many.db", "names.db", "queries.db",
 					     "empty_range.db", "v1.db", "v2.db", "rollup.db",
-					     "rollup_crash.db", "rollup_opts.db", "rollup_parts.db", "sources.db" };
+					     "rollup_crash.db", "rollup_opts.db", "rollup_parts.db", "sources.db", "kinds.db" };
 	static const char *const suffixes[] = { "", "-wal", "-shm", "-journal" };
 	char path[600];
 
@@ -1934,6 +1934,77 @@ static void test_rollup_fold(const char *dir)
 	store_close(st);
 }
 
+
+/* Sums of one kind over [from, to): "total" over every stack, and the lines of the stacks. */
+static uint64_t kind_total(struct store *st, enum store_kind kind, int64_t period, int64_t from, int64_t to,
+			   struct collect *c)
+{
+	struct store_filter f = { .pid = -1, .tid = -1, .from = from, .to = to, .kind = kind, .cpu_period_us = period };
+	uint64_t total = 0;
+	char *p;
+
+	memset(c, 0, sizeof(*c));
+	if (store_query_stacks(st, &f, collect_cb, c) != 0)
+		return 0;
+	for (p = c->buf; (p = strchr(p, '|')) && (p = strchr(p + 1, '|')); p++)
+		total += strtoull(p + 1, NULL, 10);
+	return total;
+}
+
+/* Samples of two kinds: CPU samples and microseconds off CPU are stored apart, read apart, and summed
+ * as time for a wall-clock query, the same from raw rows and from rollups. */
+static void test_kinds(const char *dir)
+{
+	char path[512];
+	struct store_prune_result r = { 0 };
+	struct store *st = NULL;
+	struct collect c;
+	uint64_t cpu, off, wall, n = 0;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/kinds.db", dir);
+	err = store_open(path, STORE_READ_WRITE, &st);
+	err = err ?: store_begin(st);
+	for (int64_t ts = R_FROM; !err && ts < R_TO; ts += 60, n++) {
+		struct store_sample on = { .ts = ts, .pid = 7, .tid = 8, .comm = "app", .thread = "app",
+					   .folded = "main;work", .count = 2 };
+		struct store_sample wait = { .ts = ts, .pid = 7, .tid = 8, .comm = "app", .thread = "app",
+					     .folded = "main;wait", .count = 1500, .kind = STORE_OFFCPU };
+
+		err = store_add(st, &on) ?: store_add(st, &wait);
+	}
+	err = err ?: store_commit(st);
+	CHECK(err == 0, "kinds: %" PRIu64 " minutes of CPU samples and off-CPU time written (%s)", n,
+	      err ? store_errmsg(st) : "ok");
+	CHECK(store_add(st, &(struct store_sample){ .ts = R_FROM, .comm = "a", .thread = "a", .folded = "x", .count = 1,
+						      .kind = STORE_WALL }) == -EINVAL,
+	      "kinds: a wall-clock row is refused (queries only)");
+	/* (The window starts on an hour: a rollup bucket counts only when its first second is in it.) */
+	for (int pass = 0; pass < 2; pass++) {
+		const char *from = pass ? "rollups" : "raw rows";
+
+		cpu = kind_total(st, STORE_CPU, 0, RB - 3600, R_TO, &c);
+		CHECK(cpu == 2 * n && !strstr(c.buf, "wait"), "kinds, %s: CPU: %" PRIu64 " samples, no off-CPU stack", from,
+		      cpu);
+		off = kind_total(st, STORE_OFFCPU, 0, RB - 3600, R_TO, &c);
+		CHECK(off == 1500 * n && !strstr(c.buf, "work"), "kinds, %s: off-CPU: %" PRIu64 " us, no CPU stack", from,
+		      off);
+		wall = kind_total(st, STORE_WALL, 10000, RB - 3600, R_TO, &c);
+		CHECK(wall == (2 * 10000 + 1500) * n && strstr(c.buf, "app|main;work|") && strstr(c.buf, "app|main;wait|"),
+		      "kinds, %s: wall at 10 ms a sample: %" PRIu64 " us, both stacks", from, wall);
+		CHECK(kind_total(st, STORE_WALL, 0, RB - 3600, R_TO, &c) == 0 && c.calls == 0,
+		      "kinds, %s: a wall-clock query without the sampling period is refused", from);
+		if (!pass) {
+			err = store_set_rollups(st, &r_opts) ?: store_prune(st, R_FROM - 86400, 0, &r);
+			CHECK(err == 0 && r.raw_folded > 0 && r.samples_deleted == 0,
+			      "kinds: %" PRIu64 " raw rows folded into rollups (%s)", r.raw_folded, err ? store_errmsg(st) : "ok");
+			CHECK(sql_value(path, "SELECT count(DISTINCT kind) FROM rollups") == 2,
+			      "kinds: rollup rows of both kinds");
+		}
+	}
+	store_close(st);
+}
+
 /* A pass that fails half-way (a rollback, as after a crash) leaves nothing half-done; the next one
  * folds everything once. */
 static void test_rollup_crash(const char *dir)
@@ -2109,7 +2180,7 @@ static void test_migration_v2(const char *dir)
 	err = query_frames(st, -1, NULL, &c);
 	snprintf(after, sizeof(after), "%s", c.buf);
 	CHECK(err == 0 && same(after, before), "the upgraded database gives the same answers");
-	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 4 &&
+	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 5 &&
 		      sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name IN ('samples_ts', 'rollups')") == 2 &&
 		      sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name LIKE '%cover%'") == 0,
 	      "version 3 and on: one plain index for raw rows, a rollups table, no covering index");
@@ -2171,6 +2242,7 @@ int main(int argc, char **argv)
 	test_migration(dir);
 	test_prune(dir);
 	test_rollup_fold(dir);
+	test_kinds(dir);
 	test_rollup_crash(dir);
 	test_rollup_opts(dir);
 	test_rollup_parts(dir);
