@@ -182,17 +182,6 @@ static int load_symbols(struct bincache *c, const struct bin_source *src, const 
 	return err == -ENOMEM ? err : 0;
 }
 
-/* Loads the symbols of f into b (load_symbols) and counts those past the bound. */
-static int load_counted(struct bincache *c, const struct bin_source *src, const char *root,
-			const struct elf_file *f, struct binary *b)
-{
-	int err = load_symbols(c, src, root, f, b);
-
-	if (b->syms)
-		c->symbols_dropped += elf_symtab_dropped(b->syms);
-	return err;
-}
-
 /* Keeps f's build-id as lowercase hex in b (empty when it has none). */
 static void set_build_id(struct binary *b, const struct elf_file *f)
 {
@@ -228,7 +217,9 @@ static int load_binary(struct bincache *c, const struct bin_source *src, struct 
 	}
 	b->nsegs = (size_t)n;
 	set_build_id(b, f);
-	err = load_counted(c, src, root, f, b);
+	err = load_symbols(c, src, root, f, b);
+	if (b->syms)
+		c->symbols_dropped += elf_symtab_dropped(b->syms); /* past the bound: counted, not kept */
 out:
 	elf_file_free(f);
 	return err;
