@@ -177,6 +177,7 @@ int rollup_map_add_blob(struct rollup_map *m, int64_t bucket, uint32_t pid, int6
 {
 	struct rollup_reader r;
 	struct rollup_pair ahead[ADD_AHEAD];
+	const uint64_t most = UINT64_MAX / weight; /* the largest count weighed without saturating */
 	int rc;
 
 	rollup_reader_init(&r, blob, len);
@@ -193,7 +194,7 @@ int rollup_map_add_blob(struct rollup_map *m, int64_t bucket, uint32_t pid, int6
 			__builtin_prefetch(c + sizeof(struct rollup_cell) - 1); /* a cell may straddle two lines */
 		}
 		for (size_t i = 0; i < n; i++) {
-			uint64_t count = ahead[i].count > UINT64_MAX / weight ? UINT64_MAX : ahead[i].count * weight;
+			uint64_t count = ahead[i].count > most ? UINT64_MAX : ahead[i].count * weight;
 			int err = rollup_map_add(m, bucket, pid, comm_id, kind, ahead[i].stack_id, count, ts);
 
 			if (err)
