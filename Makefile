@@ -74,7 +74,7 @@ else
 endif
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) include/profile.h include/python.h include/unwind.h $(BUILD)/vmlinux.h
-	$(CLANG) -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -c $< -o $@.tmp
+	$(CLANG) -g -O2 -Wall -Werror -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -c $< -o $@.tmp
 	$(LLVM_STRIP) -g $@.tmp -o $@ && rm -f $@.tmp   # keep BTF, drop DWARF
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
@@ -171,11 +171,15 @@ fuzz: fuzz-build
 # Benchmarks: the harness bench/run.sh and its programs in $(BUILD)/bench/. gen_history applies
 # retention only when the store has store_prune.
 BENCH_LINKED := $(BUILD)/bench/gen_history $(BUILD)/bench/query_bench
-BENCH_BINS := $(BENCH_LINKED) $(BUILD)/bench/burn
+BENCH_BINS := $(BENCH_LINKED) $(BUILD)/bench/burn $(BUILD)/bench/storm
 $(BUILD)/bench/gen_history.o: FLAMED_CFLAGS += $(if $(shell grep -s store_prune lib/store/store.h),-DHAVE_STORE_PRUNE)
 
 bench: all $(BENCH_BINS)
 	BUILD=$(abspath $(BUILD)) QUICK=$(QUICK) bench/run.sh
+
+$(BUILD)/bench/storm: bench/storm.c | $(BUILD)/.deps
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -Wextra -Werror -fno-omit-frame-pointer $< -o $@
 
 $(BUILD)/bench/burn: bench/burn.c | $(BUILD)/.deps
 	@mkdir -p $(@D)

@@ -12,6 +12,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
 #include "profile.h"
 #include "python.h"
 #include "unwind.h"
@@ -179,14 +180,17 @@ static __always_inline __u64 hash_frames(const struct stack_trace *st, __u32 n)
 	return h ? h : 1;
 }
 
-/* Stores the first n frames of st in the stacks map. Returns its key, or 0 when it was lost (counted,
- * and lost_flag set in key->flags). */
+/* Stores the first n frames of st in the stacks map (and, keep not NULL, in keep: off-CPU stacks
+ * outlive a generation). Returns its key, or 0 when it was lost (counted, and lost_flag set in
+ * key->flags). */
 static __always_inline __u64 store_stack(void *stacks, struct stack_trace *st, __u32 n, __u32 lost_flag,
-					 struct sample_key *key)
+					 struct sample_key *key, void *keep)
 {
 	__u64 h = hash_frames(st, n);
 	long err;
 
+	if (keep)
+		bpf_map_update_elem(keep, &h, st, BPF_ANY); /* an LRU map: never full */
 	if (bpf_map_lookup_elem(stacks, &h))
 		return h;
 	err = bpf_map_update_elem(stacks, &h, st, BPF_NOEXIST);
@@ -202,7 +206,7 @@ static __always_inline __u64 store_stack(void *stacks, struct stack_trace *st, _
  * when there is no such stack (a kernel thread has no user stack, user code no kernel stack) or it was
  * lost (counted, and lost_flag set in key->flags). */
 static __always_inline __u64 capture(void *ctx, void *stacks, __u64 flags, __u32 lost_flag, __u32 err_stat,
-				     struct sample_key *key)
+				     struct sample_key *key, void *keep)
 {
 	__u32 zero = 0;
 	struct stack_trace *st = bpf_map_lookup_elem(&scratch, &zero);
@@ -225,7 +229,7 @@ static __always_inline __u64 capture(void *ctx, void *stacks, __u64 flags, __u32
 			stat_inc(STAT_UNWIND_TRUNCATED);
 		}
 	}
-	return store_stack(stacks, st, (__u32)len / sizeof(__u64), lost_flag, key);
+	return store_stack(stacks, st, (__u32)len / sizeof(__u64), lost_flag, key, keep);
 }
 
 /* x86-64 user addresses are below this (canonical lower half); kernel ones above. */
@@ -515,11 +519,27 @@ static __always_inline void ask_refresh(__u32 pid)
 	stat_inc(STAT_UNWIND_REFRESH);
 }
 
-/* Walks the user stack of the current task with the unwind tables of its process (and frame pointers
- * where they have none) into the stacks map. Returns its key, or 0 (none, or lost). Used only when the
- * process has tables (unwind_procs). */
-static __always_inline __u64 walk_user(struct bpf_perf_event_data *ctx, const struct unwind_proc *p, void *stacks,
-				       struct sample_key *key)
+/* The user registers a walk starts from: where user code was interrupted, or where it entered the
+ * kernel. */
+struct uregs {
+	__u64 ip, sp, bp;
+};
+
+/* The registers the current task saved when it entered the kernel. */
+static __always_inline void entry_uregs(struct uregs *r)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	r->ip = BPF_CORE_READ(regs, ip);
+	r->sp = BPF_CORE_READ(regs, sp);
+	r->bp = BPF_CORE_READ(regs, bp);
+}
+
+/* Walks the user stack of the current task from r with the unwind tables of its process (and frame
+ * pointers where they have none) into the stacks map (and keep). Returns its key, or 0 (none, or
+ * lost). Used only when the process has tables (unwind_procs). */
+static __always_inline __u64 walk_user(const struct uregs *r, const struct unwind_proc *p, void *stacks,
+				       struct sample_key *key, void *keep)
 {
 	__u32 zero = 0;
 	struct stack_trace *st = bpf_map_lookup_elem(&scratch, &zero);
@@ -537,17 +557,9 @@ static __always_inline __u64 walk_user(struct bpf_perf_event_data *ctx, const st
 	w->py_truncated = 0;
 	w->after_eval = 0;
 	w->fp_ended = 0;
-	if (ctx->regs.ip < USER_TOP) { /* interrupted in user mode */
-		w->ip = ctx->regs.ip;
-		w->sp = ctx->regs.sp;
-		w->bp = ctx->regs.bp;
-	} else { /* in the kernel: the registers saved at its entry */
-		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-
-		w->ip = BPF_CORE_READ(regs, ip);
-		w->sp = BPF_CORE_READ(regs, sp);
-		w->bp = BPF_CORE_READ(regs, bp);
-	}
+	w->ip = r->ip;
+	w->sp = r->sp;
+	w->bp = r->bp;
 	if (!w->ip)
 		return 0;
 	/* A Python process: its interpreter (read for this image) and the thread's innermost frame. */
@@ -583,13 +595,13 @@ static __always_inline __u64 walk_user(struct bpf_perf_event_data *ctx, const st
 		 (w->used & USED_TABLE) ? STAT_UNWIND_MIXED : STAT_UNWIND_FP);
 	if (w->used & USED_UNKNOWN)
 		ask_refresh(key->pid);
-	return store_stack(stacks, st, w->n, SAMPLE_USTACK_LOST, key);
+	return store_stack(stacks, st, w->n, SAMPLE_USTACK_LOST, key, keep);
 }
 
-/* The user stack: walked with unwind tables when the process has them (and the mode allows), else
- * with bpf_get_stack(). */
-static __always_inline __u64 user_stack(struct bpf_perf_event_data *ctx, struct task_struct *task,
-					void *stacks, struct sample_key *key)
+/* The user stack from r: walked with unwind tables when the process has them (and the mode allows),
+ * else with bpf_get_stack(ctx). */
+static __always_inline __u64 user_stack(void *ctx, const struct uregs *r, struct task_struct *task,
+					void *stacks, struct sample_key *key, void *keep)
 {
 	const struct unwind_proc *p;
 
@@ -601,9 +613,9 @@ static __always_inline __u64 user_stack(struct bpf_perf_event_data *ctx, struct 
 		/* Only tables read for this image: not those of the program it exec'd from, or of a process
 		 * that had the pid before. */
 		if (known && known->token == p->token)
-			return walk_user(ctx, p, stacks, key);
+			return walk_user(r, p, stacks, key, keep);
 	}
-	return capture(ctx, stacks, BPF_F_USER_STACK, SAMPLE_USTACK_LOST, STAT_USTACK_ERROR, key);
+	return capture(ctx, stacks, BPF_F_USER_STACK, SAMPLE_USTACK_LOST, STAT_USTACK_ERROR, key, keep);
 }
 
 static __always_inline void count(void *counts, struct sample_key *key)
@@ -666,6 +678,7 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 	struct task_struct *task;
 	struct sample_key key = {};
 	__u32 gen = *(volatile __u32 *)&active_gen;
+	struct uregs r;
 	bool kernel;
 
 	key.pid = id >> 32;
@@ -680,14 +693,22 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 	__builtin_memcpy(key.comm, task->comm, sizeof(key.comm));
 	__builtin_memcpy(key.pcomm, task->group_leader->comm, sizeof(key.pcomm));
 
-	/* Interrupted in user mode there is no kernel stack to read. */
+	/* Interrupted in user mode there is no kernel stack to read; in the kernel, the user stack starts
+	 * where it entered. */
 	kernel = ctx->regs.ip >= USER_TOP;
-	if (gen == 0) {
-		key.kstack = kernel ? capture(ctx, &stacks0, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key) : 0;
-		key.ustack = user_stack(ctx, task, &stacks0, &key);
+	if (kernel) {
+		entry_uregs(&r);
 	} else {
-		key.kstack = kernel ? capture(ctx, &stacks1, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key) : 0;
-		key.ustack = user_stack(ctx, task, &stacks1, &key);
+		r.ip = ctx->regs.ip;
+		r.sp = ctx->regs.sp;
+		r.bp = ctx->regs.bp;
+	}
+	if (gen == 0) {
+		key.kstack = kernel ? capture(ctx, &stacks0, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key, NULL) : 0;
+		key.ustack = user_stack(ctx, &r, task, &stacks0, &key, NULL);
+	} else {
+		key.kstack = kernel ? capture(ctx, &stacks1, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key, NULL) : 0;
+		key.ustack = user_stack(ctx, &r, task, &stacks1, &key, NULL);
 	}
 
 	if (key.ustack)
@@ -711,5 +732,7 @@ int process_exec(void *ctx)
 	bpf_map_delete_elem(&seen, &pid);
 	return 0;
 }
+
+#include "offcpu.h"
 
 char LICENSE[] SEC("license") = "GPL";

@@ -53,6 +53,7 @@ struct ingest {
 	struct store_frame frames[MAX_FRAMES];
 	unsigned nframes;
 	uint64_t samples, keys, rejected;
+	uint64_t offcpu_keys, offcpu_us; /* off-CPU keys drained this flush, and their time */
 	int store_err;
 };
 
@@ -206,6 +207,11 @@ int ingest_sample(const struct sampler_sample *s, void *ctx)
 	const struct folded *done;
 	struct folded fresh;
 
+	if (s->key->flags & SAMPLE_OFFCPU) {
+		f->offcpu_keys++; /* not stored yet: the store has no kind of sample for it */
+		f->offcpu_us += s->count;
+		return 0;
+	}
 	f->keys++;
 	f->samples += s->count;
 	if (f->store_err)
@@ -265,7 +271,7 @@ int ingest_new(const struct ingest_opts *o, struct ingest **out)
 
 void ingest_begin(struct ingest *in)
 {
-	in->samples = in->keys = in->rejected = 0;
+	in->samples = in->keys = in->rejected = in->offcpu_keys = in->offcpu_us = 0;
 	in->store_err = store_begin(in->store);
 	symbolizer_begin_flush(in->sym);
 	foldcache_reset(in->folds);
@@ -279,7 +285,8 @@ int ingest_end(struct ingest *in, struct ingest_counts *out)
 		in->store_err = store_commit(in->store);
 	if (in->store_err)
 		store_rollback(in->store);
-	*out = (struct ingest_counts){ .samples = in->samples, .keys = in->keys, .rejected = in->rejected };
+	*out = (struct ingest_counts){ .samples = in->samples, .keys = in->keys, .rejected = in->rejected,
+				       .offcpu_keys = in->offcpu_keys, .offcpu_us = in->offcpu_us };
 	return in->store_err;
 }
 

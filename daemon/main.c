@@ -269,6 +269,9 @@ static int flush(struct daemon *d)
 			(long long)drained.tv_sec, drained.tv_nsec / 1000);
 		fprintf(stderr, "flamed: stacks so far: %llu read in batches, %llu looked up one by one\n",
 			(unsigned long long)st.stacks_stashed, (unsigned long long)st.stacks_looked_up);
+		if (opt.off_cpu)
+			fprintf(stderr, "flamed: off-CPU: %llu keys, %.3f s blocked (not stored yet)\n",
+				(unsigned long long)n.offcpu_keys, n.offcpu_us / 1e6);
 	}
 	err = store_err ? store_err : err;
 
@@ -523,6 +526,9 @@ static int start(struct daemon *d)
 		.python = opt.python,
 		.max_python_procs = opt.python_processes,
 		.max_python_threads = 16384,
+		.off_cpu = opt.off_cpu,
+		.off_cpu_min_ns = (uint64_t)opt.off_cpu_min_us * 1000,
+		.max_off_cpu_stacks = 8192,
 	};
 	int err;
 

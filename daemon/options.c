@@ -96,6 +96,10 @@ static void usage(FILE *f)
 		"  --python-code-cache N  code objects whose names and line tables are kept,\n"
 		"                         256-1048576 (default 16384, at most 1 KiB each on average);\n"
 		"                         the least recently used go first\n"
+		"  --off-cpu              also count the time threads spend blocked (sleeping or in\n"
+		"                         uninterruptible waits), by stack, at each context switch\n"
+		"  --off-cpu-min-us N     waits shorter than N microseconds are not counted,\n"
+		"                         0-1000000000 (default 0)\n"
 		"  -v, --verbose          log when sampling began and each flush (samples, keys, its\n"
 		"                         length, when it drained the maps) and its stacks; twice\n"
 		"                         (-vv): libbpf's debug output too\n"
@@ -183,7 +187,7 @@ static unsigned parse_unwind(const char *s)
 
 void options_parse(int argc, char **argv, struct options *o)
 {
-	enum { O_DB = 256, O_LISTEN, O_AUTH, O_INLINE, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS, O_UNWIND, O_UNWIND_MB, O_UNWIND_PROCS, O_RAW_RET, O_MIN_RET, O_PYTHON, O_PY_PROCS, O_PY_FRAMES, O_PY_CODES };
+	enum { O_DB = 256, O_LISTEN, O_AUTH, O_INLINE, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS, O_UNWIND, O_UNWIND_MB, O_UNWIND_PROCS, O_RAW_RET, O_MIN_RET, O_PYTHON, O_PY_PROCS, O_PY_FRAMES, O_PY_CODES, O_OFF_CPU, O_OFF_CPU_MIN };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "listen", required_argument, NULL, O_LISTEN },
@@ -207,6 +211,8 @@ void options_parse(int argc, char **argv, struct options *o)
 		{ "python-processes", required_argument, NULL, O_PY_PROCS },
 		{ "python-frames", required_argument, NULL, O_PY_FRAMES },
 		{ "python-code-cache", required_argument, NULL, O_PY_CODES },
+		{ "off-cpu", no_argument, NULL, O_OFF_CPU },
+		{ "off-cpu-min-us", required_argument, NULL, O_OFF_CPU_MIN },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -244,6 +250,8 @@ void options_parse(int argc, char **argv, struct options *o)
 		case O_PY_PROCS: o->python_processes = parse_uint("--python-processes", optarg, 16, 65536); break;
 		case O_PY_FRAMES: o->python_frames = parse_uint("--python-frames", optarg, 1, PROFILE_MAX_DEPTH); break;
 		case O_PY_CODES: o->python_code_cache = parse_uint("--python-code-cache", optarg, 256, 1 << 20); break;
+		case O_OFF_CPU: o->off_cpu = true; break;
+		case O_OFF_CPU_MIN: o->off_cpu_min_us = parse_uint("--off-cpu-min-us", optarg, 0, 1000000000); break;
 		case 'v': o->verbose++; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("flamed %s\n", FLAMED_VERSION); exit(0);

@@ -33,6 +33,8 @@ struct options {
 	unsigned python_processes;
 	unsigned python_frames;
 	unsigned python_code_cache;
+	bool off_cpu;              /* count the time threads spend blocked */
+	unsigned off_cpu_min_us;   /* shorter waits are not counted */
 };
 
 /* Fills o with the defaults, then with what argv says. --help and --version print and exit 0; a bad

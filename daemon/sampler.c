@@ -25,6 +25,7 @@ struct sampler {
 	struct profile *skel;
 	struct bpf_link **links;
 	struct bpf_link *exec_link; /* forgets a process at execve() */
+	struct bpf_link *switch_link, *exit_link, *ongoing_link; /* off-CPU: sched_switch, exits, the iterator */
 	int *event_fds;
 	int ncpus_possible;
 	unsigned cpus_attached;
@@ -33,6 +34,7 @@ struct sampler {
 	__u64 *values;
 	__u64 *kips, *uips;      /* PROFILE_MAX_DEPTH each */
 	__u64 *percpu;           /* ncpus_possible values */
+	__u64 *percpu_values;    /* chunk * ncpus_possible: an off-CPU map's per-CPU values */
 	__u64 *clear_keys;       /* CLEAR_CHUNK each: where emptying the stacks map reads to */
 	struct stack_trace *clear_values;
 	struct stash_slot {      /* the stash's index: STASH_SLOTS, mapped during a drain */
@@ -91,10 +93,11 @@ static int alloc_buffers(struct sampler *s)
 	s->kips = calloc(PROFILE_MAX_DEPTH, sizeof(__u64));
 	s->uips = calloc(PROFILE_MAX_DEPTH, sizeof(__u64));
 	s->percpu = calloc(s->ncpus_possible, sizeof(__u64));
+	s->percpu_values = calloc((size_t)s->chunk * s->ncpus_possible, sizeof(__u64));
 	s->clear_keys = calloc(CLEAR_CHUNK, sizeof(*s->clear_keys));
 	s->clear_values = calloc(CLEAR_CHUNK, sizeof(*s->clear_values));
 	if (!s->links || !s->event_fds || !s->keys || !s->values || !s->kips || !s->uips || !s->percpu ||
-	    !s->clear_keys || !s->clear_values)
+	    !s->percpu_values || !s->clear_keys || !s->clear_values)
 		return -ENOMEM;
 	for (int i = 0; i < s->ncpus_possible; i++)
 		s->event_fds[i] = -1;
@@ -122,6 +125,16 @@ static int open_and_load(struct sampler *s, const struct sampler_opts *opts, boo
 	    (err = bpf_map__set_max_entries(s->skel->maps.counts1, opts->max_keys)) ||
 	    (err = bpf_map__set_max_entries(s->skel->maps.stacks0, opts->max_stacks)) ||
 	    (err = bpf_map__set_max_entries(s->skel->maps.stacks1, opts->max_stacks)))
+		return err;
+	/* Off-CPU: its programs load only when asked for, its maps take room only then. */
+	s->skel->rodata->offcpu_min_ns = opts->off_cpu_min_ns;
+	if ((err = bpf_program__set_autoload(s->skel->progs.offcpu_switch, opts->off_cpu)) ||
+	    (err = bpf_program__set_autoload(s->skel->progs.offcpu_ongoing, opts->off_cpu)) ||
+	    (err = bpf_program__set_autoload(s->skel->progs.offcpu_exit, opts->off_cpu)) ||
+	    (err = bpf_map__set_max_entries(s->skel->maps.offcpu0, opts->off_cpu ? opts->max_keys : 1)) ||
+	    (err = bpf_map__set_max_entries(s->skel->maps.offcpu1, opts->off_cpu ? opts->max_keys : 1)) ||
+	    (err = bpf_map__set_max_entries(s->skel->maps.offcpu_frames,
+					    opts->off_cpu ? (opts->max_off_cpu_stacks ?: 1) : 1)))
 		return err;
 	if (prealloc && ((err = bpf_map__set_map_flags(s->skel->maps.stacks0, 0)) ||
 			 (err = bpf_map__set_map_flags(s->skel->maps.stacks1, 0)) ||
@@ -191,6 +204,15 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **out)
 	err = attach_all(s, opts->frequency);
 	if (err)
 		goto fail;
+	if (opts->off_cpu) {
+		s->switch_link = bpf_program__attach(s->skel->progs.offcpu_switch);
+		s->exit_link = s->switch_link ? bpf_program__attach(s->skel->progs.offcpu_exit) : NULL;
+		s->ongoing_link = s->exit_link ? bpf_program__attach_iter(s->skel->progs.offcpu_ongoing, NULL) : NULL;
+		if (!s->switch_link || !s->exit_link || !s->ongoing_link) {
+			err = -errno;
+			goto fail;
+		}
+	}
 	*out = s;
 	return 0;
 fail:
@@ -373,40 +395,101 @@ static void clear_stacks(struct sampler *s, int fd)
 	}
 }
 
-int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx)
+/* Runs the offcpu_ongoing iterator once: every wait going on is counted up to now. */
+static int count_ongoing(struct sampler *s)
 {
-	__u32 old = __atomic_load_n(&s->skel->bss->active_gen, __ATOMIC_SEQ_CST);
-	int counts_fd = bpf_map__fd(old ? s->skel->maps.counts1 : s->skel->maps.counts0);
-	int stacks_fd = bpf_map__fd(old ? s->skel->maps.stacks1 : s->skel->maps.stacks0);
-	int64_t offset = boot_to_unix_offset();
+	char buf[64];
+	int fd = bpf_iter_create(bpf_link__fd(s->ongoing_link)), err = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	if (n < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+/* Moves up to s->chunk keys of an off-CPU map (per-CPU values) into s->keys/s->values, each value
+ * summed over CPUs; as take_counts. */
+static int take_offcpu(struct sampler *s, int fd, __u64 *batch, bool first, bool *done)
+{
+	__u32 count = s->chunk;
+	__u64 batch_out = 0;
+	int err = bpf_map_lookup_and_delete_batch(fd, first ? NULL : batch, &batch_out, s->keys, s->percpu_values,
+						  &count, NULL);
+
+	if (err && errno != ENOENT)
+		return -errno;
+	if (!err && !count)
+		return -EIO;
+	for (__u32 i = 0; i < count; i++) {
+		__u64 sum = 0;
+
+		for (int c = 0; c < s->ncpus_possible; c++)
+			sum += s->percpu_values[(size_t)i * s->ncpus_possible + c];
+		s->values[i] = sum;
+	}
+	*batch = batch_out;
+	*done = err != 0;
+	return (int)count;
+}
+
+/* Hands every key of a quiescent counts map (take: how its values are read) to cb. Returns 0, the first
+ * non-zero cb return, or -errno. */
+static int drain_map(struct sampler *s, int counts_fd, int stacks_fd, bool offcpu, int64_t offset, sampler_cb cb,
+		     void *ctx)
+{
 	__u64 batch = 0;
-	bool emptied;
 	int n, err, ret = 0;
 
-	err = switch_generation(s, !old);
-	if (err)
-		return err;
-	emptied = stash_stacks(s, stacks_fd);
-	/* A chunk of counts at a time: the old generation is quiescent, so no key comes or goes meanwhile. */
 	for (bool first = true, done = false; !done; first = false) {
-		n = take_counts(s, counts_fd, &batch, first, &done);
-		if (n < 0) {
-			ret = n;
-			break;
-		}
+		n = offcpu ? take_offcpu(s, counts_fd, &batch, first, &done) : take_counts(s, counts_fd, &batch, first, &done);
+		if (n < 0)
+			return ret ?: n;
 		for (int i = 0; i < n; i++) {
 			struct sampler_sample smp = {
 				.key = &s->keys[i],
 				.unix_sec = (int64_t)s->keys[i].boot_sec + offset,
-				.count = s->values[i],
+				.count = offcpu ? (s->values[i] + 500) / 1000 : s->values[i],
 			};
 
+			if (!smp.count)
+				continue; /* under half a microsecond */
 			smp.nk = find_stack(s, stacks_fd, s->keys[i].kstack, s->kips, &smp.kips);
 			smp.nu = find_stack(s, stacks_fd, s->keys[i].ustack, s->uips, &smp.uips);
 			err = cb(&smp, ctx);
 			if (err && !ret)
 				ret = err;
 		}
+	}
+	return ret;
+}
+
+int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx)
+{
+	__u32 old = __atomic_load_n(&s->skel->bss->active_gen, __ATOMIC_SEQ_CST);
+	int counts_fd = bpf_map__fd(old ? s->skel->maps.counts1 : s->skel->maps.counts0);
+	int offcpu_fd = bpf_map__fd(old ? s->skel->maps.offcpu1 : s->skel->maps.offcpu0);
+	int stacks_fd = bpf_map__fd(old ? s->skel->maps.stacks1 : s->skel->maps.stacks0);
+	int64_t offset = boot_to_unix_offset();
+	bool emptied;
+	int err, ret;
+
+	/* Waits going on are counted into the generation ending now. */
+	if (s->ongoing_link && (err = count_ongoing(s)) < 0)
+		return err;
+	err = switch_generation(s, !old);
+	if (err)
+		return err;
+	emptied = stash_stacks(s, stacks_fd);
+	/* A chunk of counts at a time: the old generation is quiescent, so no key comes or goes meanwhile. */
+	ret = drain_map(s, counts_fd, stacks_fd, false, offset, cb, ctx);
+	if (s->switch_link) {
+		err = drain_map(s, offcpu_fd, stacks_fd, true, offset, cb, ctx);
+		ret = ret ?: err;
 	}
 	if (!emptied)
 		clear_stacks(s, stacks_fd);
@@ -470,6 +553,9 @@ void sampler_free(struct sampler *s)
 		if (s->event_fds[i] >= 0)
 			close(s->event_fds[i]);
 	bpf_link__destroy(s->exec_link);
+	bpf_link__destroy(s->ongoing_link);
+	bpf_link__destroy(s->exit_link);
+	bpf_link__destroy(s->switch_link);
 	ring_buffer__free(s->events);
 	profile__destroy(s->skel);
 	free(s->links);
@@ -479,6 +565,7 @@ void sampler_free(struct sampler *s)
 	free(s->kips);
 	free(s->uips);
 	free(s->percpu);
+	free(s->percpu_values);
 	free(s->clear_keys);
 	free(s->clear_values);
 	stash_release(s);

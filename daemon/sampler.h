@@ -21,6 +21,9 @@ struct sampler_opts {
 	bool python;                /* write Python frames (include/python.h; not UNWIND_MODE_FP) */
 	unsigned max_python_procs;  /* Python processes walked at once */
 	unsigned max_python_threads; /* threads whose thread state is remembered */
+	bool off_cpu;               /* count the time threads spend blocked (bpf/offcpu.h) */
+	uint64_t off_cpu_min_ns;    /* shorter waits are not counted */
+	unsigned max_off_cpu_stacks; /* stacks of blocked threads kept across generations */
 };
 
 /* One drained key with its stacks, valid only during the callback. */
@@ -31,7 +34,7 @@ struct sampler_sample {
 	unsigned nk;
 	const __u64 *uips;    /* user frames, leaf first */
 	unsigned nu;
-	uint64_t count;
+	uint64_t count;       /* samples; with SAMPLE_OFFCPU in key->flags, microseconds blocked */
 };
 
 struct sampler_stats {
@@ -54,8 +57,9 @@ typedef void (*sampler_process_cb)(const struct process_event *e, void *ctx);
  * Returns 0 or -errno: -EPERM without CAP_BPF/CAP_PERFMON, -ENODEV when no CPU could be attached. */
 int sampler_new(const struct sampler_opts *opts, struct sampler **out);
 
-/* Switches generations, waits until no program writes the old one, then calls cb for every key it
- * counted and empties it. Returns 0, the first non-zero cb return, or -errno from a map operation. */
+/* Counts the waits going on (with off_cpu) up to now, switches generations, waits until no program
+ * writes the old one, then calls cb for every key it counted (CPU samples, then off-CPU time) and
+ * empties it. Returns 0, the first non-zero cb return, or -errno from a map operation. */
 int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx);
 
 /* A descriptor that polls readable when events of processes are waiting. */

@@ -11,6 +11,8 @@
 #define SAMPLE_USTACK_LOST 2u
 /* sample_key.flags: the user stack is deeper than PROFILE_MAX_DEPTH; its outermost frames are cut. */
 #define SAMPLE_USTACK_TRUNCATED 4u
+/* sample_key.flags: an off-CPU key (offcpu0/offcpu1): its value is nanoseconds blocked, not samples. */
+#define SAMPLE_OFFCPU 8u
 
 /* How user stacks are walked (the BPF program's unwind_mode). */
 enum unwind_mode {
@@ -76,6 +78,15 @@ enum profile_stat {
 	STAT_PY_UNMATCHED,       /* Python frames left over when the native walk ended (not written) */
 	STAT_PY_APPENDED,        /* native walks that failed, the rest of the Python frames written after */
 	STAT_PY_EVENTS_LOST,     /* code objects first written not reported: py_events ring buffer full */
+	STAT_OFFCPU_BLOCKS,      /* threads switched out blocked (sleeping or uninterruptible) */
+	STAT_OFFCPU_WALKED,      /* ... whose stacks were walked */
+	STAT_OFFCPU_REUSED,      /* ... whose stacks were those of their last block (same place, lately) */
+	STAT_OFFCPU_NO_STORAGE,  /* ... not followed: no task storage could be had */
+	STAT_OFFCPU_WAKES,       /* blocked threads switched in again, their wait counted */
+	STAT_OFFCPU_SHORT,       /* ... whose wait was under --off-cpu-min-us: not counted */
+	STAT_OFFCPU_ONGOING,     /* waits still going on counted at a flush (up to it) */
+	STAT_OFFCPU_STACK_LOST,  /* off-CPU stacks gone from offcpu_frames before their wait was counted */
+	STAT_OFFCPU_COUNTS_FULL, /* off-CPU waits lost: the offcpu counts map was full */
 	STAT_MAX,
 };
 

@@ -1,0 +1,107 @@
+/* waits.c - a thread whose waits are known, for the off-CPU tests: the thread named "waiter" repeats
+ * BURN ms of work in burn_leaf, a nanosleep of SLEEP ms in nap_leaf, and a read of a pipe in pipe_leaf
+ * that a second thread ("feeder") answers PIPE ms later; for SECONDS in all. Prints the time it spent
+ * in each, measured, at the end. Usage: waits SECONDS [BURN SLEEP PIPE] (ms; default 100 200 300). */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile unsigned long sink;
+static int to_waiter[2], to_feeder[2];
+static long burn_ms = 100, sleep_ms = 200, pipe_ms = 300;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void nap(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+__attribute__((noinline)) void burn_leaf(long ms)
+{
+	double end = now() + ms / 1e3;
+
+	while (now() < end)
+		for (int i = 0; i < 10000; i++)
+			sink += i * 2654435761u;
+}
+
+__attribute__((noinline)) void nap_leaf(long ms)
+{
+	nap(ms);
+	__asm__ volatile("" ::: "memory"); /* keeps the call from becoming a tail call */
+}
+
+__attribute__((noinline)) void pipe_leaf(void)
+{
+	char c = 'w';
+
+	if (write(to_feeder[1], &c, 1) != 1 || read(to_waiter[0], &c, 1) != 1)
+		exit(1);
+	__asm__ volatile("" ::: "memory");
+}
+
+/* Answers each request PIPE ms later; ends when the request pipe closes. */
+static void *feeder(void *arg)
+{
+	char c;
+
+	(void)arg;
+	pthread_setname_np(pthread_self(), "feeder");
+	while (read(to_feeder[0], &c, 1) == 1) {
+		nap(pipe_ms);
+		if (write(to_waiter[1], &c, 1) != 1)
+			break;
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	double seconds, end, t, spent[3] = { 0, 0, 0 };
+	pthread_t f;
+
+	if (argc != 2 && argc != 5) {
+		fprintf(stderr, "usage: waits SECONDS [BURN SLEEP PIPE]\n");
+		return 2;
+	}
+	seconds = atof(argv[1]);
+	if (argc == 5) {
+		burn_ms = atol(argv[2]);
+		sleep_ms = atol(argv[3]);
+		pipe_ms = atol(argv[4]);
+	}
+	if (pipe(to_waiter) || pipe(to_feeder) || pthread_create(&f, NULL, feeder, NULL))
+		return 1;
+	pthread_setname_np(pthread_self(), "waiter");
+	printf("pid %d tid %d\n", getpid(), gettid());
+	fflush(stdout);
+	end = now() + seconds;
+	while (now() < end) {
+		t = now();
+		burn_leaf(burn_ms);
+		spent[0] += now() - t;
+		t = now();
+		nap_leaf(sleep_ms);
+		spent[1] += now() - t;
+		t = now();
+		pipe_leaf();
+		spent[2] += now() - t;
+	}
+	close(to_feeder[1]);
+	pthread_join(f, NULL);
+	printf("burn %.3f s\nsleep %.3f s\npipe %.3f s\n", spent[0], spent[1], spent[2]);
+	return 0;
+}
