@@ -207,13 +207,15 @@ int ingest_sample(const struct sampler_sample *s, void *ctx)
 	const struct folded *done;
 	struct folded fresh;
 
-	if (s->key->flags & SAMPLE_OFFCPU) {
-		f->offcpu_keys++; /* not stored yet: the store has no kind of sample for it */
+	bool offcpu = s->key->flags & SAMPLE_OFFCPU;
+
+	if (offcpu) {
+		f->offcpu_keys++;
 		f->offcpu_us += s->count;
-		return 0;
+	} else {
+		f->keys++;
+		f->samples += s->count;
 	}
-	f->keys++;
-	f->samples += s->count;
 	if (f->store_err)
 		return 0; /* the transaction failed; keep draining so the maps empty */
 	done = foldcache_get(f->folds, &k); /* the same stack in another thread or second */
@@ -235,6 +237,7 @@ int ingest_sample(const struct sampler_sample *s, void *ctx)
 		.count = s->count,
 		.frames = done->frames,
 		.nframes = done->nframes,
+		.kind = offcpu ? STORE_OFFCPU : STORE_CPU,
 	};
 	err = store_add(f->store, &row);
 	if (err == -EINVAL) {

@@ -28,7 +28,7 @@ struct ingest_counts {
 	uint64_t samples;  /* counted in the keys drained */
 	uint64_t keys;     /* (pid, tid, second, stacks) keys drained */
 	uint64_t rejected; /* keys the store refused as malformed (the rest of the flush is stored) */
-	uint64_t offcpu_keys, offcpu_us; /* off-CPU keys drained and the time they hold (not stored yet) */
+	uint64_t offcpu_keys, offcpu_us; /* off-CPU keys drained and the time they hold */
 };
 
 /* Creates the ingest step over o's objects. Returns 0, -EINVAL or -ENOMEM; *out set only on success. */

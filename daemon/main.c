@@ -270,7 +270,7 @@ static int flush(struct daemon *d)
 		fprintf(stderr, "flamed: stacks so far: %llu read in batches, %llu looked up one by one\n",
 			(unsigned long long)st.stacks_stashed, (unsigned long long)st.stacks_looked_up);
 		if (opt.off_cpu)
-			fprintf(stderr, "flamed: off-CPU: %llu keys, %.3f s blocked (not stored yet)\n",
+			fprintf(stderr, "flamed: off-CPU: %llu keys, %.3f s blocked\n",
 				(unsigned long long)n.offcpu_keys, n.offcpu_us / 1e6);
 	}
 	err = store_err ? store_err : err;
