@@ -13,8 +13,15 @@
 #include "render/svg.h"
 #include "render/top.h"
 #include "render/tree.h"
+#include "render/unit.h"
 
 #define DEFAULT_FREQUENCY 19
+
+/* What a filter's values count: CPU samples, or microseconds (off CPU, wall clock). */
+static enum unit kind_unit(const struct store_filter *f)
+{
+	return f && f->kind != STORE_CPU ? UNIT_MICROS : UNIT_SAMPLES;
+}
 
 static const struct {
 	const char *name;
@@ -160,12 +167,12 @@ static int build_top(struct store *st, const struct store_filter *f, bool by_lin
 }
 
 static int write_graph(FILE *out, const struct tree *t, enum query_format fmt, const struct query_graph *g,
-		       bool diff)
+		       bool diff, enum unit unit)
 {
-	struct svg_opts so = { .diff = diff, .minwidth = -1 };
+	struct svg_opts so = { .diff = diff, .minwidth = -1, .unit = unit };
 
 	if (fmt == QUERY_JSON)
-		return render_json_tree(out, t, diff);
+		return render_json_tree(out, t, diff, unit);
 	if (g) {
 		so.title = g->title;
 		so.width = g->width;
@@ -268,6 +275,11 @@ static int write_pprof(struct store *st, const struct store_filter *f, const str
 		.duration_ns = __builtin_sub_overflow(f->to, f->from, &span) ? INT64_MAX : to_ns(span),
 		.period_ns = 1000000000LL / freq,
 	};
+
+	if (f->kind != STORE_CPU) { /* microseconds: the values are times, one microsecond their grain */
+		info.time_type = f->kind == STORE_OFFCPU ? "off_cpu" : "wall";
+		info.period_ns = 1000;
+	}
 	int err = store_query_stacks_frames(st, f, stack_to_pprof, &c);
 
 	if (!err)
@@ -290,13 +302,13 @@ int query_profile(struct store *st, const struct store_filter *f, enum query_for
 	case QUERY_JSON:
 		err = build_tree(st, f, NULL, g && g->reverse, true, &t);
 		if (!err)
-			err = write_graph(out, t, fmt, g, false);
+			err = write_graph(out, t, fmt, g, false, kind_unit(f));
 		tree_free(t);
 		return err;
 	case QUERY_SVG:
 		err = build_tree(st, f, NULL, g && g->reverse, false, &t);
 		if (!err)
-			err = write_graph(out, t, fmt, g, false);
+			err = write_graph(out, t, fmt, g, false, kind_unit(f));
 		tree_free(t);
 		return err;
 	case QUERY_TOP:
@@ -314,7 +326,7 @@ int query_top_text(struct store *st, const struct store_filter *f, unsigned limi
 	int err = build_top(st, f, by_line, &top);
 
 	if (!err)
-		err = render_top_text(out, top, limit, tty);
+		err = render_top_text(out, top, limit, tty, kind_unit(f));
 	top_free(top);
 	return err;
 }
@@ -325,7 +337,7 @@ int query_top_json(struct store *st, const struct store_filter *f, unsigned limi
 	int err = build_top(st, f, by_line, &top);
 
 	if (!err)
-		err = render_top_json(out, top, limit);
+		err = render_top_json(out, top, limit, kind_unit(f));
 	top_free(top);
 	return err;
 }
@@ -374,7 +386,7 @@ int query_diff(struct store *st, const struct store_filter *base, const struct s
 	}
 	err = build_tree(st, now, base, g && g->reverse, false, &t);
 	if (!err)
-		err = write_graph(out, t, fmt, g, true);
+		err = write_graph(out, t, fmt, g, true, kind_unit(now));
 	tree_free(t);
 	return err;
 }
@@ -417,15 +429,16 @@ static void format_time(int64_t t, char *buf, size_t len)
 		snprintf(buf, len, "%" PRId64, t);
 }
 
-static void write_processes(FILE *out, const struct proc_list *l, bool json, bool tty)
+static void write_processes(FILE *out, const struct proc_list *l, bool json, bool tty, enum unit unit)
 {
-	char first[32], last[32];
+	char first[32], last[32], amount[UNIT_BUF];
 
 	if (json)
-		fprintf(out, "{\"total\":%llu,\"processes\":[", (unsigned long long)l->total);
+		fprintf(out, "{\"unit\":\"%s\",\"total\":%llu,\"processes\":[", unit_name(unit),
+			(unsigned long long)l->total);
 	else if (tty)
-		fprintf(out, "%8s  %-16s %10s %7s  %-20s  %s\n", "PID", "COMM", "SAMPLES", "SHARE", "FIRST SEEN",
-			"LAST SEEN");
+		fprintf(out, "%8s  %-16s %12s %7s  %-20s  %s\n", "PID", "COMM", unit == UNIT_MICROS ? "TIME" : "SAMPLES",
+			"SHARE", "FIRST SEEN", "LAST SEEN");
 	for (size_t i = 0; i < l->n; i++) {
 		const struct store_process *p = &l->p[i];
 		double share = l->total ? 100.0 * p->samples / l->total : 0;
@@ -438,8 +451,11 @@ static void write_processes(FILE *out, const struct proc_list *l, bool json, boo
 		} else if (tty) {
 			format_time(p->first_seen, first, sizeof(first));
 			format_time(p->last_seen, last, sizeof(last));
-			fprintf(out, "%8u  %-16s %10llu %6.2f%%  %-20s  %s\n", p->pid, p->comm,
-				(unsigned long long)p->samples, share, first, last);
+			if (unit == UNIT_MICROS)
+				unit_amount(amount, p->samples, unit);
+			else
+				snprintf(amount, sizeof(amount), "%llu", (unsigned long long)p->samples);
+			fprintf(out, "%8u  %-16s %12s %6.2f%%  %-20s  %s\n", p->pid, p->comm, amount, share, first, last);
 		} else {
 			fprintf(out, "%u\t%s\t%llu\t%" PRId64 "\t%" PRId64 "\n", p->pid, p->comm,
 				(unsigned long long)p->samples, p->first_seen, p->last_seen);
@@ -455,7 +471,7 @@ int query_processes(struct store *st, const struct store_filter *f, bool json, b
 	int err = store_query_processes(st, f, collect_process, &l);
 
 	if (!err) {
-		write_processes(out, &l, json, tty);
+		write_processes(out, &l, json, tty, kind_unit(f));
 		err = ferror(out) ? -EIO : 0;
 	}
 	for (size_t i = 0; i < l.n; i++)
@@ -485,7 +501,7 @@ int query_threads(struct store *st, const struct store_filter *f, FILE *out)
 	struct list_ctx c = { .out = out };
 	int err;
 
-	fprintf(out, "{\"pid\":%lld,\"threads\":[", (long long)f->pid);
+	fprintf(out, "{\"pid\":%lld,\"unit\":\"%s\",\"threads\":[", (long long)f->pid, unit_name(kind_unit(f)));
 	err = store_query_threads(st, f, write_thread, &c);
 	fputs("]}\n", out);
 	return err ? err : ferror(out) ? -EIO : 0;
@@ -507,8 +523,8 @@ int query_timeline(struct store *st, const struct store_filter *f, int64_t step,
 	struct list_ctx c = { .out = out, .per_thread = per_thread };
 	int err;
 
-	fprintf(out, "{\"from\":%" PRId64 ",\"to\":%" PRId64 ",\"step\":%" PRId64 ",\"points\":[", f->from, f->to,
-		step);
+	fprintf(out, "{\"from\":%" PRId64 ",\"to\":%" PRId64 ",\"step\":%" PRId64 ",\"unit\":\"%s\",\"points\":[",
+		f->from, f->to, step, unit_name(kind_unit(f)));
 	err = store_query_timeline(st, f, step, per_thread, write_point, &c);
 	fputs("]}\n", out);
 	return err ? err : ferror(out) ? -EIO : 0;

@@ -60,10 +60,13 @@ static double base_scale(const struct tree_node *root)
 	return root->value[TREE_BASE] ? (double)root->value[TREE_NEW] / root->value[TREE_BASE] : 0.0;
 }
 
-static void write_node(FILE *out, const struct tree_node *n, bool diff, double scale)
+/* Writes node n and its children; unit (the root's only) when not NULL. */
+static void write_node(FILE *out, const struct tree_node *n, bool diff, double scale, const char *unit)
 {
 	fputs("{\"name\":", out);
 	json_write_string(out, n->name);
+	if (unit)
+		fprintf(out, ",\"unit\":\"%s\"", unit);
 	fprintf(out, ",\"value\":%llu", (unsigned long long)n->value[TREE_NEW]);
 	if (diff)
 		fprintf(out, ",\"delta\":%lld",
@@ -81,16 +84,16 @@ static void write_node(FILE *out, const struct tree_node *n, bool diff, double s
 	for (uint32_t i = 0; i < n->nchildren; i++) {
 		if (i)
 			fputc(',', out);
-		write_node(out, n->children[i], diff, scale);
+		write_node(out, n->children[i], diff, scale, NULL);
 	}
 	fputs("]}", out);
 }
 
-int render_json_tree(FILE *out, const struct tree *t, bool diff)
+int render_json_tree(FILE *out, const struct tree *t, bool diff, enum unit unit)
 {
 	const struct tree_node *root = tree_root(t);
 
-	write_node(out, root, diff, base_scale(root));
+	write_node(out, root, diff, base_scale(root), unit_name(unit));
 	fputc('\n', out);
 	return ferror(out) ? -EIO : 0;
 }

@@ -56,6 +56,7 @@ struct build {
 	Perftools__Profiles__Location *loc_msgs, **loc_ptrs;
 	Perftools__Profiles__Line *lines, **line_ptrs;
 	Perftools__Profiles__ValueType types[2], *type_ptrs[2], period_type;
+	unsigned ntypes;   /* sample types: 2 (samples, cpu) or 1 (a time) */
 	uint8_t *packed;
 };
 
@@ -320,14 +321,22 @@ static int value_type(struct build *b, const char *type, const char *unit, Perft
 }
 
 /* The string table with "" first, the sample and period types, and the label keys. */
-static int build_init(struct build *b)
+static int build_init(struct build *b, const char *time_type)
 {
 	int64_t empty;
+	int err;
 
-	if (strtab_intern(&b->strs, "", &empty) < 0 || value_type(b, "samples", "count", &b->types[0]) < 0 ||
-	    value_type(b, "cpu", "nanoseconds", &b->types[1]) < 0 ||
-	    value_type(b, "cpu", "nanoseconds", &b->period_type) < 0 ||
-	    strtab_intern(&b->strs, "comm", &b->s_comm) < 0 || strtab_intern(&b->strs, "pid", &b->s_pid) < 0)
+	if (strtab_intern(&b->strs, "", &empty) < 0)
+		return -ENOMEM;
+	b->ntypes = time_type ? 1 : 2;
+	if (time_type)
+		err = value_type(b, time_type, "nanoseconds", &b->types[0]) ?:
+		      value_type(b, time_type, "nanoseconds", &b->period_type);
+	else
+		err = value_type(b, "samples", "count", &b->types[0]) ?:
+		      value_type(b, "cpu", "nanoseconds", &b->types[1]) ?:
+		      value_type(b, "cpu", "nanoseconds", &b->period_type);
+	if (err || strtab_intern(&b->strs, "comm", &b->s_comm) < 0 || strtab_intern(&b->strs, "pid", &b->s_pid) < 0)
 		return -ENOMEM;
 	b->type_ptrs[0] = &b->types[0];
 	b->type_ptrs[1] = &b->types[1];
@@ -415,11 +424,16 @@ static int frame_location(struct build *b, const struct pprof_frame *f, uint64_t
 	return 0;
 }
 
-/* count, saturated to int64; times the period (negative counts as 0), saturated too. */
-static void sample_values(uint64_t count, int64_t period_ns, int64_t *values)
+/* CPU samples: count, saturated to int64; times the period (negative counts as 0), saturated too.
+ * A time (ntypes 1): count microseconds as nanoseconds, saturated. */
+static void sample_values(uint64_t count, int64_t period_ns, unsigned ntypes, int64_t *values)
 {
 	int64_t c = count > INT64_MAX ? INT64_MAX : (int64_t)count, cpu;
 
+	if (ntypes == 1) {
+		values[0] = __builtin_mul_overflow(c, INT64_C(1000), &cpu) ? INT64_MAX : cpu;
+		return;
+	}
 	if (period_ns < 0)
 		period_ns = 0;
 	if (__builtin_mul_overflow(c, period_ns, &cpu))
@@ -494,8 +508,8 @@ static int build_samples(struct build *b, const struct pprof_stack *stacks, size
 				return -ENOMEM;
 		off += nframes;
 		s->value = &b->values[2 * i];
-		s->n_value = 2;
-		sample_values(st->count, period_ns, s->value);
+		s->n_value = b->ntypes;
+		sample_values(st->count, period_ns, b->ntypes, s->value);
 		if (sample_labels(b, st, 2 * i, s) < 0)
 			return -ENOMEM;
 		b->sample_ptrs[i] = s;
@@ -580,7 +594,7 @@ static int build_locations(struct build *b)
 /* Points the Profile at everything built. */
 static void assemble(struct build *b, size_t n, const struct pprof_info *info, Perftools__Profiles__Profile *p)
 {
-	p->n_sample_type = 2;
+	p->n_sample_type = b->ntypes;
 	p->sample_type = b->type_ptrs;
 	p->n_sample = n;
 	p->sample = b->sample_ptrs;
@@ -674,7 +688,7 @@ int render_pprof(FILE *out, const struct pprof_stack *stacks, size_t n, const st
 	if (!info)
 		info = &no_info;
 	memset(&b, 0, sizeof(b));
-	err = build_init(&b);
+	err = build_init(&b, info->time_type);
 	if (!err)
 		err = build_samples(&b, stacks, n, info->period_ns);
 	if (!err)

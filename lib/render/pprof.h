@@ -27,10 +27,13 @@ struct pprof_stack {
 struct pprof_info {
 	int64_t time_unix_ns;  /* start of the window */
 	int64_t duration_ns;   /* length of the window */
-	int64_t period_ns;     /* CPU time one sample stands for: 1e9 / frequency */
+	int64_t period_ns;     /* CPU time one sample stands for: 1e9 / frequency (time_type: the period) */
+	const char *time_type; /* NULL: counts are CPU samples; else counts are microseconds of this
+				* kind of time ("off_cpu", "wall"), written as one sample type TYPE/nanoseconds */
 };
 
-/* Writes the profile: sample types samples/count and cpu/nanoseconds (count * period), one
+/* Writes the profile: sample types samples/count and cpu/nanoseconds (count * period), or with
+ * info->time_type the one sample type TYPE/nanoseconds (count * 1000) and that period type; one
  * Location per distinct (module, function), one Mapping per module with its build-id. A Python frame
  * (with a file) is a Function named QUALNAME (its name less " (FILE)") with its file name and first
  * line, no Mapping, and one Location per line it ran, whose Line says it (go tool pprof -list).

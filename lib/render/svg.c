@@ -253,21 +253,6 @@ static const char *fixed(char buf[40], double v, int d)
 	return buf;
 }
 
-/* Formats a count with thousands separators ("1,234,567") into buf. */
-static const char *count_str(char buf[40], uint64_t v)
-{
-	char digits[24];
-	int n = snprintf(digits, sizeof(digits), "%" PRIu64, v), j = 0;
-
-	for (int i = 0; i < n; i++) {
-		if (i && (n - i) % 3 == 0)
-			buf[j++] = ',';
-		buf[j++] = digits[i];
-	}
-	buf[j] = '\0';
-	return buf;
-}
-
 static double percent(uint64_t part, uint64_t whole)
 {
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
@@ -341,18 +326,21 @@ static unsigned row_y(const struct svg_ctx *c, uint32_t depth)
 	return c->top + ROW_H * (c->o.reverse ? depth : c->maxdepth - depth);
 }
 
-/* Writes the tooltip's counts: " (N samples, P%)", for a diff also "; base M, Q%; +X.XX pts". */
+/* Writes the tooltip's counts: " (N samples, P%)" or " (12.50 ms, P%)", for a diff also "; base M, Q%;
+ * +X.XX pts". */
 static void put_counts(const struct svg_ctx *c, const struct tree_node *n)
 {
-	char a[40], b[40], d[40], e[40];
+	char a[UNIT_BUF], b[40], d[40], e[40];
 	uint64_t v = n->value[TREE_NEW];
 
-	fprintf(c->out, " (%s sample%s, %s%%", count_str(a, v), v == 1 ? "" : "s",
-		fixed(b, percent(v, c->total), 2));
+	fprintf(c->out, " (%s, %s%%", unit_amount(a, v, c->o.unit), fixed(b, percent(v, c->total), 2));
 	if (c->o.diff) {
 		double pn = percent(v, c->total), pb = percent(n->value[TREE_BASE], c->base_total);
 
-		fprintf(c->out, "; base %s, %s%%; %s%s pts", count_str(a, n->value[TREE_BASE]), fixed(d, pb, 2),
+		fprintf(c->out, "; base %s, %s%%; %s%s pts",
+			c->o.unit == UNIT_SAMPLES ? unit_count(a, n->value[TREE_BASE]) :
+						    unit_amount(a, n->value[TREE_BASE], c->o.unit),
+			fixed(d, pb, 2),
 			pn - pb >= 0 ? "+" : "", fixed(e, pn - pb, 2));
 	}
 	fputs(")", c->out);
@@ -429,14 +417,14 @@ static const char *default_title(const struct svg_opts *o)
 /* Writes the line shown under the graph when no frame is hovered: the totals. */
 static void put_idle_details(const struct svg_ctx *c, const struct tree *t)
 {
-	char a[40];
+	char a[UNIT_BUF];
 	uint64_t cut = tree_truncated(t);
 
-	fprintf(c->out, "Total: %s sample%s", count_str(a, c->total), c->total == 1 ? "" : "s");
+	fprintf(c->out, "Total: %s", unit_amount(a, c->total, c->o.unit));
 	if (c->o.diff)
-		fprintf(c->out, "; base: %s sample%s", count_str(a, c->base_total), c->base_total == 1 ? "" : "s");
+		fprintf(c->out, "; base: %s", unit_amount(a, c->base_total, c->o.unit));
 	if (cut)
-		fprintf(c->out, "; %s cut short at the frame limit", count_str(a, cut));
+		fprintf(c->out, "; %s cut short at the frame limit", unit_amount(a, cut, c->o.unit));
 }
 
 /* Writes the legend of the frame colours drawn (none for a diff, coloured by change): a swatch in the

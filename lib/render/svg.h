@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include "render/tree.h"
+#include "render/unit.h"
 
 struct svg_opts {
 	const char *title;    /* NULL: "Flame Graph" (or "Icicle Graph", "Differential Flame Graph") */
@@ -15,6 +16,7 @@ struct svg_opts {
 	bool reverse;         /* icicle: the tree was built with reverse; draw roots at the top */
 	bool diff;            /* differential: widths from TREE_NEW, colour from the change against
 			       * TREE_BASE scaled to the same total (red: grew, blue: shrank) */
+	enum unit unit;       /* what the tree's values count: tooltips and totals say samples or time */
 };
 
 /* Writes the SVG document to out, frame by frame (memory stays bounded by the tree's depth), then

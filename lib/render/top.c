@@ -168,8 +168,18 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * part / whole : 0.0;
 }
 
-int render_top_text(FILE *out, struct top *t, size_t limit, bool tty)
+/* A table cell: the bare count (samples), or the time as unit_amount writes it. */
+static const char *cell(char *buf, uint64_t v, enum unit unit)
 {
+	if (unit == UNIT_MICROS)
+		return unit_amount(buf, v, unit);
+	snprintf(buf, UNIT_BUF, "%llu", (unsigned long long)v);
+	return buf;
+}
+
+int render_top_text(FILE *out, struct top *t, size_t limit, bool tty, enum unit unit)
+{
+	char a[UNIT_BUF], b[UNIT_BUF];
 	size_t n;
 	const struct top_entry *e = top_sorted(t, &n);
 
@@ -178,11 +188,11 @@ int render_top_text(FILE *out, struct top *t, size_t limit, bool tty)
 	if (limit && limit < n)
 		n = limit;
 	if (tty)
-		fprintf(out, "%10s %7s %10s %7s  %s\n", "SELF", "SELF%", "TOTAL", "TOTAL%", "FUNCTION");
+		fprintf(out, "%11s %7s %11s %7s  %s\n", "SELF", "SELF%", "TOTAL", "TOTAL%", "FUNCTION");
 	for (size_t i = 0; i < n; i++) {
 		if (tty)
-			fprintf(out, "%10llu %6.2f%% %10llu %6.2f%%  %s\n", (unsigned long long)e[i].self,
-				pct(e[i].self, t->samples), (unsigned long long)e[i].total,
+			fprintf(out, "%11s %6.2f%% %11s %6.2f%%  %s\n", cell(a, e[i].self, unit),
+				pct(e[i].self, t->samples), cell(b, e[i].total, unit),
 				pct(e[i].total, t->samples), e[i].name);
 		else
 			fprintf(out, "%llu\t%llu\t%s\n", (unsigned long long)e[i].self,
@@ -191,7 +201,7 @@ int render_top_text(FILE *out, struct top *t, size_t limit, bool tty)
 	return ferror(out) ? -EIO : 0;
 }
 
-int render_top_json(FILE *out, struct top *t, size_t limit)
+int render_top_json(FILE *out, struct top *t, size_t limit, enum unit unit)
 {
 	size_t n;
 	const struct top_entry *e = top_sorted(t, &n);
@@ -200,7 +210,8 @@ int render_top_json(FILE *out, struct top *t, size_t limit)
 		return -ENOMEM;
 	if (limit && limit < n)
 		n = limit;
-	fprintf(out, "{\"total\":%llu,\"dropped\":%llu,\"functions\":[", (unsigned long long)t->samples,
+	fprintf(out, "{\"unit\":\"%s\",\"total\":%llu,\"dropped\":%llu,\"functions\":[", unit_name(unit),
+		(unsigned long long)t->samples,
 		(unsigned long long)t->dropped);
 	for (size_t i = 0; i < n; i++) {
 		fputs(i ? ",{\"name\":" : "{\"name\":", out);

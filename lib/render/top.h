@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "render/unit.h"
 
 struct top;
 
@@ -33,12 +34,14 @@ uint64_t top_samples(const struct top *t);
 /* Frames not counted because the table was full. */
 uint64_t top_dropped(const struct top *t);
 
-/* Writes the first limit entries (0: all) as an aligned table with percentages (tty) or as
- * tab-separated "self total name" lines. Returns 0 or -EIO. */
-int render_top_text(FILE *out, struct top *t, size_t limit, bool tty);
+/* Writes the first limit entries (0: all) as an aligned table with percentages (tty; counts in samples,
+ * or times as unit_amount writes them) or as tab-separated "self total name" lines (bare numbers).
+ * Returns 0 or -EIO. */
+int render_top_text(FILE *out, struct top *t, size_t limit, bool tty, enum unit unit);
 
-/* Writes {"total": N, "functions": [{"name", "self", "total"}, ...]}. Returns 0 or -EIO. */
-int render_top_json(FILE *out, struct top *t, size_t limit);
+/* Writes {"unit": "samples"|"microseconds", "total": N, "dropped": N, "functions": [{"name", "self",
+ * "total"}, ...]}. Returns 0 or -EIO. */
+int render_top_json(FILE *out, struct top *t, size_t limit, enum unit unit);
 
 /* Frees; NULL is safe. */
 void top_free(struct top *t);

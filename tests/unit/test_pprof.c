@@ -45,7 +45,7 @@ static const struct pprof_stack known[] = {
 	{ s_work, 2, 10, "app", 100 },
 };
 
-static const struct pprof_info known_info = { T0_NS, DURATION_NS, PERIOD };
+static const struct pprof_info known_info = { T0_NS, DURATION_NS, PERIOD, NULL };
 
 /* Flat samples per function (leaf counts) in the known profile. */
 static const struct {
@@ -339,6 +339,34 @@ static void test_saturation(void)
 		      p->sample[1]->value[0] == INT64_MAX / 2 && p->sample[1]->value[1] == INT64_MAX,
 	      "values saturate at INT64_MAX");
 	perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+/* Off-CPU and wall time: one sample type TYPE/nanoseconds, microseconds written as nanoseconds
+ * (saturated), the period type the same. */
+static void test_time_types(void)
+{
+	const struct pprof_stack st[] = { { s_work, 2, 1500, "a", 1 }, { s_work, 2, UINT64_MAX, "a", 1 } };
+	const char *types[] = { "off_cpu", "wall" };
+
+	for (int i = 0; i < 2; i++) {
+		struct pprof_info info = known_info;
+		Profile *p;
+
+		info.time_type = types[i];
+		info.period_ns = 1000;
+		p = roundtrip(types[i], st, 2, &info);
+		if (!p)
+			continue;
+		CHECK(p->n_sample_type == 1 && !strcmp(str(p, p->sample_type[0]->type), types[i]) &&
+			      !strcmp(str(p, p->sample_type[0]->unit), "nanoseconds"),
+		      "%s: one sample type %s/nanoseconds", types[i], types[i]);
+		CHECK(p->period_type && !strcmp(str(p, p->period_type->type), types[i]) && p->period == 1000,
+		      "%s: period type %s, period 1000 ns", types[i], types[i]);
+		CHECK(p->n_sample == 2 && p->sample[0]->n_value == 1 && p->sample[0]->value[0] == 1500000 &&
+			      p->sample[1]->n_value == 1 && p->sample[1]->value[0] == INT64_MAX,
+		      "%s: 1500 us is 1500000 ns; a count past int64 saturates", types[i]);
+		perftools__profiles__profile__free_unpacked(p, NULL);
+	}
 }
 
 /* Bad arguments and a stream that cannot be written. */
@@ -703,6 +731,7 @@ int main(void)
 	test_known();
 	test_empty();
 	test_saturation();
+	test_time_types();
 	test_errors();
 	test_odd_names();
 	test_random_names();

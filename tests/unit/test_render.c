@@ -7,6 +7,7 @@
 #include "render/json.h"
 #include "render/top.h"
 #include "render/tree.h"
+#include "render/unit.h"
 
 /* Renders with fn into a string (caller frees). */
 #define CAPTURE(var, call)                                         \
@@ -121,8 +122,8 @@ static void test_json(void)
 	tree_add(t, "p", "m;x", 3, TREE_NEW);
 	tree_add(t, "p", "m;y", 1, TREE_NEW);
 	tree_finish(t);
-	CAPTURE(s, render_json_tree(f_, t, false));
-	CHECK(!strcmp(s, "{\"name\":\"all\",\"value\":4,\"children\":[{\"name\":\"p\",\"value\":4,\"children\":["
+	CAPTURE(s, render_json_tree(f_, t, false, UNIT_SAMPLES));
+	CHECK(!strcmp(s, "{\"name\":\"all\",\"unit\":\"samples\",\"value\":4,\"children\":[{\"name\":\"p\",\"value\":4,\"children\":["
 			 "{\"name\":\"m\",\"value\":4,\"children\":[{\"name\":\"x\",\"value\":3,\"children\":[]},"
 			 "{\"name\":\"y\",\"value\":1,\"children\":[]}]}]}]}\n"),
 	      "json: tree as {name, value, children} (%s)", s);
@@ -136,9 +137,9 @@ static void test_json(void)
 	tree_add(t, "p", "m;x", 2, TREE_BASE);
 	tree_add(t, "p", "m;y", 6, TREE_BASE);
 	tree_finish(t);
-	CAPTURE(s, render_json_tree(f_, t, true));
+	CAPTURE(s, render_json_tree(f_, t, true, UNIT_MICROS));
 	CHECK(strstr(s, "{\"name\":\"x\",\"value\":3,\"delta\":2,") && strstr(s, "{\"name\":\"y\",\"value\":1,\"delta\":-2,") &&
-		      strstr(s, "\"name\":\"all\",\"value\":4,\"delta\":0,"),
+		      strstr(s, "\"name\":\"all\",\"unit\":\"microseconds\",\"value\":4,\"delta\":0,"),
 	      "json: diff deltas against the base scaled to the same total (%s)", s);
 	free(s);
 	tree_free(t);
@@ -171,7 +172,7 @@ static void test_sources(void)
 		      tooth->lines[0].value[TREE_NEW] == 2 &&
 		      tooth->lines[1].line == 23 && tooth->lines[1].value[TREE_NEW] == 6,
 	      "sources: one node, its file and first line, its samples by line sorted (the text's sample has no line)");
-	CAPTURE(s, render_json_tree(f_, t, false));
+	CAPTURE(s, render_json_tree(f_, t, false, UNIT_SAMPLES));
 	CHECK(strstr(s, "{\"name\":\"tooth (a.py)\",\"value\":9,\"file\":\"/a.py\",\"start_line\":20,"
 			"\"lines\":[[22,2],[23,6]],\"children\":[]}") &&
 		      strstr(s, "{\"name\":\"main\",\"value\":9,\"children\""),
@@ -199,14 +200,20 @@ static void test_top(void)
 	      "top: a recursive function counts once per stack in total (%llu)", (unsigned long long)e[2].total);
 	CHECK(!strcmp(e[3].name, "main") && e[3].self == 0 && e[3].total == 9, "top: main total 9");
 	CHECK(top_samples(t) == 9, "top: 9 samples");
-	CAPTURE(s, render_top_text(f_, t, 2, false));
+	CAPTURE(s, render_top_text(f_, t, 2, false, UNIT_SAMPLES));
 	CHECK(!strcmp(s, "5\t5\tleaf\n3\t3\tother\n"), "top: plain text, limited (%s)", s);
 	free(s);
-	CAPTURE(s, render_top_text(f_, t, 1, true));
+	CAPTURE(s, render_top_text(f_, t, 1, true, UNIT_SAMPLES));
 	CHECK(strstr(s, "SELF") && strstr(s, "55.56%") && strstr(s, "leaf"), "top: tty table with percentages (%s)", s);
 	free(s);
-	CAPTURE(s, render_top_json(f_, t, 1));
-	CHECK(!strcmp(s, "{\"total\":9,\"dropped\":0,\"functions\":[{\"name\":\"leaf\",\"self\":5,\"total\":5}]}\n"),
+	CAPTURE(s, render_top_text(f_, t, 1, true, UNIT_MICROS));
+	CHECK(strstr(s, "5 us") && strstr(s, "55.56%"), "top: tty table of microseconds in time (%s)", s);
+	free(s);
+	CAPTURE(s, render_top_text(f_, t, 1, false, UNIT_MICROS));
+	CHECK(!strcmp(s, "5\t5\tleaf\n"), "top: plain text of microseconds stays bare numbers (%s)", s);
+	free(s);
+	CAPTURE(s, render_top_json(f_, t, 1, UNIT_SAMPLES));
+	CHECK(!strcmp(s, "{\"unit\":\"samples\",\"total\":9,\"dropped\":0,\"functions\":[{\"name\":\"leaf\",\"self\":5,\"total\":5}]}\n"),
 	      "top: json (%s)", s);
 	free(s);
 	top_free(t);
@@ -219,8 +226,32 @@ static void test_top(void)
 	top_free(NULL);
 }
 
+/* Values for people: samples with separators, microseconds in us, ms or s. */
+static void test_units(void)
+{
+	static const struct {
+		uint64_t v;
+		enum unit u;
+		const char *want;
+	} cases[] = {
+		{ 1, UNIT_SAMPLES, "1 sample" }, { 1234567, UNIT_SAMPLES, "1,234,567 samples" },
+		{ 0, UNIT_MICROS, "0 us" }, { 999, UNIT_MICROS, "999 us" }, { 1000, UNIT_MICROS, "1.00 ms" },
+		{ 12345, UNIT_MICROS, "12.35 ms" }, { 999994, UNIT_MICROS, "999.99 ms" },
+		{ 999995, UNIT_MICROS, "1.00 s" }, { 3204999, UNIT_MICROS, "3.20 s" },
+		{ 7200000000ULL, UNIT_MICROS, "7,200.00 s" }, { UINT64_MAX, UNIT_MICROS, "18,446,744,073,709.55 s" },
+	};
+	char buf[UNIT_BUF];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		CHECK(!strcmp(unit_amount(buf, cases[i].v, cases[i].u), cases[i].want), "unit: %llu is \"%s\" (got \"%s\")",
+		      (unsigned long long)cases[i].v, cases[i].want, buf);
+	CHECK(!strcmp(unit_name(UNIT_SAMPLES), "samples") && !strcmp(unit_name(UNIT_MICROS), "microseconds"),
+	      "unit: names");
+}
+
 int main(void)
 {
+	test_units();
 	test_sources();
 	test_tree();
 	test_classify();

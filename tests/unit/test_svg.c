@@ -244,6 +244,14 @@ static void test_layout(void)
 	CHECK(strstr(all.title, "(100 samples, 100.00%)") && strstr(b.title, "(60 samples, 60.00%)"),
 	      "layout: tooltips give samples and share (%s)", b.title);
 	CHECK(!strcmp(main_.label, "main") && !strcmp(b.label, "b"), "layout: labels");
+	doc_free(&d);
+	o.unit = UNIT_MICROS;
+	CHECK(render(t, &o, &d), "layout: render_svg in microseconds returns 0");
+	if (!d.text)
+		goto out;
+	b = find(&d, "b");
+	CHECK(b.found && strstr(b.title, "(60 us, 60.00%)") && strstr(d.text, "Total: 100 us"),
+	      "layout: a graph of microseconds gives times in its tooltips and total (%s)", b.found ? b.title : "");
 	CHECK(!strcmp(dd.label, "d_long_functi.."), "layout: a long label is cut to its rect (\"%s\")", dd.label);
 	doc_free(&d);
 out:
