@@ -228,6 +228,15 @@ int store_query_threads(struct store *st, const struct store_filter *f, store_th
 int store_query_timeline(struct store *st, const struct store_filter *f, int64_t step, int per_thread,
 			 store_point_cb cb, void *ctx);
 
+/* Records what one CPU sample stands for, in microseconds (1e6 / the sampling frequency: 1 ..
+ * 1000000, else -EINVAL), so that a wall-clock query of this database can be asked later without the
+ * daemon (flamectl --db). READ_WRITE only (-EROFS), outside a flush's transaction or inside it. */
+int store_set_cpu_period(struct store *st, int64_t us);
+
+/* The CPU sampling period recorded last, in microseconds; -ENOENT when none was (a database written
+ * by an older flamed), -EIO when the recorded value is out of bounds. */
+int store_cpu_period(struct store *st, int64_t *us);
+
 /* The unix seconds of the oldest and newest stored sample; -ENOENT when there is none. */
 /* A few index seeks, however many samples. Where the oldest is in rolled-up time, its bucket's start. */
 int store_time_range(struct store *st, int64_t *oldest, int64_t *newest);

@@ -1468,7 +1468,7 @@ static void cleanup(const char *dir)
 					     "newer.db", "empty.db", "frames.db", "frames_invalid.db", "frames_later.db",
 					     "frames_rollback.db", "frames_many.db", "names.db", "queries.db",
 					     "empty_range.db", "v1.db", "v2.db", "rollup.db",
-					     "rollup_crash.db", "rollup_opts.db", "rollup_parts.db", "sources.db", "kinds.db" };
+					     "rollup_crash.db", "rollup_opts.db", "rollup_parts.db", "sources.db", "kinds.db", "period.db" };
 	static const char *const suffixes[] = { "", "-wal", "-shm", "-journal" };
 	char path[600];
 
@@ -1953,6 +1953,28 @@ static uint64_t kind_total(struct store *st, enum store_kind kind, int64_t perio
 
 /* Samples of two kinds: CPU samples and microseconds off CPU are stored apart, read apart, and summed
  * as time for a wall-clock query, the same from raw rows and from rollups. */
+/* The CPU sampling period a daemon records is read back by a later reader, read-only; bounds refused. */
+static void test_cpu_period(const char *dir)
+{
+	char path[512];
+	struct store *st = NULL, *ro = NULL;
+	int64_t us = 0;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/period.db", dir);
+	err = store_open(path, STORE_READ_WRITE, &st);
+	CHECK(!err && store_cpu_period(st, &us) == -ENOENT, "period: none recorded in a new database");
+	CHECK(!err && store_set_cpu_period(st, 0) == -EINVAL && store_set_cpu_period(st, 1000001) == -EINVAL,
+	      "period: 0 and past one second refused");
+	CHECK(!err && store_set_cpu_period(st, 52631) == 0 && store_set_cpu_period(st, 10101) == 0, "period: recorded twice");
+	store_close(st);
+	err = store_open(path, STORE_READ_ONLY, &ro);
+	CHECK(!err && store_cpu_period(ro, &us) == 0 && us == 10101, "period: the last one read back read-only (%lld)",
+	      (long long)us);
+	CHECK(!err && store_set_cpu_period(ro, 10101) == -EROFS, "period: a read-only store cannot record one");
+	store_close(ro);
+}
+
 static void test_kinds(const char *dir)
 {
 	char path[512];
@@ -2243,6 +2265,7 @@ int main(int argc, char **argv)
 	test_prune(dir);
 	test_rollup_fold(dir);
 	test_kinds(dir);
+	test_cpu_period(dir);
 	test_rollup_crash(dir);
 	test_rollup_opts(dir);
 	test_rollup_parts(dir);
