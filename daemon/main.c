@@ -24,6 +24,7 @@
 #include "notify.h"
 #include "sampler.h"
 #include "status.h"
+#include "query/query.h"
 #include "store/store.h"
 #include "python/pynames.h"
 #include "python/pyprocs.h"
@@ -544,7 +545,7 @@ static int start(struct daemon *d)
 		/* a minute is folded once the flush that brings its last samples has come (prune runs right
 		 * after a flush), with 20 s to spare for a slow one; queries read raw rows only after that */
 		.fold_delay = (int64_t)opt.flush_interval + 20,
-	});
+	}) ?: store_set_cpu_period(d->store, query_cpu_period_us(opt.frequency));
 	if (err) {
 		fprintf(stderr, "flamed: %s\n", store_errmsg(d->store));
 		return err;

@@ -26,7 +26,7 @@ static const char *const param_names[P_COUNT] = {
 	[P_FORMAT] = "format", [P_REVERSE] = "reverse", [P_TITLE] = "title", [P_WIDTH] = "width",
 	[P_MINWIDTH] = "minwidth", [P_LIMIT] = "limit", [P_STEP] = "step", [P_PER_THREAD] = "per_thread",
 	[P_BASE_PID] = "base_pid", [P_BASE_FROM] = "base_from", [P_BASE_TO] = "base_to",
-	[P_SECONDS] = "seconds", [P_LINES] = "lines",
+	[P_SECONDS] = "seconds", [P_LINES] = "lines", [P_KIND] = "kind",
 };
 
 /* Lists the names of the bits set in mask, ", " between them, into buf. */
@@ -199,12 +199,31 @@ static int arg_window(struct request *rq, int64_t *from, int64_t *to)
 	return 0;
 }
 
-/* Reads the samples a query covers: pid=, tid=, comm=, from=, to= (absent: any). */
-int http_arg_filter(struct request *rq, struct store_filter *f)
+/* Reads kind= (default cpu); wall gets the period of the daemon's sampling frequency. */
+static int arg_kind(struct http *h, struct request *rq, struct store_filter *f)
+{
+	const char *v = rq->arg[P_KIND];
+	struct daemon_status s;
+	char show[72];
+
+	if (v && query_parse_kind(v, &f->kind) < 0)
+		return http_fail(rq, 400, "kind: wants cpu, offcpu or wall, got \"%s\"", http_shown(v, show, sizeof(show)));
+	if (f->kind == STORE_WALL) {
+		http_read_status(h, &s);
+		if (!s.frequency)
+			return http_fail(rq, 503, "kind=wall: the sampling frequency is not known yet");
+		f->cpu_period_us = query_cpu_period_us(s.frequency);
+	}
+	return 0;
+}
+
+int http_arg_filter(struct http *h, struct request *rq, struct store_filter *f)
 {
 	*f = (struct store_filter){ .pid = -1, .tid = -1, .comm = rq->arg[P_COMM] };
 	if (f->comm && !f->comm[0])
 		return http_fail(rq, 400, "comm: wants a process name, got an empty one");
+	if (arg_kind(h, rq, f) < 0)
+		return -EINVAL;
 	if (http_arg_int(rq, P_PID, 0, QUERY_PID_LIMIT, &f->pid) < 0 || http_arg_int(rq, P_TID, 0, QUERY_PID_LIMIT, &f->tid) < 0)
 		return -EINVAL;
 	return arg_window(rq, &f->from, &f->to);

@@ -78,7 +78,7 @@ void http_handle_processes(struct http *h, struct request *rq)
 
 	int table;
 
-	if (http_arg_filter(rq, &f) < 0 || http_arg_table(rq, &table) < 0 || !(st = open_store(h, rq)))
+	if (http_arg_filter(h, rq, &f) < 0 || http_arg_table(rq, &table) < 0 || !(st = open_store(h, rq)))
 		return;
 	rq->type = table ? "text/plain; charset=utf-8" : "application/json";
 	end_query(rq, st, query_processes(st, &f, table == 0, table == 1, rq->out));
@@ -89,7 +89,7 @@ void http_handle_threads(struct http *h, struct request *rq)
 	struct store_filter f;
 	struct store *st;
 
-	if (http_arg_filter(rq, &f) < 0)
+	if (http_arg_filter(h, rq, &f) < 0)
 		return;
 	if (f.pid < 0) {
 		http_fail(rq, 400, "pid: required (the process whose threads to list)");
@@ -109,7 +109,7 @@ void http_handle_profile(struct http *h, struct request *rq)
 	unsigned limit = 0;
 	struct store *st;
 
-	if (http_arg_filter(rq, &f) < 0 || http_arg_format(rq, QUERY_FOLDED, &fmt) < 0 || http_arg_graph(h, rq, &g) < 0 ||
+	if (http_arg_filter(h, rq, &f) < 0 || http_arg_format(rq, QUERY_FOLDED, &fmt) < 0 || http_arg_graph(h, rq, &g) < 0 ||
 	    http_arg_uint(rq, P_LIMIT, 0, 100000, &limit) < 0 || http_arg_bool(rq, P_LINES, &g.lines) < 0 ||
 	    !(st = open_store(h, rq)))
 		return;
@@ -125,7 +125,7 @@ void http_handle_top(struct http *h, struct request *rq)
 	bool lines = false;
 	int table;
 
-	if (http_arg_filter(rq, &f) < 0 || http_arg_uint(rq, P_LIMIT, 0, 100000, &limit) < 0 || http_arg_table(rq, &table) < 0 ||
+	if (http_arg_filter(h, rq, &f) < 0 || http_arg_uint(rq, P_LIMIT, 0, 100000, &limit) < 0 || http_arg_table(rq, &table) < 0 ||
 	    http_arg_bool(rq, P_LINES, &lines) < 0 || !(st = open_store(h, rq)))
 		return;
 	rq->type = table ? "text/plain; charset=utf-8" : "application/json";
@@ -140,7 +140,7 @@ void http_handle_timeline(struct http *h, struct request *rq)
 	int64_t step;
 	struct store *st;
 
-	if (http_arg_filter(rq, &f) < 0)
+	if (http_arg_filter(h, rq, &f) < 0)
 		return;
 	step = (f.to - f.from + TIMELINE_POINTS - 1) / TIMELINE_POINTS;
 	step = step < 1 ? 1 : step > 86400 ? 86400 : step;
@@ -190,7 +190,7 @@ void http_handle_diff(struct http *h, struct request *rq)
 	enum query_format fmt;
 	struct store *st;
 
-	if (http_arg_filter(rq, &now) < 0 || arg_base(rq, &now, &base) < 0 ||
+	if (http_arg_filter(h, rq, &now) < 0 || arg_base(rq, &now, &base) < 0 ||
 	    http_arg_format(rq, QUERY_FOLDED, &fmt) < 0 || http_arg_graph(h, rq, &g) < 0 || !(st = open_store(h, rq)))
 		return;
 	set_format(rq, fmt);

@@ -47,7 +47,7 @@ struct http {
 /* The query parameters; a route lists the ones it takes. */
 enum param {
 	P_PID, P_TID, P_COMM, P_FROM, P_TO, P_FORMAT, P_REVERSE, P_TITLE, P_WIDTH, P_MINWIDTH, P_LIMIT,
-	P_STEP, P_PER_THREAD, P_BASE_PID, P_BASE_FROM, P_BASE_TO, P_SECONDS, P_LINES, P_COUNT,
+	P_STEP, P_PER_THREAD, P_BASE_PID, P_BASE_FROM, P_BASE_TO, P_SECONDS, P_LINES, P_KIND, P_COUNT,
 };
 
 
@@ -119,8 +119,9 @@ int http_arg_bool(struct request *rq, enum param p, bool *out);
  * before now: "-10m", "-90", "-2h"). Returns 1 when given, 0 when not, or -EINVAL. */
 int http_arg_time(struct request *rq, enum param p, int64_t *out);
 
-/* Reads the samples a query covers: pid=, tid=, comm=, from=, to= (absent: any). */
-int http_arg_filter(struct request *rq, struct store_filter *f);
+/* Reads the samples a query covers: pid=, tid=, comm=, from=, to= (absent: any), and kind= (cpu,
+ * offcpu or wall; default cpu; wall takes its sampling period from the daemon's frequency). */
+int http_arg_filter(struct http *h, struct request *rq, struct store_filter *f);
 
 /* Reads format= (default dflt), one of the formats the route writes. */
 int http_arg_format(struct request *rq, enum query_format dflt, enum query_format *out);

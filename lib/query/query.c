@@ -45,6 +45,31 @@ int query_parse_format(const char *s, enum query_format *out)
 	return -EINVAL;
 }
 
+static const char *const kind_names[] = { [STORE_CPU] = "cpu", [STORE_OFFCPU] = "offcpu", [STORE_WALL] = "wall" };
+
+int query_parse_kind(const char *s, enum store_kind *out)
+{
+	for (size_t i = 0; i < sizeof(kind_names) / sizeof(kind_names[0]); i++) {
+		if (s && !strcmp(s, kind_names[i])) {
+			*out = (enum store_kind)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *query_kind_name(enum store_kind k)
+{
+	return (unsigned)k < sizeof(kind_names) / sizeof(kind_names[0]) ? kind_names[k] : "?";
+}
+
+int64_t query_cpu_period_us(unsigned hz)
+{
+	int64_t us = hz ? (2000000 / hz + 1) / 2 : 1000000;
+
+	return us < 1 ? 1 : us;
+}
+
 const char *query_format_name(enum query_format f)
 {
 	return (unsigned)f < sizeof(formats) / sizeof(formats[0]) ? formats[f].name : "?";

@@ -23,6 +23,17 @@ enum query_format {
 /* Parses "folded", "json", "svg", "pprof", "top". Returns 0 or -EINVAL. */
 int query_parse_format(const char *s, enum query_format *out);
 
+/* Parses a kind of profile: "cpu" (CPU samples), "offcpu" (time blocked, microseconds) or "wall"
+ * (both as time). Returns 0 or -EINVAL. */
+int query_parse_kind(const char *s, enum store_kind *out);
+
+/* A kind's name, as query_parse_kind() takes it ("?" for none). */
+const char *query_kind_name(enum store_kind k);
+
+/* What one CPU sample stands for at a sampling frequency, in microseconds (1e6 / hz, rounded; at
+ * least 1), for STORE_WALL filters. */
+int64_t query_cpu_period_us(unsigned hz);
+
 /* A format's name, as query_parse_format() takes it ("?" for none). */
 const char *query_format_name(enum query_format f);
 
