@@ -33,7 +33,7 @@ enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2 };
 enum {
 	OPT_DB = 256, OPT_SERVER, OPT_PID, OPT_TID, OPT_COMM, OPT_SINCE, OPT_FROM, OPT_TO, OPT_FORMAT,
 	OPT_BASE_PID, OPT_BASE_FROM, OPT_BASE_TO, OPT_LINES, OPT_REVERSE, OPT_TITLE, OPT_WIDTH, OPT_MINWIDTH, OPT_LIMIT,
-	OPT_STEP, OPT_PER_THREAD, OPT_TOKEN_FILE,
+	OPT_STEP, OPT_PER_THREAD, OPT_TOKEN_FILE, OPT_KIND,
 };
 
 enum command { CMD_NONE, CMD_STATUS, CMD_PROCESSES, CMD_THREADS, CMD_QUERY, CMD_TOP, CMD_FLAMEGRAPH, CMD_DIFF,
@@ -55,6 +55,7 @@ struct options {
 	int64_t since;                  /* seconds; 0: not given */
 	const char *from_s, *to_s, *base_from_s, *base_to_s; /* as typed, parsed later */
 	const char *format;
+	enum store_kind kind;           /* --kind: STORE_CPU unless given */
 	const char *output;             /* -o FILE */
 	bool reverse, per_thread, lines;
 	const char *title;
@@ -69,8 +70,8 @@ static void print_help(void)
 {
 	printf("Usage: flamectl [--server URL | --db PATH] COMMAND [OPTION]...\n"
 	       "\n"
-	       "Reads the CPU profiles flamed recorded: from its HTTP API (default), or straight from its\n"
-	       "database with --db.\n"
+	       "Reads the profiles flamed recorded (CPU samples; with flamed --off-cpu also the time threads\n"
+	       "spend blocked): from its HTTP API (default), or straight from its database with --db.\n"
 	       "\n"
 	       "Commands:\n"
 	       "  status              the daemon's state (with --db: the database's)\n"
@@ -101,6 +102,9 @@ static void print_help(void)
 	       "  --base-pid N        diff: the process to compare against (default: --pid)\n"
 	       "  --base-from TIME    diff: start of the base window (default: the window's length before it)\n"
 	       "  --base-to TIME      diff: end of the base window (default: the start of the window)\n"
+	       "  --kind KIND         cpu: CPU samples (default); offcpu: time blocked, in microseconds (flamed\n"
+	       "                      --off-cpu); wall: both as time (samples x the sampling period), in\n"
+	       "                      microseconds, so a thread's wall-clock profile adds up to its lifetime\n"
 	       "\n"
 	       "How to show it:\n"
 	       "  --format FORMAT     query: folded, json, svg, pprof, top; diff: folded, json, svg;\n"
@@ -124,6 +128,7 @@ static void print_help(void)
 	       "  flamectl processes --since 10m\n"
 	       "  flamectl query --pid 1234 --since 10m | flamegraph.pl > cpu.svg\n"
 	       "  flamectl flamegraph --pid 1234 -o cpu.svg\n"
+	       "  flamectl query --pid 1234 --kind offcpu | flamegraph.pl --countname=us > offcpu.svg\n"
 	       "  flamectl query --pid 1234 --format pprof -o cpu.pb.gz && go tool pprof -top cpu.pb.gz\n"
 	       "  flamectl diff --pid 1234 --from 2026-11-22T10:05:00Z --to 2026-11-22T10:10:00Z --format svg -o d.svg\n"
 	       "  flamectl --db ./flamed.db query --pid 1234 --from 2026-11-22T10:00:00Z --to 2026-11-22T10:05:00Z\n");
@@ -204,6 +209,10 @@ static int parse_one(int c, const char *arg, const char *opt_text, struct option
 	case OPT_BASE_FROM: o->base_from_s = arg; return parse_time_opt("--base-from", arg, &o->base_from);
 	case OPT_BASE_TO: o->base_to_s = arg; return parse_time_opt("--base-to", arg, &o->base_to);
 	case OPT_FORMAT: o->format = arg; return -1;
+	case OPT_KIND:
+		if (query_parse_kind(arg, &o->kind) < 0)
+			return usage_error("--kind takes cpu, offcpu or wall, not '%s'", arg);
+		return -1;
 	case 'o': o->output = arg; return arg[0] ? -1 : usage_error("-o needs a file name");
 	case OPT_REVERSE: o->reverse = true; return -1;
 	case OPT_PER_THREAD: o->per_thread = true; return -1;
@@ -350,6 +359,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "step", required_argument, NULL, OPT_STEP },
 		{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
 		{ "lines", no_argument, NULL, OPT_LINES },
+		{ "kind", required_argument, NULL, OPT_KIND },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -400,12 +410,15 @@ static void open_error(const char *path, int err)
 	}
 }
 
-/* Runs the command against the database; returns 0 or -errno (the store's message in *why). */
-static int run_db(struct store *st, const struct options *o, FILE *out)
+/* Runs the command against the database; returns 0 or -errno (the store's message in *why).
+ * period_us: what one CPU sample stands for, for --kind wall. */
+static int run_db(struct store *st, const struct options *o, int64_t period_us, FILE *out)
 {
-	struct store_filter f = { .pid = o->pid, .tid = o->tid, .from = o->from, .to = o->to, .comm = o->comm };
+	struct store_filter f = { .pid = o->pid, .tid = o->tid, .from = o->from, .to = o->to, .comm = o->comm,
+				  .kind = o->kind, .cpu_period_us = period_us };
 	struct store_filter base = { .pid = o->base_pid >= 0 ? o->base_pid : o->pid, .tid = -1,
-				     .from = o->base_from, .to = o->base_to, .comm = o->comm };
+				     .from = o->base_from, .to = o->base_to, .comm = o->comm,
+				     .kind = o->kind, .cpu_period_us = period_us };
 	struct query_graph g = {
 		.reverse = o->reverse, .title = o->title, .width = o->width > 0 ? (unsigned)o->width : 0,
 		.minwidth = o->minwidth, .lines = o->lines,
@@ -477,6 +490,8 @@ static void build_target(const struct options *o, bool tty, char *t, size_t len)
 		http_add_param(t, len, "format", o->format[0] ? o->format : "text");
 		return;
 	}
+	if (o->kind != STORE_CPU)
+		http_add_param(t, len, "kind", query_kind_name(o->kind));
 	if (o->pid >= 0)
 		add_num(t, len, "pid", o->pid);
 	if (o->tid >= 0)
@@ -580,13 +595,23 @@ static int run_server(const struct options *o, const char *url, FILE *out)
 static int run_local(const struct options *o, const char *path, FILE *out)
 {
 	struct store *st = NULL;
+	int64_t period_us = 0;
 	int err = store_open(path, STORE_READ_ONLY, &st);
 
 	if (err) {
 		open_error(path, err);
 		return EXIT_ERROR;
 	}
-	err = run_db(st, o, out);
+	if (o->kind == STORE_WALL && o->command != CMD_STATUS && (err = store_cpu_period(st, &period_us))) {
+		if (err == -ENOENT)
+			fprintf(stderr, "flamectl: %s does not say what a CPU sample stands for (an older flamed wrote it): "
+				"--kind wall cannot be read from it; use --kind cpu or offcpu\n", path);
+		else
+			fprintf(stderr, "flamectl: cannot read %s: %s\n", path, store_errmsg(st));
+		store_close(st);
+		return EXIT_ERROR;
+	}
+	err = run_db(st, o, period_us, out);
 	if (err)
 		fprintf(stderr, "flamectl: cannot query %s: %s\n", path,
 			err == -EIO && ferror(out) ? "cannot write the output" : store_errmsg(st));
