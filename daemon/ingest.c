@@ -153,7 +153,29 @@ static void drop_glue(struct ingest *f, unsigned n, const struct pyproc_info *py
 	}
 }
 
-/* Builds the folded stack of one sample, root first: user frames, then kernel frames marked _[k]. */
+/* How many of an off-CPU stack's leaf kernel frames are the tracing that took it, not the wait: the
+ * BPF program (no kernel symbol), bpf_trace_run*, the tracepoint's __traceiter_ or __bpf_trace_ stub.
+ * The stack then ends in the scheduler (__schedule), as the wait left it. */
+static unsigned tracing_frames(struct ingest *f, const struct sampler_sample *s)
+{
+	static const char *const prefixes[] = { "bpf_", "__bpf_", "__traceiter_", "trace_", "[unknown]" };
+	char name[FRAME_NAME_MAX];
+	unsigned i;
+
+	for (i = 0; i < s->nk; i++) {
+		bool tracing = false;
+
+		symbolizer_kernel(f->sym, s->kips[i], name, sizeof(name));
+		for (size_t j = 0; j < sizeof(prefixes) / sizeof(prefixes[0]) && !tracing; j++)
+			tracing = !strncmp(name, prefixes[j], strlen(prefixes[j]));
+		if (!tracing)
+			break;
+	}
+	return i < s->nk ? i : 0; /* all of them: keep the stack as it is rather than none */
+}
+
+/* Builds the folded stack of one sample, root first: user frames, then kernel frames marked _[k]
+ * (an off-CPU sample's without the tracing at its leaf). */
 static void fold(struct ingest *f, const struct sampler_sample *s)
 {
 	static const struct frame_origin kernel = { .module = "[kernel]" };
@@ -185,7 +207,9 @@ static void fold(struct ingest *f, const struct sampler_sample *s)
 		push_frame(f, &len, "[unknown]", "", NULL, NULL);
 	}
 	if (s->nk) {
-		for (unsigned i = s->nk; i-- > 0;) {
+		unsigned skip = s->key->flags & SAMPLE_OFFCPU ? tracing_frames(f, s) : 0;
+
+		for (unsigned i = s->nk; i-- > skip;) {
 			symbolizer_kernel(f->sym, s->kips[i], name, sizeof(name));
 			push_frame(f, &len, name, "_[k]", &kernel, NULL);
 		}
