@@ -171,9 +171,11 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, __
 		key.ustack = prev->mm ? user_stack(ctx, &r, prev, stacks, &key, &offcpu_frames) : 0;
 		if (key.ustack)
 			note_process(prev, key.pid);
+		if (key.flags & SAMPLE_WALK_PARTIAL)
+			where = 0; /* walked again at its next block, by when its tables may be there */
 		s->kstack = key.kstack;
 		s->ustack = key.ustack;
-		s->flags = key.flags;
+		s->flags = key.flags & ~SAMPLE_WALK_PARTIAL;
 		s->gen = gen + 1;
 		s->where = where;
 		s->walked_ns = now;

@@ -593,8 +593,10 @@ static __always_inline __u64 walk_user(const struct uregs *r, const struct unwin
 	}
 	stat_inc((w->used & (USED_TABLE | USED_FP)) == USED_TABLE ? STAT_UNWIND_DWARF :
 		 (w->used & USED_TABLE) ? STAT_UNWIND_MIXED : STAT_UNWIND_FP);
-	if (w->used & USED_UNKNOWN)
+	if (w->used & USED_UNKNOWN) {
+		key->flags |= SAMPLE_WALK_PARTIAL;
 		ask_refresh(key->pid);
+	}
 	return store_stack(stacks, st, w->n, SAMPLE_USTACK_LOST, key, keep);
 }
 
@@ -614,6 +616,7 @@ static __always_inline __u64 user_stack(void *ctx, const struct uregs *r, struct
 		 * that had the pid before. */
 		if (known && known->token == p->token)
 			return walk_user(r, p, stacks, key, keep);
+		key->flags |= SAMPLE_WALK_PARTIAL; /* its tables are not built yet */
 	}
 	return capture(ctx, stacks, BPF_F_USER_STACK, SAMPLE_USTACK_LOST, STAT_USTACK_ERROR, key, keep);
 }
@@ -623,6 +626,7 @@ static __always_inline void count(void *counts, struct sample_key *key)
 	__u64 one = 1, *v;
 	long err;
 
+	key->flags &= ~SAMPLE_WALK_PARTIAL;
 	v = bpf_map_lookup_elem(counts, key);
 	if (v) {
 		__sync_fetch_and_add(v, 1);

@@ -13,6 +13,10 @@
 #define SAMPLE_USTACK_TRUNCATED 4u
 /* sample_key.flags: an off-CPU key (offcpu0/offcpu1): its value is nanoseconds blocked, not samples. */
 #define SAMPLE_OFFCPU 8u
+/* Set by a user stack's walk, cleared before a key is counted (never seen by the daemon): the walk was
+ * made before the process's unwind tables were built, or met an address in no mapping they know, so
+ * its stack may be short. An off-CPU block does not reuse such a stack. */
+#define SAMPLE_WALK_PARTIAL 16u
 
 /* How user stacks are walked (the BPF program's unwind_mode). */
 enum unwind_mode {
