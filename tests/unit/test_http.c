@@ -545,6 +545,17 @@ static void test_other_queries(unsigned port)
 	       "{", NULL);
 	expect(port, "/api/v1/diff?pid=100&base_from=1699999900&" W "&format=svg", 200, "image/svg+xml", "<svg",
 	       NULL);
+	/* Kinds: the store holds CPU samples only; wall counts each as 1e6 / 19 Hz = 52632 us. */
+	expect(port, "/api/v1/profile?pid=100&kind=cpu&" W, 200, text, "server;main;handle;parse8", NULL);
+	expect(port, "/api/v1/profile?pid=100&kind=wall&" W, 200, text, "server;main;handle;parse421056", NULL);
+	expect(port, "/api/v1/profile?pid=100&kind=offcpu&" W, 200, text, NULL, "server");
+	expect(port, "/api/v1/profile?pid=100&kind=wall&format=json&" W, 200, json, "\"unit\":\"microseconds\"", NULL);
+	expect(port, "/api/v1/profile?pid=100&format=json&" W, 200, json, "\"unit\":\"samples\"", NULL);
+	expect(port, "/api/v1/top?pid=100&kind=wall&" W, 200, json, "\"unit\":\"microseconds\",\"total\":526320", NULL);
+	expect(port, "/api/v1/processes?kind=offcpu&" W, 200, json, "\"processes\":[]", NULL);
+	expect(port, "/api/v1/threads?pid=100&kind=wall&" W, 200, json, "\"unit\":\"microseconds\"", NULL);
+	expect(port, "/api/v1/timeline?pid=100&step=10&kind=wall&" W, 200, json, "\"count\":421056", NULL);
+	expect(port, "/api/v1/diff?pid=100&base_pid=200&kind=wall&" W, 200, text, "batch;main;crunch", NULL);
 }
 
 /* Bad requests: each is 4xx with {"error": "..."} naming what is wrong. */
@@ -556,6 +567,9 @@ static void test_bad_input(unsigned port)
 		const char *names; /* the error message mentions this */
 	} bad[] = {
 		{ "/api/v1/profile?pid=abc", 400, "pid" },
+		{ "/api/v1/profile?kind=idle", 400, "kind" },
+		{ "/api/v1/profile?kind=", 400, "kind" },
+		{ "/debug/pprof/profile?kind=cpu", 400, "kind" },
 		{ "/api/v1/profile?pid=-1", 400, "pid" },
 		{ "/api/v1/profile?pid=4194305", 400, "pid" },
 		{ "/api/v1/profile?pid=1x", 400, "pid" },
@@ -802,6 +816,10 @@ static void test_limits(const char *db)
 	}
 	CHECK(r.status == 200 && has(r.body, "\"version\": \"unknown\""),
 	      "without get_status, /api/v1/status reports zeros and version unknown (got %d)", r.status);
+	reply_free(&r);
+	get(http_port(h), "/api/v1/profile?kind=wall", &r);
+	CHECK(r.status == 503 && has(r.body, "frequency"),
+	      "without get_status, kind=wall is 503: the sampling period is not known (got %d)", r.status);
 	reply_free(&r);
 	http_free(h);
 }
