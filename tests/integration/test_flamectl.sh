@@ -110,6 +110,8 @@ expect_usage "--pid above the kernel's limit" query --pid 4194305 --db "$DB"
 expect_usage "--tid abc" query --pid 100 --tid abc --db "$DB"
 expect_usage "unknown long option" query --pid 100 --bogus --db "$DB"
 expect_usage "unknown short option" query --pid 100 -x --db "$DB"
+expect_usage "--kind idle" query --pid 100 --kind idle --db "$DB"
+[[ $err == *"cpu, offcpu or wall"* ]] && pass "--kind idle names the kinds" || fail "--kind idle message: '$err'"
 expect_usage "--format bmp" query --pid 100 --format bmp --db "$DB"
 [[ $err == *"folded json svg pprof top"* ]] && pass "--format bmp names the formats query takes" || fail "--format bmp message: '$err'"
 expect_usage "--format pprof for diff" diff --pid 100 --base-pid 200 --format pprof --db "$DB"
@@ -141,6 +143,15 @@ if [ ! -e "$tmp/none.db" ]; then pass "missing database not created"; else fail 
 head -c 8192 /dev/urandom >"$tmp/garbage.db"
 run query --pid 100 --db "$tmp/garbage.db"
 if [ "$rc" -eq 1 ] && [ -z "$out" ] && [[ $err == flamectl:* ]]; then pass "garbage database: exit 1 ($err)"; else fail "garbage database: exit $rc, stderr '$err'"; fi
+# The fixture was written by the store alone: no daemon recorded its sampling period.
+run query --pid 100 --kind wall --from 1699999000 --to 1700001000 --db "$DB"
+if [ "$rc" -eq 1 ] && [ -z "$out" ] && [[ $err == *"does not say what a CPU sample stands for"* ]]; then
+	pass "--kind wall on a database without a sampling period: exit 1 with why"
+else
+	fail "--kind wall without a period: exit $rc, stdout '$out', stderr '$err'"
+fi
+run query --pid 100 --kind offcpu --from 1699999000 --to 1700001000 --db "$DB"
+if [ "$rc" -eq 0 ] && [ -z "$out" ]; then pass "--kind offcpu of CPU samples only: nothing, exit 0"; else fail "--kind offcpu: exit $rc, stdout '$out'"; fi
 
 # Queries.
 expect_output "query pid 100: exact lines, most first" "$ALL_100" query --pid 100 --from 1700000000 --db "$DB"
