@@ -108,7 +108,7 @@ static void add_line(char *line, void *ctx)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct tree_opts topts = { .reverse = size % 2, .max_nodes = 4096 };
-	struct svg_opts sopts = { .minwidth = -1, .diff = true };
+	struct svg_opts sopts = { .minwidth = -1, .diff = true, .unit = (size / 2) % 2 ? UNIT_MICROS : UNIT_SAMPLES };
 	struct sinks s = { .line = 0 };
 	const struct top_entry *e;
 	size_t n;
@@ -122,8 +122,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	e = top_sorted(s.top, &n);
 	for (size_t i = 0; i < n; i++)
 		FUZZ_ASSERT(e[i].name && e[i].name[0]);
-	render_json_tree(devnull, s.tree, true);
-	render_top_json(devnull, s.top, 0);
+	render_json_tree(devnull, s.tree, true, sopts.unit);
+	render_top_json(devnull, s.top, 0, sopts.unit);
+	render_top_text(devnull, s.top, 0, true, sopts.unit);
 	if (tree_nodes(s.tree) < 256)
 		render_svg(devnull, s.tree, &sopts);
 	tree_free(s.tree);
