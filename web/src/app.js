@@ -2,6 +2,7 @@
 import './style.css';
 import * as S from './state.js';
 import { rangeBar } from './range.js';
+import { kindSwitch } from './kind.js';
 import { selectionBar, daemonStatus } from './selection.js';
 import { processesPanel } from './processes.js';
 import { threadsPanel } from './threads.js';
@@ -14,6 +15,7 @@ const $ = (id) => document.getElementById(id);
 
 S.readHash();
 rangeBar($('controls'));
+$('controls').querySelector('.tabs').after(kindSwitch($('kind-hint')));
 daemonStatus($('daemon'), $('banner'));
 selectionBar($('selection'));
 const processes = processesPanel($('side'));

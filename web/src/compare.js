@@ -6,7 +6,8 @@ import { FlameView } from './flamegraph.js';
 import { flameTools } from './flametools.js';
 import { diffDownloads } from './downloads.js';
 import { legend } from './profile.js';
-import { count, span } from './format.js';
+import { amount, span } from './format.js';
+import { KIND, emptyHint } from './kind.js';
 import * as S from './state.js';
 
 // Windows to start comparing with: the new one is the window shown, the base the same length before it.
@@ -33,7 +34,7 @@ export function comparePanel(root) {
   const tools = flameTools(p.tools, details, 'diff', () => view);
   const view = new FlameView(graph, { ...tools, diff: true });
   p.body.append(picks, note, details, graph, h('div', { class: 'panel-foot' }, legend([
-    ['rgb(220,60,60)', 'grew (more samples than the base, scaled)'], ['rgb(60,60,220)', 'shrank'],
+    ['rgb(220,60,60)', 'grew (more than the base, scaled)'], ['rgb(60,60,220)', 'shrank'],
     ['rgb(255,190,90)', 'new (not in the base)'], ['rgb(220,220,220)', 'unchanged'],
   ]), downloads));
   diffDownloads(downloads);
@@ -55,24 +56,25 @@ export function comparePanel(root) {
       return;
     }
     windows(st);
-    const title = `Compare two windows of ${st.pid === null ? 'the host' : `process ${st.pid}${st.comm ? ` (${st.comm})` : ''}`}`;
+    const title = `Compare two windows of ${st.pid === null ? 'the host' : `process ${st.pid}${st.comm ? ` (${st.comm})` : ''}`}` +
+      (st.kind !== 'cpu' ? `: ${KIND[st.kind].noun}` : '');
     fill(p.title, title);
     fill(note, st.tid !== null ? 'Comparing the whole process: differential profiles do not filter by thread.' : '');
     p.busy(true);
     p.status('loading', 'Loading the differential profile…');
     try {
-      const tree = await request('/api/v1/diff', { format: 'json', pid: st.pid, base_from: st.bfrom, base_to: st.bto,
+      const tree = await request('/api/v1/diff', { format: 'json', kind: st.kind, pid: st.pid, base_from: st.bfrom, base_to: st.bto,
         from: st.nfrom, to: st.nto, reverse: st.inverted });
       p.busy(false);
       if (!tree.value) {
         view.destroy();
-        p.status('empty', 'The new window has no samples: pick another one on the timeline.');
+        p.status('empty', `The new window has no ${KIND[st.kind].noun}: pick another one on the timeline.${emptyHint(st.kind)}`);
         return;
       }
       p.status('');
-      if (tree.delta === tree.value) fill(note, 'The base window has no samples: every frame shows as new. Pick a base window on the timeline.');
+      if (tree.delta === tree.value) fill(note, `The base window has no ${KIND[st.kind].noun}: every frame shows as new. Pick a base window on the timeline.`);
       view.render(tree, { inverted: st.inverted, minWidth: st.minwidth });
-      fill(p.title, title, h('span', { class: 'sub' }, `${count(tree.value)} samples in the new window; the base is scaled to the same total`));
+      fill(p.title, title, h('span', { class: 'sub' }, `${amount(tree.value, tree.unit)} in the new window; the base is scaled to the same total`));
     } catch (e) {
       if (isAbort(e)) return;
       p.busy(false);
@@ -81,7 +83,7 @@ export function comparePanel(root) {
     }
   }
 
-  S.subscribe(['mode', 'pid', 'tid', 'bfrom', 'bto', 'nfrom', 'nto', 'inverted', 'tick'], load);
+  S.subscribe(['kind', 'mode', 'pid', 'tid', 'bfrom', 'bto', 'nfrom', 'nto', 'inverted', 'tick'], load);
   S.subscribe(['target'], windows);
   S.subscribe(['minwidth'], (st) => view.setMinWidth(st.minwidth));
   p.el.hidden = S.get().mode !== 'compare';

@@ -1,12 +1,16 @@
-// downloads.js - links that download what the page shows as folded text, SVG or pprof, straight from the API.
+// downloads.js - links that download what the page shows (CPU, off-CPU or wall-clock) as folded text, SVG or pprof, straight from the API.
 import { h, fill } from './dom.js';
 import { apiUrl, authFetch, token } from './api.js';
 import { filter } from './who.js';
+import { KIND } from './kind.js';
 import * as S from './state.js';
+
+// "flamed-pid123-1700000000-1700000600.svg"; a time kind is named: "flamed-offcpu-pid123-...".
+const kindPart = (st) => (st.kind === 'cpu' ? '' : `${st.kind}-`);
 
 function name(st, from, to, ext) {
   const who = st.pid === null ? 'host' : st.tid === null ? `pid${st.pid}` : `pid${st.pid}-tid${st.tid}`;
-  return `flamed-${who}-${from}-${to}.${ext}`;
+  return `flamed-${kindPart(st)}${who}-${from}-${to}.${ext}`;
 }
 
 // With an API token, a plain link cannot send it: such a click fetches with the token and saves the blob.
@@ -34,14 +38,14 @@ const LINK = (testid, text, href, download) => {
 export function profileDownloads(el) {
   const draw = (st) => {
     const { from, to } = S.view();
-    const q = { ...filter(st), from, to };
-    const svg = { ...q, format: 'svg', reverse: st.inverted, minwidth: st.minwidth, title: `CPU: ${name(st, from, to, 'svg')}` };
+    const q = { ...filter(st), from, to }; // filter() holds the kind
+    const svg = { ...q, format: 'svg', reverse: st.inverted, minwidth: st.minwidth, title: `${KIND[st.kind].label}: ${name(st, from, to, 'svg')}` };
     fill(el, h('span', { class: 'muted' }, 'Download'),
       LINK('download-folded', 'folded', apiUrl('/api/v1/profile', { ...q, format: 'folded' }), name(st, from, to, 'folded')),
       LINK('download-svg', 'SVG', apiUrl('/api/v1/profile', svg), name(st, from, to, 'svg')),
       LINK('download-pprof', 'pprof', apiUrl('/api/v1/profile', { ...q, format: 'pprof' }), name(st, from, to, 'pb.gz')));
   };
-  S.subscribe(['pid', 'tid', 'from', 'to', 'wfrom', 'wto', 'inverted', 'minwidth'], draw);
+  S.subscribe(['kind', 'pid', 'tid', 'from', 'to', 'wfrom', 'wto', 'inverted', 'minwidth'], draw);
   draw(S.get());
 }
 
@@ -49,12 +53,12 @@ export function profileDownloads(el) {
 export function diffDownloads(el) {
   const draw = (st) => {
     if (st.bfrom === null || st.nfrom === null) return fill(el);
-    const q = { pid: st.pid, base_from: st.bfrom, base_to: st.bto, from: st.nfrom, to: st.nto };
-    const base = `diff-${st.pid ?? 'host'}-${st.bfrom}-${st.nfrom}`;
+    const q = { kind: st.kind, pid: st.pid, base_from: st.bfrom, base_to: st.bto, from: st.nfrom, to: st.nto };
+    const base = `diff-${kindPart(st)}${st.pid ?? 'host'}-${st.bfrom}-${st.nfrom}`;
     fill(el, h('span', { class: 'muted' }, 'Download'),
       LINK('download-diff-folded', 'folded', apiUrl('/api/v1/diff', { ...q, format: 'folded' }), `flamed-${base}.folded`),
       LINK('download-diff-svg', 'SVG', apiUrl('/api/v1/diff', { ...q, format: 'svg', reverse: st.inverted }), `flamed-${base}.svg`));
   };
-  S.subscribe(['pid', 'bfrom', 'bto', 'nfrom', 'nto', 'inverted'], draw);
+  S.subscribe(['kind', 'pid', 'bfrom', 'bto', 'nfrom', 'nto', 'inverted'], draw);
   draw(S.get());
 }

@@ -2,7 +2,7 @@
 import { select } from 'd3-selection';
 import flamegraph, { colorMapper } from 'd3-flame-graph';
 import { frameColor } from './colors.js';
-import { count, percent, signed } from './format.js';
+import { amount, percent, signedAmount } from './format.js';
 
 const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -37,6 +37,7 @@ export class FlameView {
     this.inverted = inverted;
     this.minWidth = minWidth;
     const total = tree.value || 1;
+    const unit = tree.unit || 'samples'; // "samples", or "microseconds" of off-CPU or wall-clock time
     const diff = !!this.opts.diff;
     const chart = flamegraph()
       .width(Math.max(300, Math.floor(this.el.clientWidth || 960)))
@@ -46,10 +47,10 @@ export class FlameView {
       .inverted(inverted)
       .minFrameSize(minWidth)
       .setColorMapper(diff ? colorMapper.differentialColorMapper : frameColor)
-      .setLabelHandler((d) => label(d, total, diff))
+      .setLabelHandler((d) => label(d, total, diff, unit))
       .setSearchMatch((d) => !!this.re && this.re.test(d.data.name))
       .setSearchHandler((results, sum, all) => this.opts.onSearch &&
-        this.opts.onSearch(this.re ? { sum, total: all, frames: results.length } : null))
+        this.opts.onSearch(this.re ? { sum, total: all, frames: results.length, unit } : null))
       .setDetailsHandler((text) => this.opts.onHover && this.opts.onHover(text))
       .onClick((d) => {
         this.zoomPath = d.ancestors().reverse().slice(1).map((n) => n.data.name);
@@ -58,6 +59,7 @@ export class FlameView {
     this.chart = chart;
     select(this.el).datum(tree).call(chart);
     this.el.dataset.total = String(tree.value);
+    this.el.dataset.unit = unit;
     this.el.dataset.inverted = inverted ? '1' : '0';
     this.restoreZoom();
     if (this.re) chart.search('re');
@@ -124,12 +126,13 @@ export class FlameView {
     this.tree = null;
     this.el.replaceChildren();
     delete this.el.dataset.total;
+    delete this.el.dataset.unit;
   }
 }
 
 // The text of a frame's tooltip and of the details line while the mouse is over it.
-function label(d, total, diff) {
+function label(d, total, diff, unit) {
   const v = d.data.value;
-  const base = `${d.data.name} — ${count(v)} samples, ${percent(v / total)}`;
-  return diff ? `${base}, ${signed(d.data.delta || 0)} against the base` : base;
+  const base = `${d.data.name} — ${amount(v, unit)}, ${percent(v / total)}`;
+  return diff ? `${base}, ${signedAmount(d.data.delta || 0, unit)} against the base` : base;
 }

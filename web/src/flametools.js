@@ -1,6 +1,6 @@
 // flametools.js - the controls above a flame graph: search with its matched share, reset zoom, inverted toggle, minimum frame width, and the hover details line.
 import { h, fill } from './dom.js';
-import { count, percent } from './format.js';
+import { amount, percent } from './format.js';
 import * as S from './state.js';
 
 // Builds the controls for a FlameView into toolsEl (and the details line into detailsEl); p prefixes
@@ -51,7 +51,7 @@ export function flameTools(toolsEl, detailsEl, p, getView) {
       matched.classList.toggle('none', !!info && info.sum === 0);
       if (!info) fill(matched);
       else if (!info.sum) fill(matched, 'no match');
-      else fill(matched, h('b', {}, percent(info.sum / info.total)), ` matched (${count(info.sum)} of ${count(info.total)} samples)`);
+      else fill(matched, h('b', {}, percent(info.sum / info.total)), ` matched (${amount(info.sum, info.unit)} of ${amount(info.total, info.unit)})`);
     },
     onZoom(path) {
       reset.disabled = path.length === 0;

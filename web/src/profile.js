@@ -1,4 +1,4 @@
-// profile.js - the flame graph panel: loads the profile of the selection and window and draws it with its controls, legend and downloads.
+// profile.js - the flame graph panel: loads the profile (CPU, off-CPU or wall-clock) of the selection and window and draws it with its controls, legend and downloads.
 import { h, fill } from './dom.js';
 import { panel } from './panel.js';
 import { latest, isAbort } from './api.js';
@@ -6,7 +6,8 @@ import { FlameView } from './flamegraph.js';
 import { flameTools } from './flametools.js';
 import { profileDownloads } from './downloads.js';
 import { KINDS, kindColor } from './colors.js';
-import { count, span } from './format.js';
+import { amount, span } from './format.js';
+import { KIND, emptyHint } from './kind.js';
 import { filter, who } from './who.js';
 import * as S from './state.js';
 
@@ -41,8 +42,9 @@ export function profilePanel(root, hooks = {}) {
     if (st.mode !== 'profile') return;
     const { from, to } = S.view();
     if (changed && changed.has('inverted')) view.forgetZoom();
-    const key = JSON.stringify([filter(st), from, to, st.inverted]);
-    fill(p.title, `Flame graph of ${who(st)}`, h('span', { class: 'sub' }, span(from, to)));
+    const key = JSON.stringify([filter(st), from, to, st.inverted]); // filter() holds the kind
+    const title = `${KIND[st.kind].flame} of ${who(st)}`;
+    fill(p.title, title, h('span', { class: 'sub' }, span(from, to)));
     p.busy(true);
     if (!view.tree || key !== shown) p.status('loading', 'Loading the profile…');
     try {
@@ -54,12 +56,12 @@ export function profilePanel(root, hooks = {}) {
       shownText = text;
       if (!tree.value) {
         view.destroy();
-        p.status('empty', `No samples of ${who(st)} in this window. Pick a longer range, another window or another process; ` +
-          'samples show up after each flush of the daemon.');
+        p.status('empty', `No ${KIND[st.kind].noun} of ${who(st)} in this window. Pick a longer range, another window or another ` +
+          `process; samples show up after each flush of the daemon.${emptyHint(st.kind)}`);
         return;
       }
       p.status('');
-      fill(p.title, `Flame graph of ${who(st)}`, h('span', { class: 'sub' }, `${span(from, to)} · ${count(tree.value)} samples`));
+      fill(p.title, title, h('span', { class: 'sub' }, `${span(from, to)} · ${amount(tree.value, tree.unit)}`));
       view.render(tree, { inverted: st.inverted, minWidth: st.minwidth });
     } catch (e) {
       if (isAbort(e)) return;
@@ -70,7 +72,7 @@ export function profilePanel(root, hooks = {}) {
     }
   }
 
-  S.subscribe(['pid', 'tid', 'from', 'to', 'wfrom', 'wto', 'inverted', 'tick', 'mode'], load);
+  S.subscribe(['kind', 'pid', 'tid', 'from', 'to', 'wfrom', 'wto', 'inverted', 'tick', 'mode'], load);
   S.subscribe(['minwidth'], (st) => view.setMinWidth(st.minwidth));
   S.subscribe(['mode'], (st) => { p.el.hidden = st.mode !== 'profile'; });
   p.el.hidden = S.get().mode !== 'profile';

@@ -2,6 +2,7 @@
 import { h, fill } from './dom.js';
 import { getJSON } from './api.js';
 import { count, duration, span } from './format.js';
+import { offCpuStatus } from './kind.js';
 import * as S from './state.js';
 
 export function selectionBar(el) {
@@ -32,7 +33,9 @@ export function daemonStatus(el, banner) {
       const s = await getJSON('/api/v1/status');
       banner.hidden = true;
       const flushed = s.last_flush_time ? `last stored ${duration(Math.max(0, Date.now() / 1000 - s.last_flush_time))} ago` : 'nothing stored yet';
-      fill(el, `flamed ${s.version} · ${s.cpus} CPUs at ${s.frequency} Hz · ${count(s.samples)} samples · ${flushed}`);
+      offCpuStatus(s);
+      const off = s.off_cpu && typeof s.off_cpu.enabled === 'boolean' ? ` · off-CPU ${s.off_cpu.enabled ? 'on' : 'off'}` : '';
+      fill(el, `flamed ${s.version} · ${s.cpus} CPUs at ${s.frequency} Hz${off} · ${count(s.samples)} samples · ${flushed}`);
       el.title = `uptime ${duration(s.uptime_seconds)}, database ${count(s.db_bytes / 1024)} KiB, samples stored every ${s.flush_interval} s`;
     } catch (e) {
       fill(el, 'flamed: no status');

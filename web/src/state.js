@@ -1,8 +1,11 @@
-// state.js - what the page shows (range, window, process, thread, view options) and who is told when it changes; kept in the URL's #fragment so a view can be linked.
+// state.js - what the page shows (what is measured, range, window, process, thread, view options) and who is told when it changes; kept in the URL's #fragment so a view can be linked.
 
 export const PRESETS = { '5m': 300, '15m': 900, '1h': 3600, '6h': 21600, '24h': 86400 };
+// What the views measure, the API's kind=: CPU samples, time off CPU (blocked), or wall-clock time (both).
+export const KINDS = ['cpu', 'offcpu', 'wall'];
 
 const state = {
+  kind: 'cpu',      // a KINDS entry: every view asks the API for it
   preset: '1h',     // a key of PRESETS, or 'custom'
   from: 0, to: 0,   // the range the timeline spans, unix seconds, [from, to)
   wfrom: null, wto: null, // the window dragged on the timeline (null: the whole range)
@@ -51,7 +54,7 @@ export function presetRange(preset, now = Date.now() / 1000) {
   return { from: to - PRESETS[preset], to };
 }
 
-const HASHED = ['preset', 'from', 'to', 'wfrom', 'wto', 'pid', 'comm', 'tid', 'tname', 'inverted', 'minwidth', 'mode',
+const HASHED = ['kind', 'preset', 'from', 'to', 'wfrom', 'wto', 'pid', 'comm', 'tid', 'tname', 'inverted', 'minwidth', 'mode',
   'bfrom', 'bto', 'nfrom', 'nto', 'auto'];
 const NUMERIC = new Set(['from', 'to', 'wfrom', 'wto', 'pid', 'tid', 'minwidth', 'bfrom', 'bto', 'nfrom', 'nto']);
 const DEFAULTS = { ...state };
@@ -82,6 +85,7 @@ export function readHash() {
   }
   if (patch.preset !== 'custom' && !(patch.preset in PRESETS)) delete patch.preset;
   if (patch.mode !== 'compare') delete patch.mode;
+  if (!KINDS.includes(patch.kind)) delete patch.kind;
   Object.assign(state, patch);
   if (state.preset !== 'custom' || !(state.from < state.to)) {
     if (state.preset === 'custom') state.preset = '1h';

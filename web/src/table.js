@@ -1,9 +1,9 @@
 // table.js - a sortable table of rows with share bars, for processes, threads and functions.
 import { h, fill } from './dom.js';
 
-// columns: [{ key, label, num (right-aligned, sorts descending first), render(row) -> node|text,
+// columns: [{ key, label (text, or a function giving it: read at each draw), num (right-aligned, sorts descending first), render(row) -> node|text,
 // value(row) -> what it sorts by }]. opts: testid (of each row), rowKey(row) -> string,
-// onPick(row), sort: [key, dir], limit (rows drawn at most). Returns { el, set(rows), select(key), mark(pred) }.
+// onPick(row), sort: [key, dir], limit (rows drawn at most). Returns { el, set(rows), sortBy(key, dir), select(key), mark(pred) }.
 export function table(columns, opts) {
   let rows = [];
   let [sortKey, sortDir] = opts.sort;
@@ -21,7 +21,7 @@ export function table(columns, opts) {
         else [sortKey, sortDir] = [c.key, c.num ? -1 : 1];
         draw();
       },
-    }, c.label, c.key === sortKey ? (sortDir > 0 ? ' ▲' : ' ▼') : '')));
+    }, typeof c.label === 'function' ? c.label() : c.label, c.key === sortKey ? (sortDir > 0 ? ' ▲' : ' ▼') : '')));
   }
 
   function draw() {
@@ -49,6 +49,11 @@ export function table(columns, opts) {
     el,
     set(newRows) {
       rows = newRows;
+      draw();
+    },
+    // Sorts by column key, dir 1 ascending or -1 descending (as a click on its header does).
+    sortBy(key, dir) {
+      [sortKey, sortDir] = [key, dir];
       draw();
     },
     select(key) {

@@ -1,9 +1,9 @@
-// who.js - the filter parameters and the human name of what the views show: the host, a process or one of its threads.
+// who.js - the query parameters of what the views show (what is measured, the process, the thread) and the human name of what the views show: the host, a process or one of its threads.
 import * as S from './state.js';
 
-// pid and tid parameters of the current selection (absent: any).
+// kind, pid and tid parameters of the current selection (pid, tid absent: any).
 export function filter(st = S.get()) {
-  return { pid: st.pid, tid: st.pid !== null ? st.tid : null };
+  return { kind: st.kind, pid: st.pid, tid: st.pid !== null ? st.tid : null };
 }
 
 // "the host", "process 123 (nginx)", "thread 124 (worker) of 123 (nginx)".
