@@ -1,6 +1,7 @@
 // dashboard.test.mjs - drives flamed's dashboard in headless Chromium (Debian's /usr/bin/chromium)
 // through what a person does: find the process, read its flame graph, search, zoom, invert, pick a
-// thread, drag a window on the timeline, compare two windows, download. Prints "PASS: step" or
+// thread, drag a window on the timeline, compare two windows, download, switch to off-CPU and wall-clock
+// time (flamed runs with --off-cpu: the worker's idle phase is time off CPU). Prints "PASS: step" or
 // "FAIL: step: why" per step, saves a screenshot of each under --shots, exits 1 on any failure.
 //
 // node dashboard.test.mjs --url http://127.0.0.1:PORT --pid PID --start T --from T --to T --shots DIR
@@ -51,8 +52,10 @@ page.setDefaultTimeout(TIMEOUT);
 const consoleErrors = [], pageErrors = [], foreign = [];
 page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
 page.on('pageerror', (e) => pageErrors.push(e.message));
+const apiRequests = []; // every /api/v1/ URL the page asked for, in order
 page.on('request', (r) => {
   const u = r.url();
+  if (u.startsWith(ORIGIN + '/api/v1/')) apiRequests.push(new URL(u));
   if (!u.startsWith(ORIGIN) && !u.startsWith('data:') && !u.startsWith('blob:') && u !== 'about:blank') foreign.push(u);
 });
 mkdirSync(arg.shots, { recursive: true });
@@ -127,6 +130,21 @@ const svgWidth = (graph) => page.locator(`[data-testid="${graph}"] svg`).first()
 // A number the page keeps in its URL's #fragment.
 const hashNumber = (k) => Number(new URLSearchParams(new URL(page.url()).hash.slice(1)).get(k));
 const settle = () => page.waitForTimeout(700); // d3 transitions (250 ms) and their delayed labels
+// A time as the page writes it: "850 us", "12.5 ms", "3.20 s", "1,234 s".
+const TIME = /^\d[\d,]*(\.\d+)? (us|ms|s)$/;
+// The last cell of a table row.
+const lastCell = (row) => row.locator('td').last().textContent().then((t) => t.trim());
+// Waits until each API path has been asked for since apiRequests[since] with kind=kind (and, with
+// extra, those parameters), and none of them with another kind; returns those requests.
+async function askedFor(since, kind, paths, extra = {}) {
+  const fits = (u) => Object.entries(extra).every(([k, v]) => u.searchParams.get(k) === String(v));
+  await until(async () => paths.every((p) => apiRequests.slice(since).some((u) =>
+    u.pathname === `/api/v1/${p}` && u.searchParams.get('kind') === kind && fits(u))),
+  `every view asks for kind=${kind} (${paths.join(', ')}); asked: ${apiRequests.slice(since).map((u) => u.pathname + u.search).join(' ')}`);
+  const other = apiRequests.slice(since).filter((u) => paths.some((p) => u.pathname === `/api/v1/${p}`) &&
+    u.searchParams.get('kind') !== kind && u.pathname !== '/api/v1/timeline');
+  assert(!other.length, `asked with another kind: ${other.map((u) => u.pathname + u.search).join(' ')}`);
+}
 
 // ---- the steps ----
 await step('the dashboard loads from flamed, self-contained', 'loaded', async () => {
@@ -330,6 +348,109 @@ await step('auto-refresh reloads the views by itself', null, async () => {
   await T('auto-refresh').check();
   await reloaded;
   await T('auto-refresh').uncheck();
+});
+
+await step('the CPU / Off-CPU / Wall switch: every view asks for the kind picked, the URL keeps it', 'offcpu', async () => {
+  await page.goto('about:blank');
+  let since = apiRequests.length;
+  await page.goto(`${arg.url}/#pid=${PID}&comm=phases&preset=custom&from=${FROM}&to=${TO}`);
+  await frame('flamegraph', 'crunch_leaf').first().waitFor();
+  await askedFor(since, 'cpu', ['profile', 'top', 'timeline', 'processes', 'threads']);
+  assert((await T('kind-cpu').getAttribute('aria-checked')) === 'true', 'CPU is not the kind picked at first');
+  since = apiRequests.length;
+  await T('kind-offcpu').click();
+  await askedFor(since, 'offcpu', ['profile', 'top', 'timeline', 'processes', 'threads']);
+  await until(async () => new URLSearchParams(new URL(page.url()).hash.slice(1)).get('kind') === 'offcpu', 'the URL keeps kind=offcpu');
+  assert((await T('kind-offcpu').getAttribute('aria-checked')) === 'true', 'Off-CPU is not shown as picked');
+  await until(async () => (await T('flamegraph').getAttribute('data-unit')) === 'microseconds', 'the flame graph is not in microseconds');
+  for (const id of ['download-folded', 'download-svg', 'download-pprof'])
+    assert((await T(id).getAttribute('href')).includes('kind=offcpu'), `${id} does not download the off-CPU profile`);
+  assert(await T('kind-hint').isHidden(), `a flamed with --off-cpu gets the hint "${await T('kind-hint').textContent()}"`);
+  await frame('flamegraph', 'worker_main').first().waitFor();
+  await settle();
+});
+
+await step('off-CPU values read as times: process and thread lists, top table, flame graph, timeline', null, async () => {
+  const total = await totalOf('flamegraph');
+  assert(total >= 1.5e6, `the process waited ${total} us, not the worker's 2 s idle phase and the main thread's sleeps`);
+  const proc = await lastCell(page.locator(`[data-testid="process-row"][data-key="${PID}"]`));
+  assert(TIME.test(proc), `the process row's value reads "${proc}"`);
+  assert((await T('process-table').locator('thead').textContent()).includes('Time'), 'the process table has no Time column');
+  const worker = page.locator('[data-testid="thread-row"]', { hasText: 'worker' });
+  const thread = await until(async () => (await worker.count()) && TIME.test(await lastCell(worker)) && await lastCell(worker),
+    'the worker thread\'s value is not a time');
+  assert(thread, 'no worker thread');
+  const head = await T('top-table').locator('thead').textContent();
+  assert(head.includes('Self time') && head.includes('Total time'), `the top table's columns read "${head}"`);
+  const fn = await lastCell(page.locator('[data-testid="top-row"][data-key="worker_main"]'));
+  assert(TIME.test(fn), `worker_main's total reads "${fn}"`);
+  const tip = await frame('flamegraph', 'worker_main').first().locator('title').textContent();
+  assert(/^worker_main — \d[\d,.]* (us|ms|s), [\d.]+%$/.test(tip), `the frame's tooltip reads "${tip}"`);
+  assert((await T('flame-panel-title').textContent()).startsWith('Off-CPU flame graph'), 'the flame graph title does not say off-CPU');
+  const svg = page.locator('[data-testid="timeline"] svg');
+  await until(async () => (await svg.getAttribute('data-unit')) === 'microseconds', 'the timeline is not in time');
+  assert((await page.locator('[data-testid="timeline"] .axis-label').textContent()) === 'time/s', 'the timeline axis is not labelled time/s');
+  assert((await T('timeline-panel-title').textContent()).startsWith('Off-CPU time per second'), 'the timeline title does not say off-CPU');
+});
+
+await step('Wall: the timeline of the worker thread shows waiting (its idle phase) beside running', 'wall-thread', async () => {
+  let since = apiRequests.length;
+  await T('kind-wall').click();
+  await askedFor(since, 'wall', ['profile', 'top', 'timeline', 'processes', 'threads']);
+  since = apiRequests.length;
+  await page.locator('[data-testid="thread-row"]', { hasText: 'worker' }).click();
+  const tid = await until(async () => hashNumber('tid'), 'the worker thread is not picked');
+  await askedFor(since, 'wall', ['profile', 'top', 'timeline'], { tid });
+  assert(apiRequests.slice(since).some((u) => u.pathname === '/api/v1/timeline' && u.searchParams.get('kind') === 'offcpu' &&
+    u.searchParams.get('tid') === String(tid)), 'the timeline does not ask for the waiting part (kind=offcpu)');
+  const svg = page.locator('[data-testid="timeline"] svg');
+  const [run, wait] = await until(async () => {
+    if ((await svg.getAttribute('data-kind')) !== 'wall') return false;
+    const r = Number(await svg.getAttribute('data-running')), w = Number(await svg.getAttribute('data-waiting'));
+    return r > 0 && w > 0 && [r, w];
+  }, 'the wall timeline does not show running and waiting apart');
+  assert(run >= 1e6, `the worker ran ${run} us, not its 4 s crunch and 3 s write phases`);
+  assert(wait >= 1e6 && wait < 6e6, `the worker waited ${wait} us, not its 2 s idle phase`);
+  // Its biggest wait is after the crunch phase (the idle one, stored at the next flush).
+  const bars = await page.locator('[data-testid="timeline-bars-waiting"] rect').evaluateAll((rs) =>
+    rs.map((r) => [+r.dataset.t, +r.dataset.value]));
+  const [t] = bars.reduce((a, b) => (b[1] > a[1] ? b : a), [0, -1]);
+  assert(t >= START + 3 && t <= START + 9, `the most waiting is at ${t - START} s of the run, not in the idle phase (bars ${JSON.stringify(bars)})`);
+  const tipText = await page.locator('[data-testid="timeline-bars-waiting"] rect title').first().textContent();
+  assert(/: \d[\d,.]* (us|ms|s) running, \d[\d,.]* (us|ms|s) waiting$/.test(tipText), `a bar's tooltip reads "${tipText}"`);
+  assert((await T('timeline-legend').textContent()).includes('waiting'), 'the timeline has no legend of its parts');
+  assert((await T('timeline-panel-title').textContent()).startsWith('Running and waiting per second of thread'),
+    `the timeline title reads "${await T('timeline-panel-title').textContent()}"`);
+  await settle();
+});
+
+await step('a link reopens the kind; Compare and its downloads ask for it too', null, async () => {
+  await page.goto('about:blank');
+  await page.goto(`${arg.url}/#kind=wall&pid=${PID}&preset=custom&from=${FROM}&to=${TO}`);
+  await until(async () => (await T('kind-wall').getAttribute('aria-checked')) === 'true', 'Wall is not picked from the link');
+  await until(async () => (await T('flamegraph').getAttribute('data-unit')) === 'microseconds', 'the flame graph is not in time');
+  const since = apiRequests.length;
+  await T('mode-compare').click();
+  await askedFor(since, 'wall', ['diff']);
+  await until(async () => (await T('download-diff-folded').getAttribute('href') || '').includes('kind=wall'),
+    'the differential download is not the wall-clock one');
+  await T('mode-profile').click();
+});
+
+await step('back to CPU: samples again, counted, not timed', null, async () => {
+  const since = apiRequests.length;
+  await T('kind-cpu').click();
+  await askedFor(since, 'cpu', ['profile', 'top', 'timeline', 'processes']);
+  await until(async () => (await T('flamegraph').getAttribute('data-unit')) === 'samples', 'the flame graph is not in samples');
+  await frame('flamegraph', 'crunch_leaf').first().waitFor();
+  const proc = await until(async () => {
+    const v = await lastCell(page.locator(`[data-testid="process-row"][data-key="${PID}"]`));
+    return /^\d[\d,]*$/.test(v) && v;
+  }, 'the process row\'s value is not a count of samples');
+  assert(proc, 'no value');
+  const head = await T('top-table').locator('thead').textContent();
+  assert(head.includes('Self samples'), `the top table's columns read "${head}"`);
+  assert(!page.url().includes('kind='), 'the URL still names a kind (cpu is the default)');
 });
 
 await step('a Python process: its functions in the Python colour, named in the legend', 'python', async () => {

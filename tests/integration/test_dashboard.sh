@@ -1,7 +1,8 @@
 #!/bin/bash
 # test_dashboard.sh - the dashboard at / in real headless Chromium (Debian's chromium, driven by
 # playwright-core from tests/browser) against a sampling flamed: a workload whose profile changes over
-# time (tests/workloads/phases.c), then every step a person takes, screenshots in $BUILD/screenshots.
+# time (tests/workloads/phases.c; flamed counts its time off CPU too), then every step a person takes,
+# screenshots in $BUILD/screenshots; and a flamed without --off-cpu, whose dashboard says so.
 . "$(dirname "$0")/lib.sh"
 BROWSER_DIR=$(cd "$(dirname "$0")/../browser" && pwd)
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
@@ -62,11 +63,12 @@ browser_test() {
 }
 
 build_workload phases
-run_flamed dashboard --db "$TMP/flamed.db" --frequency 99 --flush-interval 1 --listen 127.0.0.1:0
+run_flamed dashboard --db "$TMP/flamed.db" --frequency 99 --flush-interval 1 --listen 127.0.0.1:0 --off-cpu
 check "flamed says which port it serves on ($URL)" [ -n "$URL" ]
 [ -n "$URL" ] || exit 1
 
-# The worker spins 4 s, idles 2 s, writes 3 s; the main thread's housekeeping runs throughout.
+# The worker spins 4 s, idles 2 s (off CPU), writes 3 s; the main thread's housekeeping runs throughout
+# (and sleeps between, off CPU).
 FROM=$(($(date +%s) - 1))
 START=$(date +%s.%N)
 "$TMP/phases" 4 2 3 & wpid=$!
@@ -79,6 +81,9 @@ TO=$(($(date +%s) + 1))
 curl -sf "$URL/api/v1/profile?pid=$wpid&from=$FROM&to=$TO" > "$TMP/w.folded"
 check "the workload's profile has its three functions (crunch_leaf, write_loop, housekeeping_leaf)" \
 	eval 'grep -q ";crunch_leaf" "$TMP/w.folded" && grep -q ";write_loop" "$TMP/w.folded" && grep -q ";housekeeping_leaf" "$TMP/w.folded"'
+curl -sf "$URL/api/v1/profile?kind=offcpu&pid=$wpid&from=$FROM&to=$TO" > "$TMP/w-off.folded"
+check "the workload's off-CPU profile has the worker's idle phase (worker_main;nanosleep), 1 s or more" \
+	eval '[ "$(sum_samples "$TMP/w-off.folded" ";worker_main;nanosleep")" -ge 1000000 ] || { head -5 "$TMP/w-off.folded"; false; }'
 
 SHOTS=$BUILD/screenshots
 mkdir -p "$SHOTS"
@@ -94,5 +99,11 @@ head -c 24 /dev/urandom | base64 > "$TMP/token"
 chmod 600 "$TMP/token"
 run_flamed dashboard --db "$TMP/flamed.db" --listen 127.0.0.1:0 --auth-token-file "$TMP/token"
 browser_test auth.test.mjs --url "$URL" --token "$(cat "$TMP/token")" --shots "$SHOTS" --chromium "$CHROMIUM"
+stop_flamed
+
+# A flamed without --off-cpu on a database of its own: picking Off-CPU or Wall says what is missing.
+run_flamed dashboard --db "$TMP/plain.db" --frequency 99 --flush-interval 1 --listen 127.0.0.1:0
+sleep 2.5 # CPU samples stored
+browser_test offcpu-hint.test.mjs --url "$URL" --shots "$SHOTS" --chromium "$CHROMIUM"
 stop_flamed
 exit $FAILED

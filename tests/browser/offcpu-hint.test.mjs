@@ -1,0 +1,98 @@
+// offcpu-hint.test.mjs - the dashboard of a flamed started without --off-cpu (a fresh database): picking
+// Off-CPU or Wall says that off-CPU time is not recorded and how to record it, instead of an empty graph.
+// Prints "PASS: step" or "FAIL: step: why" per step, exits 1 on any failure.
+// node offcpu-hint.test.mjs --url http://127.0.0.1:PORT --shots DIR [--chromium PATH]
+import { chromium } from 'playwright-core';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+
+const { values: arg } = parseArgs({
+  options: { url: { type: 'string' }, shots: { type: 'string' }, chromium: { type: 'string', default: '/usr/bin/chromium' } },
+});
+for (const k of ['url', 'shots']) {
+  if (!arg[k]) {
+    console.log(`FAIL: arguments: --${k} is missing`);
+    process.exit(1);
+  }
+}
+const TIMEOUT = 15000;
+let failed = 0;
+
+const profileDir = mkdtempSync(join(tmpdir(), 'flamed-chromium-'));
+let context;
+try {
+  context = await chromium.launchPersistentContext(profileDir, {
+    executablePath: arg.chromium, headless: true, viewport: { width: 1440, height: 900 }, timezoneId: 'UTC',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+} catch (e) {
+  console.log(`FAIL: ${arg.chromium} starts under playwright-core: ${String(e.message).split('\n').slice(0, 2).join(' | ').slice(0, 300)}`);
+  process.exit(1);
+}
+mkdirSync(arg.shots, { recursive: true });
+const page = context.pages()[0] || await context.newPage();
+page.setDefaultTimeout(TIMEOUT);
+const errors = [];
+page.on('pageerror', (e) => errors.push(e.message));
+page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+const T = (id) => page.locator(`[data-testid="${id}"]`);
+
+async function step(name, shot, fn) {
+  try {
+    await fn();
+    console.log(`PASS: ${name}`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL: ${name}: ${String(e && e.message || e).split('\n').slice(0, 4).join(' | ')}`);
+  }
+  if (shot) await page.screenshot({ path: join(arg.shots, `dashboard-${shot}.png`), fullPage: true }).catch(() => {});
+}
+const assert = (cond, why) => { if (!cond) throw new Error(why); };
+async function until(fn, why) {
+  const end = Date.now() + TIMEOUT;
+  let last;
+  while (Date.now() < end) {
+    last = await fn();
+    if (last) return last;
+    await page.waitForTimeout(100);
+  }
+  throw new Error(`${why} (last: ${JSON.stringify(last)})`);
+}
+const hint = () => T('kind-hint').evaluate((e) => (e.hidden ? '' : e.textContent));
+
+await step('without --off-cpu, Off-CPU says it is not recorded and how to record it', 'offcpu-hint', async () => {
+  await page.goto(`${arg.url}/#kind=offcpu`);
+  const text = await until(async () => (await hint()).includes('--off-cpu') && (await hint()), 'no hint about --off-cpu shows');
+  assert(/start flamed with --off-cpu/.test(text), `the hint reads "${text}"`);
+  await until(async () => (await T('flame-panel-status').getAttribute('data-kind')) === 'empty', 'the flame graph does not say it is empty');
+  const empty = await T('flame-panel-status').textContent();
+  assert(empty.includes('--off-cpu'), `the empty flame graph does not say why: "${empty}"`);
+});
+
+await step('CPU shows the samples, without the hint', null, async () => {
+  await T('kind-cpu').click();
+  await until(async () => (await hint()) === '', 'the hint stays with CPU picked');
+  await page.locator('[data-testid="process-row"]').first().waitFor();
+});
+
+await step('Wall says it is CPU time alone here, and shows it in time', 'wall-hint', async () => {
+  await T('kind-wall').click();
+  const text = await until(async () => (await hint()).includes('--off-cpu') && (await hint()), 'no hint about --off-cpu shows');
+  assert(/CPU time alone/.test(text), `the hint reads "${text}"`);
+  const v = await until(async () => {
+    const t = (await page.locator('[data-testid="process-row"] td').last().textContent()).trim();
+    return /^\d[\d,]*(\.\d+)? (us|ms|s)$/.test(t) && t;
+  }, 'the process list does not show wall-clock time');
+  assert(v, 'no value');
+});
+
+await step('no script error, no console error', null, async () => {
+  assert(!errors.length, errors.join(' | '));
+});
+
+await context.close();
+rmSync(profileDir, { recursive: true, force: true });
+process.exit(failed ? 1 : 0);
