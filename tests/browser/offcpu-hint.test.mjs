@@ -89,6 +89,24 @@ await step('Wall says it is CPU time alone here, and shows it in time', 'wall-hi
   assert(v, 'no value');
 });
 
+await step('a status saying off_cpu.enabled false: the hint says flamed was started without --off-cpu', null, async () => {
+  // A flamed whose status does not say yet gets it added; one that says is taken as it is.
+  await page.route('**/api/v1/status', async (route) => {
+    const res = await route.fetch();
+    const body = await res.json();
+    if (!body.off_cpu) body.off_cpu = { enabled: false };
+    await route.fulfill({ response: res, json: body });
+  });
+  await page.goto('about:blank');
+  await page.goto(`${arg.url}/#kind=offcpu`);
+  const text = await until(async () => (await hint()).includes('started without --off-cpu') && (await hint()),
+    'the hint does not say flamed was started without --off-cpu');
+  assert(text.includes('start flamed with --off-cpu'), `the hint reads "${text}"`);
+  assert(/unrecorded/.test(await T('kind-wall').getAttribute('class')), 'Wall is not marked as lacking off-CPU time');
+  assert((await T('daemon-status').textContent()).includes('off-CPU off'), 'the header does not say off-CPU is off');
+  await page.unroute('**/api/v1/status');
+});
+
 await step('no script error, no console error', null, async () => {
   assert(!errors.length, errors.join(' | '));
 });
