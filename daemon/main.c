@@ -42,6 +42,9 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	return vfprintf(stderr, fmt, ap);
 }
 
+/* Stacks of blocked threads kept until their waits are counted (the sampler's max_off_cpu_stacks). */
+#define OFF_CPU_STACKS 8192
+
 static const char *const stat_names[STAT_MAX] = {
 	[STAT_KSTACK_ERROR] = "kernel stacks not read",
 	[STAT_USTACK_ERROR] = "user stacks not read",
@@ -283,10 +286,14 @@ static int flush(struct daemon *d)
 		pyprocs_sweep(d->py);
 
 	pthread_mutex_lock(&d->lock);
-	if (store_err)
+	if (store_err) {
 		d->status.samples_unstored += n.samples;
-	else
+		d->status.offcpu_us_unstored += n.offcpu_us;
+	} else {
 		d->status.samples_stored += n.samples;
+		d->status.offcpu_keys_stored += n.offcpu_keys;
+		d->status.offcpu_us_stored += n.offcpu_us;
+	}
 	update_status(d, &st, now_sec() - t0);
 	d->last_flush_err = err;
 	d->flushes_done = d->flushes_started;
@@ -529,7 +536,7 @@ static int start(struct daemon *d)
 		.max_python_threads = 16384,
 		.off_cpu = opt.off_cpu,
 		.off_cpu_min_ns = (uint64_t)opt.off_cpu_min_us * 1000,
-		.max_off_cpu_stacks = 8192,
+		.max_off_cpu_stacks = OFF_CPU_STACKS,
 	};
 	int err;
 
@@ -677,6 +684,9 @@ int main(int argc, char **argv)
 	d.status.unwind_mode = opt.unwind == UNWIND_MODE_FP ? "fp" : opt.unwind == UNWIND_MODE_DWARF ? "dwarf" : "auto";
 	d.status.python = opt.python && opt.unwind != UNWIND_MODE_FP;
 	d.status.python_frames = opt.python_frames;
+	d.status.off_cpu = opt.off_cpu;
+	d.status.off_cpu_min_us = opt.off_cpu_min_us;
+	d.status.off_cpu_max_stacks = opt.off_cpu ? OFF_CPU_STACKS : 0;
 
 	/* Signals are blocked before any thread starts, so only the main loop receives them. */
 	err = setup_fds(&sfd, &tfd);

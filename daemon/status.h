@@ -37,6 +37,12 @@ struct daemon_status {
 	unsigned python_frames;    /* --python-frames */
 	struct pyprocs_stats py;   /* zeros when not walked */
 	struct pynames_stats pynames;
+	bool off_cpu;                /* off-CPU time is counted (--off-cpu); its BPF counters are in lost[] */
+	unsigned off_cpu_min_us;     /* --off-cpu-min-us: shorter waits are not counted */
+	unsigned off_cpu_max_stacks; /* stacks of blocked threads kept until their waits are counted */
+	uint64_t offcpu_keys_stored; /* off-CPU keys written to the database */
+	uint64_t offcpu_us_stored;   /* microseconds off CPU written to the database */
+	uint64_t offcpu_us_unstored; /* drained but lost to a failed transaction */
 };
 
 #endif

@@ -233,6 +233,14 @@ static void fake_status(struct daemon_status *out, void *ctx)
 	out->sym_binaries_cached = 8;
 	out->sym_processes_cached = 9;
 	out->sym_symbols_dropped = 13;
+	out->off_cpu = true;
+	out->off_cpu_min_us = 250;
+	out->off_cpu_max_stacks = 8192;
+	for (unsigned i = STAT_OFFCPU_BLOCKS; i <= STAT_OFFCPU_COUNTS_FULL; i++)
+		out->lost[i] = 31 + i - STAT_OFFCPU_BLOCKS; /* blocks 31 ... counts_full 39 */
+	out->offcpu_keys_stored = 40;
+	out->offcpu_us_stored = 1500000;
+	out->offcpu_us_unstored = 250;
 }
 
 static int fake_flush(void *ctx)
@@ -349,6 +357,9 @@ static void test_status(unsigned port, struct fake *fake)
 		"\"symbolizer\":{\"user_hits\":100,\"user_misses\":10,\"kernel_hits\":200,\"kernel_misses\":20,"
 		"\"binaries_cached\":8,\"processes_cached\":9,\"symbol_cache_bytes\":0,\"binaries_evicted\":0,"
 		"\"symbols_dropped\":13}",
+		"\"off_cpu\":{\"enabled\":true,\"min_wait_us\":250,\"max_stacks\":8192,\"blocks\":31,\"walked\":32,"
+		"\"reused\":33,\"waits\":35,\"short_waits\":36,\"ongoing\":37,\"lost\":{\"no_storage\":34,"
+		"\"stack_evicted\":38,\"counts_full\":39},\"keys_stored\":40,\"us_stored\":1500000,\"us_unstored\":250}",
 	};
 	int calls = atomic_load(&fake->status_calls);
 	struct reply r;
@@ -415,8 +426,14 @@ static void test_metrics(unsigned port)
 		"flamed_symbolizer_processes_cached 9", "flamed_symbolizer_symbols_dropped_total 13", "flamed_database_bytes 65536", "flamed_stacks_stored 42",
 		"flamed_build_info{version=\"9.9.9-\\\"test\\\"\"} 1", "flamed_http_requests_total{code=\"200\"} ",
 		"flamed_http_requests_total{code=\"400\"} ", "flamed_http_requests_total{code=\"404\"} ",
+		"flamed_offcpu_enabled 1", "flamed_offcpu_min_wait_seconds 0.000250", "flamed_offcpu_blocks_total 31",
+		"flamed_offcpu_stack_walks_total 32", "flamed_offcpu_stacks_reused_total 33", "flamed_offcpu_waits_total 35",
+		"flamed_offcpu_short_waits_total 36", "flamed_offcpu_ongoing_waits_total 37",
+		"flamed_offcpu_lost_total{kind=\"no_storage\"} 34", "flamed_offcpu_lost_total{kind=\"stack_evicted\"} 38",
+		"flamed_offcpu_lost_total{kind=\"counts_full\"} 39", "flamed_offcpu_keys_stored_total 40",
+		"flamed_offcpu_seconds_total 1.500000", "flamed_offcpu_unstored_seconds_total 0.000250",
 	};
-	char helped[64][96] = { 0 }, typed[64][96] = { 0 }, types[64][16] = { 0 };
+	char helped[128][96] = { 0 }, typed[128][96] = { 0 }, types[128][16] = { 0 };
 	int nhelp = 0, ntype = 0, lines = 0, bad = 0, orphans = 0, counters_ok = 1;
 	struct reply r;
 	char v[256], *save = NULL, *copy;
@@ -431,9 +448,9 @@ static void test_metrics(unsigned port)
 		char name[96];
 
 		lines++;
-		if (!strncmp(l, "# HELP ", 7) && nhelp < 64) {
+		if (!strncmp(l, "# HELP ", 7) && nhelp < 128) {
 			sscanf(l + 7, "%95s", helped[nhelp++]);
-		} else if (!strncmp(l, "# TYPE ", 7) && ntype < 64) {
+		} else if (!strncmp(l, "# TYPE ", 7) && ntype < 128) {
 			sscanf(l + 7, "%95s %15s", typed[ntype], types[ntype]);
 			if (!strcmp(types[ntype], "counter") &&
 			    (strlen(typed[ntype]) < 6 || strcmp(typed[ntype] + strlen(typed[ntype]) - 6, "_total")))
