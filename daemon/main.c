@@ -44,6 +44,8 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 
 /* Stacks of blocked threads kept until their waits are counted (the sampler's max_off_cpu_stacks). */
 #define OFF_CPU_STACKS 8192
+#define TEXT(n) #n
+#define NUMBER_TEXT(n) TEXT(n)
 
 static const char *const stat_names[STAT_MAX] = {
 	[STAT_KSTACK_ERROR] = "kernel stacks not read",
@@ -52,12 +54,29 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_STACK_NOMEM] = "stack entries the kernel could not allocate",
 	[STAT_COUNTS_FULL] = "counts map full",
 	[STAT_EVENTS_LOST] = "new-process events lost",
+	[STAT_OFFCPU_NO_STORAGE] = "off-CPU blocks not followed (no task storage)",
+	[STAT_OFFCPU_STACK_LOST] = "off-CPU stacks dropped before their wait was counted",
+	[STAT_OFFCPU_COUNTS_FULL] = "off-CPU waits lost (off-CPU map full)",
 };
 
-/* Logs, once, the stack-capture failures counted since the previous flush. */
+/* What to do about the losses since prev, when an option or a bound explains them; else "". */
+static const char *loss_hint(const struct sampler_stats *now, const struct sampler_stats *prev)
+{
+	if (now->stat[STAT_COUNTS_FULL] > prev->stat[STAT_COUNTS_FULL] ||
+	    now->stat[STAT_OFFCPU_COUNTS_FULL] > prev->stat[STAT_OFFCPU_COUNTS_FULL])
+		return " (raise --max-keys)";
+	if (now->stat[STAT_STACK_MAP_FULL] > prev->stat[STAT_STACK_MAP_FULL])
+		return " (raise --max-stacks)";
+	if (now->stat[STAT_OFFCPU_STACK_LOST] > prev->stat[STAT_OFFCPU_STACK_LOST])
+		return " (blocked threads had more distinct stacks than the " NUMBER_TEXT(OFF_CPU_STACKS) " kept; "
+		       "their waits are stored without them)";
+	return "";
+}
+
+/* Logs, once, the stack-capture failures and off-CPU losses counted since the previous flush. */
 static void log_losses(const struct sampler_stats *now, struct sampler_stats *prev)
 {
-	char line[512];
+	char line[1024];
 	size_t len = 0;
 
 	for (int i = STAT_KSTACK_ERROR; i < STAT_MAX; i++) {
@@ -68,9 +87,7 @@ static void log_losses(const struct sampler_stats *now, struct sampler_stats *pr
 					(unsigned long long)d, stat_names[i]);
 	}
 	if (len)
-		fprintf(stderr, "flamed: this flush lost stacks or samples: %s%s\n", line,
-			now->stat[STAT_COUNTS_FULL] > prev->stat[STAT_COUNTS_FULL] ? " (raise --max-keys)" :
-			now->stat[STAT_STACK_MAP_FULL] > prev->stat[STAT_STACK_MAP_FULL] ? " (raise --max-stacks)" : "");
+		fprintf(stderr, "flamed: this flush lost stacks or samples: %s%s\n", line, loss_hint(now, prev));
 	*prev = *now;
 }
 
