@@ -26,6 +26,8 @@ check "/healthz is ok" [ "$(curl -sf "$URL/healthz")" = ok ]
 code "/api/v1/status" > /dev/null
 check "status: json with samples, cpus and the frequency" \
 	jq -e ".samples > 0 and .cpus == $(nproc) and .frequency == 99 and .flushes > 0" "$TMP/body"
+check "status: off_cpu off without --off-cpu, nothing counted" \
+	jq -e '.off_cpu.enabled == false and .off_cpu.blocks == 0 and .off_cpu.keys_stored == 0' "$TMP/body"
 
 curl -sf "$URL/api/v1/processes?$W" > "$TMP/procs.json"
 check "processes: the workload is listed under its name" \
@@ -92,6 +94,7 @@ curl -sf "$URL/metrics" > "$TMP/metrics"
 check "metrics: every sample line is 'name{labels} number'" \
 	awk '/^#/ { next } !/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? [-+0-9.eEInfa]+$/ { print "bad: " $0; bad = 1 } END { exit bad }' "$TMP/metrics"
 check "metrics: samples counted" awk '/^flamed_samples_total / && $2 > 0 { ok = 1 } END { exit !ok }' "$TMP/metrics"
+check "metrics: flamed_offcpu_enabled 0 without --off-cpu" grep -qx 'flamed_offcpu_enabled 0' "$TMP/metrics"
 check "metrics: every metric has HELP and TYPE" \
 	awk '/^# HELP/ { h[$3] = 1 } /^# TYPE/ { t[$3] = 1 } !/^#/ { n = $1; sub(/\{.*/, "", n); m[n] = 1 }
 	     END { for (n in m) { b = n; sub(/_(bucket|sum|count)$/, "", b); if (!(n in h) && !(b in h) || !(n in t) && !(b in t)) { print "no HELP/TYPE: " n; bad = 1 } } exit bad }' "$TMP/metrics"
