@@ -189,8 +189,10 @@ static __always_inline __u64 store_stack(void *stacks, struct stack_trace *st, _
 	__u64 h = hash_frames(st, n);
 	long err;
 
-	if (keep)
-		bpf_map_update_elem(keep, &h, st, BPF_ANY); /* an LRU map: never full */
+	/* An LRU map: never full. Only a stack it does not hold is written: an update of one it holds
+	 * would take a fresh entry each time (and so push out the stacks of long waits sooner). */
+	if (keep && !bpf_map_lookup_elem(keep, &h))
+		bpf_map_update_elem(keep, &h, st, BPF_NOEXIST);
 	if (bpf_map_lookup_elem(stacks, &h))
 		return h;
 	err = bpf_map_update_elem(stacks, &h, st, BPF_NOEXIST);
