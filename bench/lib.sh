@@ -62,6 +62,18 @@ wait_log() {
 	return 1
 }
 
+# wait_count FILE REGEX N PID SECONDS: waits until FILE has N lines matching REGEX (grep -E) while PID lives.
+wait_count() {
+	local deadline=$((SECONDS + $5)) n
+	while [ $SECONDS -lt "$deadline" ]; do
+		n=$(grep -cE "$2" "$1" 2> /dev/null || true)
+		[ "${n:-0}" -ge "$3" ] && return 0
+		kill -0 "$4" 2> /dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
 # cpu_ticks PID: utime + stime of PID (all its threads), in clock ticks.
 cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 

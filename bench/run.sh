@@ -1,6 +1,6 @@
 #!/bin/bash
-# run.sh - make bench: flamed's overhead next to perf, ingest rate, query latency, storage and memory; prints one table and writes docs/BENCHMARKS.md.
-# Usage: [QUICK=1] [BENCH_PARTS="overhead python ingest query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] bench/run.sh
+# run.sh - make bench: flamed's overhead next to perf, ingest rate, off-CPU profiling's cost next to perf and bpftrace, query latency, storage and memory; prints one table and writes docs/BENCHMARKS.md.
+# Usage: [QUICK=1] [BENCH_PARTS="overhead python ingest offcpu query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] [BPFTRACE=PATH] bench/run.sh
 #        (root; `make bench` builds first). BENCH_PARTS runs only the parts named (query, storage and
 #        memory share one generated history); the report says which ran.
 # shellcheck disable=SC2154 # G_* (gen_history) and Q_* (query_bench) are set by parse_kv
@@ -12,28 +12,37 @@ BUILD=${BUILD:-$PWD/build}
 QUICK=${QUICK:-0}
 [ "$QUICK" = 1 ] || QUICK=0
 OUT=docs/BENCHMARKS.md
-ALL_PARTS="overhead python ingest query storage memory"
+ALL_PARTS="overhead python ingest offcpu query storage memory"
 PYTHON=${PYTHON:-/usr/bin/python3.11}
+BPFTRACE=${BPFTRACE:-bpftrace}
 PARTS=${BENCH_PARTS:-$ALL_PARTS}
 STARTED=()
 TMP=
 BPF_STATS_WAS=
+TRACEFS_MOUNTED=
+declare -A DETAIL=()
 FLAMED_PID='' TIME_PID='' BURN_UNITS=''
 . bench/lib.sh
 
 if [ "$QUICK" = 1 ]; then
 	T=5 INGEST_T=12 INGEST_HZ="999 9999" HISTORY=70m RETENTION=1h WINDOW_H=1 REPEAT=3 PY_T=5 PY_ROUNDS=1
+	OFFCPU_T=3 OFFCPU_ROUNDS=3 OFFCPU_MEM_FLUSHES=2
 else
 	T=30 INGEST_T=30 INGEST_HZ="999 1999 4999 9999" HISTORY=25h RETENTION=24h WINDOW_H=24 REPEAT=3 PY_T=20 PY_ROUNDS=3
+	OFFCPU_T=10 OFFCPU_ROUNDS=5 OFFCPU_MEM_FLUSHES=3
 fi
 OVERHEAD_HZ="19 99"
 FLUSH_INTERVAL=10   # flamed's default, used by every run
 INGEST_MAX_KEYS=1048576
+OFFCPU_TOOLS="flamed perf bpftrace"
+OFFCPU_SETTLE=1     # seconds between perf's or bpftrace's attaching and the storm
+BPFTRACE_PROG='tracepoint:sched:sched_switch { @[kstack, ustack] = count(); }'
 CLK_TCK=$(getconf CLK_TCK)
 
 cleanup() {
 	kill_tracked
 	if [ -n "$BPF_STATS_WAS" ]; then sysctl -q kernel.bpf_stats_enabled="$BPF_STATS_WAS" || true; fi
+	if [ -n "$TRACEFS_MOUNTED" ]; then umount /sys/kernel/tracing 2> /dev/null || true; fi
 	if [ -n "$TMP" ] && [ -z "${BENCH_KEEP:-}" ]; then rm -rf "$TMP"; fi
 	return 0
 }
@@ -54,6 +63,11 @@ check_setup() {
 		[ -x "$BUILD/$c" ] || die "no $BUILD/$c: run make bench, not bench/run.sh alone"
 	done
 	if want python; then [ -x "$PYTHON" ] || die "no $PYTHON for the python part: apt-get install python3.11"; fi
+	if want offcpu; then
+		[ -x "$BUILD/bench/storm" ] || die "no $BUILD/bench/storm: run make bench, not bench/run.sh alone"
+		command -v perf > /dev/null || log "no perf: the offcpu part skips its perf row (apt-get install linux-perf)"
+		command -v "$BPFTRACE" > /dev/null || log "no $BPFTRACE: the offcpu part skips its bpftrace row (apt-get install bpftrace)"
+	fi
 	TMP=$(mktemp -d "${BENCH_TMP:-/var/tmp}/flamed-bench.XXXXXX")
 	: > "$TMP/rows.tsv"
 	BPF_STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled)
@@ -309,6 +323,215 @@ ingest() {
 	return 0
 }
 
+# storm_run DIR NAME: one bench/storm of OFFCPU_T s (DIR/NAME.out). Sets R_TRIPS (round trips/s) and
+# R_SWITCHES (context switches/s of the whole host meanwhile, from the ctxt line of /proc/stat); counts in
+# STATS_ON the runs that found kernel.bpf_stats_enabled set (by another process: it costs the storm ~7%).
+storm_run() {
+	local pid c0 c1 t0 t1
+	[ "$(sysctl -n kernel.bpf_stats_enabled)" = 0 ] || STATS_ON=$((STATS_ON + 1))
+	c0=$(awk '$1 == "ctxt" { print $2 }' /proc/stat) t0=$(date +%s.%N)
+	timeout -s KILL $((OFFCPU_T + 60)) "$BUILD/bench/storm" "$OFFCPU_T" > "$1/$2.out" &
+	pid=$!
+	track "$pid"
+	wait "$pid" || die "bench/storm failed"
+	t1=$(date +%s.%N) c1=$(awk '$1 == "ctxt" { print $2 }' /proc/stat)
+	R_TRIPS=$(awk '/^round_trips_per_second/ { print $2 }' "$1/$2.out")
+	[ -n "$R_TRIPS" ] || die "bench/storm printed no round_trips_per_second: $(cat "$1/$2.out")"
+	R_SWITCHES=$(fmt 0 "($c1 - $c0) / ($t1 - $t0)")
+}
+
+# tracepoint_ready: whether perf and bpftrace can find the tracepoint sched:sched_switch; mounts tracefs
+# where it is not (unmounted again at exit).
+tracepoint_ready() {
+	local t
+	for t in /sys/kernel/tracing /sys/kernel/debug/tracing; do
+		[ -d "$t/events/sched/sched_switch" ] && return 0
+	done
+	mount -t tracefs tracefs /sys/kernel/tracing 2> /dev/null || return 1
+	TRACEFS_MOUNTED=1
+	[ -d /sys/kernel/tracing/events/sched/sched_switch ]
+}
+
+# offcpu_start TOOL DIR: starts the off-CPU profiler TOOL (flamed, perf, bpftrace) and returns once it
+# is attached; sets PROF_PID. Fails, with the reason in SKIP_WHY, where perf or bpftrace does not attach.
+offcpu_start() {
+	local tool=$1 dir=$2 n _
+	case $tool in
+	flamed)
+		start_flamed "$dir" --off-cpu --db "$dir/flamed.db" --listen none --flush-interval "$FLUSH_INTERVAL"
+		PROF_PID=$FLAMED_PID
+		return 0
+		;;
+	perf)
+		perf record -e sched:sched_switch -a -g -o "$dir/perf.data" > "$dir/perf.log" 2>&1 &
+		PROF_PID=$!
+		track "$PROF_PID"
+		# Attached once it holds an event for each CPU.
+		for _ in $(seq 300); do
+			n=$(find "/proc/$PROF_PID/fd" -lname 'anon_inode:?perf_event?' 2> /dev/null | wc -l)
+			[ "$n" -ge "$(getconf _NPROCESSORS_ONLN)" ] && break
+			kill -0 "$PROF_PID" 2> /dev/null || break
+			sleep 0.1
+		done
+		[ "$n" -ge "$(getconf _NPROCESSORS_ONLN)" ] || SKIP_WHY="perf record did not attach: $(tail -1 "$dir/perf.log")"
+		;;
+	bpftrace)
+		"$BPFTRACE" -e "$BPFTRACE_PROG" > "$dir/bpftrace.out" 2>&1 &
+		PROF_PID=$!
+		track "$PROF_PID"
+		if ! wait_log "$dir/bpftrace.out" '^Attaching' "$PROF_PID" 60; then
+			SKIP_WHY=$(grep ERROR "$dir/bpftrace.out" | grep -v RLIMIT_MEMLOCK | head -1 || true)
+			SKIP_WHY="bpftrace did not attach: ${SKIP_WHY:-$(tail -1 "$dir/bpftrace.out")}"
+		fi
+		;;
+	esac
+	if [ -n "$SKIP_WHY" ]; then
+		kill -KILL "$PROF_PID" 2> /dev/null || true
+		wait "$PROF_PID" 2> /dev/null || true
+		return 1
+	fi
+	# perf's events are open but not yet enabled, and bpftrace says "Attaching" before it attaches.
+	sleep "$OFFCPU_SETTLE"
+}
+
+# offcpu_stop TOOL DIR: stops the profiler (SIGTERM to flamed, SIGINT to perf and bpftrace, which then
+# write their data and print their maps), bounded. Adds what it recorded to DETAIL[TOOL].
+offcpu_stop() {
+	local tool=$1 dir=$2 out
+	if [ "$tool" = flamed ]; then
+		stop_flamed "$dir"
+		return 0
+	fi
+	kill -INT "$PROF_PID"
+	wait_pid "$PROF_PID" 600 || true
+	case $tool in
+	perf)
+		out=$(sed -n 's/.*Captured and wrote \([0-9.]*\) MB .*(\([0-9]*\) samples).*/\2 samples in \1 MB/p' "$dir/perf.log")
+		[ -n "$out" ] || die "perf record failed: $(tail -3 "$dir/perf.log")"
+		if grep -q 'lost [0-9]* chunks' "$dir/perf.log"; then out+=" ($(grep -o 'lost [0-9]* chunks' "$dir/perf.log" | head -1))"; fi
+		rm -f "$dir/perf.data"
+		;;
+	bpftrace)
+		grep -q '^@\[' "$dir/bpftrace.out" || die "bpftrace printed no map: $(tail -3 "$dir/bpftrace.out")"
+		out=$(grep -c '^@\[' "$dir/bpftrace.out")
+		;;
+	esac
+	DETAIL[$tool]+="${DETAIL[$tool]:+, }$out"
+}
+
+# offcpu_memory DIR: flamed --off-cpu -v over the storm (runs of 2 s one after the other, until a file
+# says stop: no process is killed, and the last ends within 2 s) until its OFFCPU_MEM_FLUSHES-th flush,
+# beside a flamed without --off-cpu (what the host's processes alone cost: unwind tables and symbols of
+# every binary that runs). Sets R_RSS, R_HWM (KiB, then), R_CPU_RSS (the other's VmRSS) and R_FLUSHES
+# (its flushes after the first, its last off-CPU keys).
+offcpu_memory() {
+	local d=$1 pid mean max keys limit=$(((OFFCPU_MEM_FLUSHES + 1) * FLUSH_INTERVAL + 60)) cpu_pids _
+	mkdir -p "$d/cpu"
+	start_flamed "$d/cpu" --db "$d/cpu/flamed.db" --listen none --flush-interval "$FLUSH_INTERVAL"
+	cpu_pids="$FLAMED_PID $TIME_PID"
+	start_flamed "$d" --off-cpu --db "$d/flamed.db" --listen none --flush-interval "$FLUSH_INTERVAL" -v
+	# shellcheck disable=SC2016 # $1..$3 are the inner shell's
+	bash -c 'for _ in $(seq $(($3 / 2))); do [ -e "$2" ] && break; "$1" 2 > /dev/null || exit 1; done' \
+		_ "$BUILD/bench/storm" "$d/stop" "$limit" &
+	pid=$!
+	track "$pid"
+	wait_count "$d/flamed.log" 'flushed [0-9]+ samples' "$OFFCPU_MEM_FLUSHES" "$FLAMED_PID" "$limit" ||
+		die "flamed --off-cpu did not flush $OFFCPU_MEM_FLUSHES times: $(tail -3 "$d/flamed.log")"
+	R_RSS=$(status_kb "$FLAMED_PID" VmRSS) R_HWM=$(status_kb "$FLAMED_PID" VmHWM)
+	R_CPU_RSS=$(status_kb "${cpu_pids% *}" VmRSS)
+	touch "$d/stop"
+	wait_pid "$pid" 30 || die "bench/storm failed"
+	stop_flamed "$d"
+	read -r FLAMED_PID TIME_PID <<< "$cpu_pids"
+	stop_flamed "$d/cpu"
+	read -r _ _ _ mean max _ _ <<< "$(flush_stats "$d/flamed.log")"
+	keys=$(grep -m"$OFFCPU_MEM_FLUSHES" 'off-CPU: [0-9]* keys' "$d/flamed.log" | tail -1 | sed 's/.*off-CPU: \([0-9]*\) keys.*/\1/')
+	R_FLUSHES="flushes after the first: mean $mean ms, max $max ms; flush $OFFCPU_MEM_FLUSHES stored ${keys:-?} off-CPU keys"
+}
+
+# offcpu: bench/storm (two processes bouncing a byte over two pipes, each blocking in read between
+# turns: about 90,000 context switches a second on 2 CPUs) with no profiler, flamed --off-cpu, perf
+# record -e sched:sched_switch -a -g and bpftrace counting the switches by stacks. This VM's runs swing
+# by ±8%, so each round runs a no-profiler run before each profiler's (none, flamed, none, perf, none,
+# bpftrace), and the medians stand; kernel.bpf_stats_enabled is 0 throughout (set, it costs the storm ~7%).
+offcpu() {
+	local d=$TMP/offcpu r tool b base=() sw=() bm m hz='' label res target status t0=$SECONDS
+	local -A runs=() pairs=() skip=()
+	DETAIL=()
+	STATS_ON=0
+	mkdir -p "$d"
+	sysctl -q kernel.bpf_stats_enabled=0
+	command -v perf > /dev/null || skip[perf]="no perf (apt-get install linux-perf)"
+	command -v "$BPFTRACE" > /dev/null || skip[bpftrace]="no $BPFTRACE (apt-get install bpftrace)"
+	if { [ -z "${skip[perf]:-}" ] || [ -z "${skip[bpftrace]:-}" ]; } && ! tracepoint_ready; then
+		for tool in perf bpftrace; do
+			[ -n "${skip[$tool]:-}" ] ||
+				skip[$tool]="no tracepoint sched:sched_switch: tracefs is not mounted, and mounting it on /sys/kernel/tracing failed"
+		done
+	fi
+	for tool in perf bpftrace; do
+		if [ -n "${skip[$tool]:-}" ]; then log "offcpu: $tool skipped: ${skip[$tool]}"; fi
+	done
+	log "offcpu: $OFFCPU_ROUNDS rounds of bench/storm ($OFFCPU_T s) with no profiler before each of flamed --off-cpu, perf, bpftrace"
+	for r in $(seq "$OFFCPU_ROUNDS"); do
+		for tool in $OFFCPU_TOOLS; do
+			if [ -n "${skip[$tool]:-}" ]; then continue; fi
+			mkdir -p "$d/$r/$tool"
+			storm_run "$d/$r" "none-$tool"
+			b=$R_TRIPS
+			base+=("$b") sw+=("$R_SWITCHES")
+			SKIP_WHY=
+			if ! offcpu_start "$tool" "$d/$r/$tool"; then
+				skip[$tool]=$SKIP_WHY
+				log "offcpu: $tool skipped from round $r on: $SKIP_WHY"
+				continue
+			fi
+			if [ "$tool" = flamed ] && [ -z "$hz" ]; then hz=$(sed -n 's/^flamed: sampling .* at \([0-9]*\) Hz.*/\1/p' "$d/$r/$tool/flamed.log"); fi
+			storm_run "$d/$r/$tool" storm
+			offcpu_stop "$tool" "$d/$r/$tool"
+			runs[$tool]+=" $R_TRIPS" pairs[$tool]+="${pairs[$tool]:+, }$(change "$R_TRIPS" "$b")%"
+			log "offcpu: round $r: no profiler $b, $tool $R_TRIPS round trips/s (at $((SECONDS - t0)) s)"
+		done
+	done
+	offcpu_memory "$d/memory"
+	log "offcpu: flamed --off-cpu at $(mb "$R_RSS") MB after $OFFCPU_MEM_FLUSHES flushes; the part took $((SECONDS - t0)) s"
+	sysctl -q kernel.bpf_stats_enabled="$BPF_STATS_WAS"
+
+	bm=$(median "${base[@]}")
+	res="$bm/s (each run: ${base[*]}); $(median "${sw[@]}") context switches/s on $(nproc) CPUs (/proc/stat ctxt, median)"
+	[ "$STATS_ON" = 0 ] || res+="; kernel.bpf_stats_enabled was found set by another process before $STATS_ON of the runs"
+	row "6. Off-CPU" "bench/storm (2 processes bouncing a byte over 2 pipes), no profiler: round trips/s, median of ${#base[@]} runs of $OFFCPU_T s" \
+		"$res" "—" "—"
+	for tool in $OFFCPU_TOOLS; do
+		target="—" status="—"
+		case $tool in
+		flamed)
+			label="flamed --off-cpu (${hz:-its default} Hz, flush every $FLUSH_INTERVAL s)"
+			target="drop ≤ 5%"
+			;;
+		perf) label="perf record -e sched:sched_switch -a -g -o FILE" ;;
+		bpftrace) label="bpftrace -e '$BPFTRACE_PROG'" ;;
+		esac
+		if [ -z "${runs[$tool]:-}" ]; then
+			row "6. Off-CPU" "bench/storm under $label" "skipped: ${skip[$tool]}" "$target" "—"
+			continue
+		fi
+		# shellcheck disable=SC2086 # the runs, one word each
+		m=$(median ${runs[$tool]})
+		res="$m/s, $(change "$m" "$bm")% against no profiler (each run against the no-profiler run before it: ${pairs[$tool]})"
+		case $tool in
+		perf) res+="; perf.data of each run: ${DETAIL[perf]}" ;;
+		bpftrace) res+="; stack pairs (kstack, ustack) printed by each run: ${DETAIL[bpftrace]}" ;;
+		esac
+		[ -z "${skip[$tool]:-}" ] || res+="; its later rounds not run: ${skip[$tool]}"
+		[ "$tool" != flamed ] || status=$(status_of "$m >= 0.95 * $bm")
+		row "6. Off-CPU" "bench/storm under $label: round trips/s, median of $(wc -w <<< "${runs[$tool]}") runs, change" \
+			"$res" "$target" "$status"
+	done
+	row "6. Off-CPU" "flamed --off-cpu's memory over bench/storm after $OFFCPU_MEM_FLUSHES flushes: steady (VmRSS then) / peak (VmHWM)" \
+		"$(mb "$R_RSS") MB / $(mb "$R_HWM") MB ($R_FLUSHES; a flamed without --off-cpu beside it: $(mb "$R_CPU_RSS") MB)" "steady < 50 MB" "$(status_of "$R_RSS * 1024 < 50e6")"
+}
+
 # pct_of SECONDS WALL: % of one core.
 pct_of() { fmt 2 "100 * ($1) / ($2)"; }
 
@@ -433,7 +656,7 @@ header() {
 	echo "# Benchmarks"
 	echo
 	if [ "$QUICK" = 1 ]; then
-		echo "**Quick run** (\`make bench QUICK=1\`): ${T} s overhead runs and a 1 h history instead of 30 s and 24 h,"
+		echo "**Quick run** (\`make bench QUICK=1\`): ${T} s overhead runs, $OFFCPU_ROUNDS rounds of ${OFFCPU_T} s off-CPU runs and a 1 h history instead of 30 s, 5 rounds of 10 s and 24 h,"
 		echo "on a machine shared with other jobs. It shows the format and checks the harness; its numbers are"
 		echo "not the benchmark."
 		echo
@@ -441,7 +664,7 @@ header() {
 	echo "- Date: $(date -u +%Y-%m-%dT%H:%M:%SZ) (the run took $(((SECONDS + 59) / 60)) min)"
 	echo "- Machine: $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) memory; load average before the run: $LOAD_BEFORE"
 	echo "- Kernel: $(uname -r)"
-	echo "- Command: \`$([ "$PARTS" != "$ALL_PARTS" ] && echo "BENCH_PARTS=\"$PARTS\" ")make bench$([ "$QUICK" = 1 ] && echo " QUICK=1")\` ($("$BUILD/flamed" --version), commit $commit$(command -v perf > /dev/null && echo "; $(perf --version)"))"
+	echo "- Command: \`$([ "$PARTS" != "$ALL_PARTS" ] && echo "BENCH_PARTS=\"$PARTS\" ")make bench$([ "$QUICK" = 1 ] && echo " QUICK=1")\` ($("$BUILD/flamed" --version), commit $commit$(command -v perf > /dev/null && echo "; $(perf --version)")$(want offcpu && command -v "$BPFTRACE" > /dev/null && echo "; bpftrace $("$BPFTRACE" --version | sed 's/^bpftrace //')"))"
 	[ "$PARTS" != "$ALL_PARTS" ] && echo "- Parts run: $PARTS (BENCH_PARTS); the others were not run now"
 	echo
 }
@@ -481,6 +704,20 @@ How each figure is measured:
   thread) are kept 1 h, minute rollups 1 d, hour rollups as long as the retention, as flamed does by default;
   a query reads whole hours and minutes from the rollups and raw rows for the rest. "A day of this host" is
   the 24 h database itself (a quick run's 1 h history is not extrapolated).
+- Off-CPU: \`bench/storm\` (two processes bouncing one byte over two pipes, each blocking in read() between
+  turns), $OFFCPU_ROUNDS rounds of runs of $OFFCPU_T s. Runs on this VM swing by ±8%, so each round runs the storm with no profiler
+  before each profiler's run (none, flamed, none, perf, none, bpftrace); the medians stand, and each profiler's
+  runs are also given against the no-profiler run just before them. A profiler is started and attached before its
+  run (flamed: its "sampling" log line; perf: an event open on every CPU; bpftrace: its "Attaching" line; then
+  $OFFCPU_SETTLE s for either) and stopped after it, so its writing out and printing are not measured:
+  \`flamed --off-cpu\` at its default frequency, flush every $FLUSH_INTERVAL s, a new database each run;
+  \`perf record -e sched:sched_switch -a -g -o FILE\`; \`bpftrace -e '$BPFTRACE_PROG'\`.
+  \`kernel.bpf_stats_enabled\` is 0 meanwhile (set, it costs the storm about 7%) and restored after. Context
+  switches/s: the ctxt line of /proc/stat over the no-profiler runs (the whole host). Memory: \`flamed --off-cpu -v\`
+  over the storm, VmRSS and VmHWM at its ${OFFCPU_MEM_FLUSHES}th flush, beside a \`flamed\` without --off-cpu started
+  with it (the VmRSS of a daemon that profiles this host's CPU alone). Without perf or bpftrace, or without
+  tracefs for their tracepoint (the bench mounts it on /sys/kernel/tracing where it is not, and unmounts it
+  after), that row says skipped and why.
 - Memory: VmRSS at the end of each run (steady) and VmHWM (peak) of flamed, from /proc/PID/status; for queries,
   flamed (19 Hz) on the generated database answering the same 8 queries over its HTTP API (\`curl\`).
 
@@ -502,6 +739,7 @@ part_of() {
 	"1. Overhead Python"*) echo python ;;
 	*"Python processes"*) echo python ;;
 	"1. "*) echo overhead ;;
+	"6. "*) echo offcpu ;;
 	"2. "*) echo ingest ;;
 	"3. "*) echo query ;;
 	"4. "*) echo storage ;;
@@ -524,7 +762,7 @@ kept_rows() {
 		want "$(part_of "$area" "$what")" && continue
 		[[ $result == "[run of "* ]] || result="[run of $date] $result"
 		printf '%s\t%s\t%s\t%s\t%s\n' "$area" "$what" "$result" "$target" "$status" | tr '\1' '|'
-	done < <(grep -E '^\| [1-5]\. ' "$OUT")
+	done < <(grep -E '^\| [1-6]\. ' "$OUT")
 }
 
 # kept_notes KEPT_TSV: one line per run whose rows are kept: its command and load, from $OUT (its own
@@ -573,6 +811,7 @@ main() {
 		if want ingest; then ingest; fi
 		sysctl -q kernel.bpf_stats_enabled="$BPF_STATS_WAS"
 	fi
+	if want offcpu; then offcpu; fi
 	if want query || want storage || want memory; then generate_history; fi
 	if want query; then queries; fi
 	if want storage; then storage; fi
