@@ -5,9 +5,9 @@
 # make test SANITIZE=1   the same, built with AddressSanitizer and UBSan in build-san/
 # make soak       the long resilience tests (tests/soak/: wrk on the API, churn memory, kill -9 rounds; root)
 # make fuzz       libFuzzer targets (tests/fuzz/) for FUZZ_SECONDS (60) each; make fuzz-build only builds them
-# make bench      measure overhead, ingest, queries, storage, memory (root); writes docs/BENCHMARKS.md
+# make bench      measure overhead, ingest, off-CPU, queries, storage, memory (root); writes docs/BENCHMARKS.md
 # make bench QUICK=1   the same in a few minutes (5 s runs, a 1-hour history): to check the harness
-# make bench BENCH_PARTS="query storage memory"   only those parts (of overhead ingest query storage memory)
+# make bench BENCH_PARTS="query storage memory"   only those parts (of overhead python ingest offcpu query storage memory)
 # make install    install into $(DESTDIR)$(PREFIX), the unit into $(DESTDIR)$(UNITDIR)
 
 PREFIX   ?= /usr/local

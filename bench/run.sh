@@ -723,11 +723,13 @@ How each figure is measured:
 
 ## How to reproduce
 
-As root, on a host with nothing else running: \`make bench\` (about 30 minutes on 2 cores, a few of them
-generating the 24 h history; \`make bench QUICK=1\` takes about 5 minutes and checks the harness;
-\`BENCH_PARTS="query storage memory"\` runs only those parts and keeps the other rows of this file, marked
+As root, on a host with nothing else running: \`make bench\` (about 40 minutes on 2 cores, a few of them
+generating the 24 h history and about 8 the offcpu part; \`make bench QUICK=1\` takes about 7 minutes and
+checks the harness; \`BENCH_PARTS="query storage memory"\` runs only those parts, of
+$ALL_PARTS, and keeps the other rows of this file, marked
 with the run that measured them). It needs
-perf, bpftool, jq, curl and GNU time (\`apt-get install linux-perf bpftool jq curl time\`), prints the table
+perf, bpftool, jq, curl and GNU time (\`apt-get install linux-perf bpftool jq curl time\`), and bpftrace for the
+offcpu part's bpftrace row (\`apt-get install bpftrace\`; without it that row says skipped), prints the table
 and writes this file. Scratch files, 1.5 GB at most, go to /var/tmp (\`BENCH_TMP=DIR\` to change,
 \`BENCH_KEEP=1\` to keep them).
 EOF
