@@ -724,7 +724,7 @@ How each figure is measured:
 ## How to reproduce
 
 As root, on a host with nothing else running: \`make bench\` (about 40 minutes on 2 cores, a few of them
-generating the 24 h history and about 8 the offcpu part; \`make bench QUICK=1\` takes about 7 minutes and
+generating the 24 h history and about 6 the offcpu part; \`make bench QUICK=1\` takes about 7 minutes and
 checks the harness; \`BENCH_PARTS="query storage memory"\` runs only those parts, of
 $ALL_PARTS, and keeps the other rows of this file, marked
 with the run that measured them). It needs
