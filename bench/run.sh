@@ -714,7 +714,7 @@ How each figure is measured:
   \`perf record -e sched:sched_switch -a -g -o FILE\`; \`bpftrace -e '$BPFTRACE_PROG'\`.
   \`kernel.bpf_stats_enabled\` is 0 meanwhile (set, it costs the storm about 7%) and restored after. Context
   switches/s: the ctxt line of /proc/stat over the no-profiler runs (the whole host). Memory: \`flamed --off-cpu -v\`
-  over the storm, VmRSS and VmHWM at its ${OFFCPU_MEM_FLUSHES}th flush, beside a \`flamed\` without --off-cpu started
+  over the storm, VmRSS and VmHWM after its first $OFFCPU_MEM_FLUSHES flushes, beside a \`flamed\` without --off-cpu started
   with it (the VmRSS of a daemon that profiles this host's CPU alone). Without perf or bpftrace, or without
   tracefs for their tracepoint (the bench mounts it on /sys/kernel/tracing where it is not, and unmounts it
   after), that row says skipped and why.
