@@ -570,7 +570,11 @@ static __always_inline __u64 walk_user(const struct uregs *r, const struct unwin
 		if (wc.py && wc.py->token != p->token)
 			wc.py = NULL;
 		if (wc.py)
-			w->py_frame = py_current_frame(wc.py, w, key->tid, bpf_get_current_task_btf()->thread.fsbase);
+			/* A block's walk searches even where none was found lately: a thread that starts
+			 * and blocks at once (its thread state not yet its own) keeps that stack for as
+			 * long as it waits. */
+			w->py_frame = py_current_frame(wc.py, w, key->tid, bpf_get_current_task_btf()->thread.fsbase,
+						       keep != NULL);
 	}
 	/* The rest of the stack pointer's page, in one read (frames beyond it are read one by one). */
 	copy = STACK_COPY - (w->sp & (STACK_COPY - 1));

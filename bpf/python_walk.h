@@ -126,8 +126,10 @@ static __always_inline __u64 py_find_tstate(const struct py_proc *py, struct wal
 }
 
 /* The innermost Python frame of the current thread (tid, thread pointer fsbase) of a Python process,
- * from its thread state (cached by tid, checked at each use); 0 when it has none or runs no Python. */
-static __always_inline __u64 py_current_frame(const struct py_proc *py, struct walk *w, __u32 tid, __u64 fsbase)
+ * from its thread state (cached by tid, checked at each use); 0 when it has none or runs no Python.
+ * A thread none was found for is searched again after PY_RETRY_NS, or at once with search_now. */
+static __always_inline __u64 py_current_frame(const struct py_proc *py, struct walk *w, __u32 tid, __u64 fsbase,
+					      bool search_now)
 {
 	const struct py_offsets *o = &py->off;
 	struct py_thread *t = bpf_map_lookup_elem(&py_threads, &tid), fresh = { .token = py->token };
@@ -137,7 +139,7 @@ static __always_inline __u64 py_current_frame(const struct py_proc *py, struct w
 		if (t->tstate && !py_read_tstate(w, t->tstate) &&
 		    py_load64(w->py_buf, PY_TSTATE_READ, o->tstate_thread_id) == fsbase)
 			tstate = t->tstate;
-		else if (!t->tstate && now - t->checked_ns < PY_RETRY_NS)
+		else if (!t->tstate && now - t->checked_ns < PY_RETRY_NS && !search_now)
 			return 0; /* none found lately */
 	}
 	if (!tstate) {
