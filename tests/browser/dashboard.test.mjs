@@ -405,7 +405,7 @@ await step('Wall: the timeline of the worker thread shows waiting (its idle phas
     u.searchParams.get('tid') === String(tid)), 'the timeline does not ask for the waiting part (kind=offcpu)');
   const svg = page.locator('[data-testid="timeline"] svg');
   const [run, wait] = await until(async () => {
-    if ((await svg.getAttribute('data-kind')) !== 'wall') return false;
+    if ((await svg.getAttribute('data-kind')) !== 'wall' || (await svg.getAttribute('data-tid')) !== String(tid)) return false;
     const r = Number(await svg.getAttribute('data-running')), w = Number(await svg.getAttribute('data-waiting'));
     return r > 0 && w > 0 && [r, w];
   }, 'the wall timeline does not show running and waiting apart');

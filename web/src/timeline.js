@@ -47,7 +47,8 @@ export function timelinePanel(root) {
   p.body.append(chartEl, hint);
   p.tools.append(key);
   const request = latest(), requestOff = latest();
-  // { from, to, step, kind, unit, split (running and waiting apart), points: [{t, total[, run, wait]}] }
+  // { from, to, step, kind, unit, tid (the thread it is of, or ''), split (running and waiting apart),
+  //   points: [{t, total[, run, wait]}] }
   let data = null;
   let brush = null, brushG = null, x = null;
 
@@ -64,7 +65,7 @@ export function timelinePanel(root) {
         st.kind === 'wall' ? requestOff('/api/v1/timeline', { ...q, kind: 'offcpu' }) : null]);
       p.busy(false);
       const unit = r.unit || 'samples';
-      data = { from, to, step: r.step || step, kind: st.kind, unit, split: !!off,
+      data = { from, to, step: r.step || step, kind: st.kind, unit, tid: q.tid ?? '', split: !!off,
         points: off ? wallParts(r.points, off.points) : r.points.map((x) => ({ t: x.t, total: x.count })) };
       const sum = (f) => data.points.reduce((s, x) => s + (x[f] || 0), 0);
       const total = sum('total');
@@ -102,7 +103,7 @@ export function timelinePanel(root) {
     const svg = select(chartEl).append('svg')
       .attr('width', width).attr('height', HEIGHT).attr('role', 'img')
       .attr('aria-label', `${(PER_SECOND[data.kind] || PER_SECOND.cpu).toLowerCase()} of ${who(st)}`)
-      .attr('data-kind', data.kind).attr('data-unit', data.unit)
+      .attr('data-kind', data.kind).attr('data-unit', data.unit).attr('data-tid', data.tid)
       .attr('data-points', data.points.length)
       .attr('data-total', sum('total'));
     if (data.split) svg.attr('data-running', sum('run')).attr('data-waiting', sum('wait'));
