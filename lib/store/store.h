@@ -2,6 +2,7 @@
 #ifndef FLAMED_STORE_H
 #define FLAMED_STORE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct store;
@@ -67,6 +68,8 @@ struct store_sample {
 /* Which samples a query covers. */
 struct store_filter {
 	int64_t pid;       /* -1: any */
+	bool children;     /* with a pid: also every process it started, their children and so on (as
+			    * store_add_parent recorded them), each over the seconds its pid was its own */
 	int64_t tid;       /* -1: any */
 	int64_t from, to;  /* unix seconds, half-open [from, to) */
 	const char *comm;  /* NULL: any process name; else only samples of processes so named */
@@ -77,6 +80,8 @@ struct store_filter {
 /* A process seen in a window (one row per pid, named by its latest name). */
 struct store_process {
 	uint32_t pid;
+	uint32_t ppid;    /* its parent as recorded (store_add_parent), 0: not known */
+	uint32_t parent;  /* its nearest ancestor among the processes answered, 0: none (a root there) */
 	const char *comm;
 	uint64_t samples;
 	int64_t first_seen, last_seen; /* unix seconds of its first and last sample in the window */
@@ -121,7 +126,7 @@ typedef int (*store_point_cb)(const struct store_point *p, void *ctx);
 /* On failure *out is NULL, so store_errmsg has nothing to say; the codes tell the caller what to
  * report: -ENOENT no file (READ_ONLY; nothing is created), -EISDIR a directory, -EACCES/-EPERM no
  * permission, -EIO corrupt or not an SQLite file, -EINVAL an SQLite file that is not flamed's
- * (READ_WRITE leaves it alone), -ENOTSUP written by a newer flamed (schema_version > 5), -ENOLCK the
+ * (READ_WRITE leaves it alone), -ENOTSUP written by a newer flamed (schema_version > 6), -ENOLCK the
  * file system cannot do WAL, -EBUSY locked past the 5 s busy timeout, -ENOSPC, -ENOMEM.
  * READ_ONLY never creates a file. When no writer has the database open (no PATH-wal file) it reads
  * the file as immutable: that works for a user who cannot write the directory, but the store does
@@ -227,6 +232,23 @@ int store_query_threads(struct store *st, const struct store_filter *f, store_th
  * for step < 1 or a pid or tid as store_query_stacks rejects. */
 int store_query_timeline(struct store *st, const struct store_filter *f, int64_t step, int per_thread,
 			 store_point_cb cb, void *ctx);
+
+/* A process and the process that started it, as the daemon learnt them (the kernel's record of its
+ * fork, else its parent at its first samples). A pid is used again by later processes: (pid, start)
+ * names one. */
+struct store_parent {
+	uint32_t pid, ppid;
+	int64_t start; /* unix seconds it started */
+	int64_t seen;  /* unix seconds it was last known to run (>= start) */
+};
+
+/* Records p inside the open flush's transaction. A (pid, start) recorded already keeps its parent
+ * (unless that was 0 or 1: a parent gone before its child was first seen hands it to init) and
+ * takes the later seen. -EINVAL (nothing stored) without an open transaction, for pid 0 or 1, a ppid
+ * equal to pid, start < 0 or seen < start; after another error the transaction is rolled back, as
+ * store_add says. Queries with children follow these records; store_prune deletes those not seen
+ * since its cut. */
+int store_add_parent(struct store *st, const struct store_parent *p);
 
 /* Records what one CPU sample stands for, in microseconds (1e6 / the sampling frequency: 1 ..
  * 1000000, else -EINVAL), so that a wall-clock query of this database can be asked later without the

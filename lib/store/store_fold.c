@@ -8,6 +8,7 @@
 
 #include "store/store.h"
 #include "store/store_impl.h"
+#include "store/store_parents.h"
 #include "store/store_rollup_rows.h"
 #include "store/store_stmts.h"
 
@@ -523,6 +524,7 @@ static int prune_tx(struct store *st, int64_t before, uint64_t max_bytes, struct
 	int err = store_load_tiers(st, &t);
 
 	err = err ?: cut_before(st, &t, before, r);
+	err = err ?: store_prune_parents(st, before);
 	err = err ?: history_now(st, &now, &found);
 	if (!err && found) {
 		err = fold(st, &t, now, r);

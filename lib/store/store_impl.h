@@ -14,7 +14,7 @@
 #include "store/rollup.h"
 #include "store/store.h"
 
-#define SCHEMA_VERSION 5
+#define SCHEMA_VERSION 6
 #define STACK_MAX_BYTES (64 * 1024)          /* longest folded stack accepted */
 #define FRAMES_MAX (STACK_MAX_BYTES / 2 + 1) /* most frames a stack can have ("a;a;...") */
 /* Encoded bytes of (stack, count) pairs in one rollup row at most: a row then stays within its b-tree
@@ -62,8 +62,9 @@ struct buf {
 	size_t cap;
 };
 
-/* Queries with a whole-host and a one-pid variant. */
-enum { QV_ANY, QV_PID, QV_MAX };
+/* Queries with a whole-host, a one-pid and a family variant (the processes in temp.family: a process
+ * and its descendants, each over the seconds its pid was its own). */
+enum { QV_ANY, QV_PID, QV_FAMILY, QV_MAX };
 /* Per piece of a plan: raw rows and rollup rows of stacks; timeline points of raw rows (total, per
  * thread) and of rollups. */
 enum { QK_RAW, QK_ROLLUP, QK_RAW_STEPS, QK_RAW_STEPS_TID, QK_ROLLUP_STEPS, QK_MAX };
@@ -89,6 +90,9 @@ struct store {
 	sqlite3_stmt *query[QK_MAX][QV_MAX];
 	sqlite3_stmt *raw_procs, *rollup_procs, *threads, *raw_range, *rollup_first, *rollup_newest;
 	sqlite3_stmt *count_stacks, *count_samples, *count_rollups, *page_count, *page_size;
+	/* parents (store_parents.c) */
+	sqlite3_stmt *parent_put, *parent_children, *parent_next, *parent_latest, *parent_of, *parent_prune;
+	sqlite3_stmt *family_clear, *family_put;
 	unsigned prunes; /* store_prune calls: unused stacks are swept every PRUNE_GC_EVERY */
 	struct id_cache names, stacks, modules, frames;
 	struct pending pending;

@@ -48,6 +48,7 @@ static int prepare_all(struct store *st)
 {
 	int err = prepare_common(st);
 
+	err = err ?: store_prepare_parents(st);
 	err = err ?: store_prepare_queries(st);
 	if (err || st->mode != STORE_READ_WRITE)
 		return err;
@@ -211,7 +212,8 @@ static void finalize_all(struct store *st)
 		st->name_get, st->name_of, st->stack_of, st->stacks_all, st->stacks_max, st->frame_get,
 		st->frames_all, st->frames_max, st->raw_procs, st->rollup_procs, st->threads, st->raw_range, st->rollup_first,
 		st->rollup_newest, st->count_stacks, st->count_samples, st->count_rollups, st->page_count,
-		st->page_size,
+		st->page_size, st->parent_put, st->parent_children, st->parent_next, st->parent_latest, st->parent_of,
+		st->parent_prune, st->family_clear, st->family_put,
 	};
 
 	for (size_t i = 0; i < sizeof(stmts) / sizeof(stmts[0]); i++)

@@ -10,6 +10,7 @@
 #include "store/store.h"
 #include "store/store_answer.h"
 #include "store/store_impl.h"
+#include "store/store_parents.h"
 #include "store/store_rollup_rows.h"
 #include "store/store_stmts.h"
 
@@ -19,10 +20,18 @@
  * (NULL: any), ?5 process name id (NULL: any), ?6 rollup span, ?7 the window's from (timeline steps
  * start there), ?8 step, ?9 the first bucket start >= ?1, ?10 the kind of rows (enum store_kind; -1:
  * both, for STORE_WALL), ?11 what a CPU row's count is worth (1; for STORE_WALL the sampling period in
- * microseconds). Raw rows are found by samples(ts), a pid filters them; a one-pid variant of rollups
- * walks the piece's buckets and seeks (span, bucket, pid) in each, instead of reading every process's
- * rows of those buckets. */
+ * microseconds), ?12 1 to keep only the processes of temp.family (the processes listing). Raw rows are
+ * found by samples(ts), a pid filters them; a one-pid variant of rollups walks the piece's buckets and
+ * seeks (span, bucket, pid) in each, instead of reading every process's rows of those buckets. The
+ * family variant keeps the rows of the processes in temp.family, each within its seconds (a rollup
+ * bucket when it overlaps them). */
 #define AND_PID " AND pid = ?3"
+#define IN_FAMILY "EXISTS (SELECT 1 FROM temp.family AS q WHERE q.pid = samples.pid AND q.since <= samples.ts" \
+		  " AND q.until > samples.ts)"
+#define IN_FAMILY_ROLLUP "EXISTS (SELECT 1 FROM temp.family AS q WHERE q.pid = rollups.pid"                \
+			 " AND q.since < rollups.bucket + ?6 AND q.until > rollups.bucket)"
+#define AND_FAMILY " AND " IN_FAMILY
+#define AND_FAMILY_ROLLUP " AND " IN_FAMILY_ROLLUP
 #define AND_KIND " AND (?10 < 0 OR kind = ?10)"
 #define WEIGHED(col) "(" col " * CASE kind WHEN 0 THEN ?11 ELSE 1 END)"
 #define RAW_WHERE(pid) " FROM samples WHERE ts >= ?1 AND ts < ?2" pid " AND (?4 IS NULL OR tid = ?4)" \
@@ -36,20 +45,28 @@
 
 static const char *const query_sql[QK_MAX][QV_MAX] = {
 	[QK_RAW] = { "SELECT pid, comm_id, stack_id, " WEIGHED("count") RAW_WHERE(""),
-		     "SELECT pid, comm_id, stack_id, " WEIGHED("count") RAW_WHERE(AND_PID) },
+		     "SELECT pid, comm_id, stack_id, " WEIGHED("count") RAW_WHERE(AND_PID),
+		     "SELECT pid, comm_id, stack_id, " WEIGHED("count") RAW_WHERE(AND_FAMILY) },
 	[QK_ROLLUP] = { "SELECT pid, comm_id, stacks, kind" ROLLUP_WHERE,
-			ROLLUP_PID("r.pid, r.comm_id, r.stacks, r.kind") },
+			ROLLUP_PID("r.pid, r.comm_id, r.stacks, r.kind"),
+			"SELECT pid, comm_id, stacks, kind" ROLLUP_WHERE AND_FAMILY_ROLLUP },
 	[QK_RAW_STEPS] = { "SELECT flamed_step(ts, ?7, ?8) AS t, 0, sum(" WEIGHED("count") ")" RAW_WHERE("") " GROUP BY t",
 			   "SELECT flamed_step(ts, ?7, ?8) AS t, 0, sum(" WEIGHED("count") ")" RAW_WHERE(AND_PID)
+			   " GROUP BY t",
+			   "SELECT flamed_step(ts, ?7, ?8) AS t, 0, sum(" WEIGHED("count") ")" RAW_WHERE(AND_FAMILY)
 			   " GROUP BY t" },
 	[QK_RAW_STEPS_TID] = { "SELECT flamed_step(ts, ?7, ?8) AS t, tid, sum(" WEIGHED("count") ")" RAW_WHERE("")
 			       " GROUP BY t, tid",
 			       "SELECT flamed_step(ts, ?7, ?8) AS t, tid, sum(" WEIGHED("count") ")" RAW_WHERE(AND_PID)
+			       " GROUP BY t, tid",
+			       "SELECT flamed_step(ts, ?7, ?8) AS t, tid, sum(" WEIGHED("count") ")" RAW_WHERE(AND_FAMILY)
 			       " GROUP BY t, tid" },
 	[QK_ROLLUP_STEPS] = { "SELECT flamed_step(bucket, ?7, ?8) AS t, 0, sum(" WEIGHED("total") ")" ROLLUP_WHERE
 			      " GROUP BY t",
 			      ROLLUP_PID("flamed_step(r.bucket, ?7, ?8) AS t, 0, sum(r.total * CASE r.kind WHEN 0 THEN ?11"
-					 " ELSE 1 END)") " GROUP BY t" },
+					 " ELSE 1 END)") " GROUP BY t",
+			      "SELECT flamed_step(bucket, ?7, ?8) AS t, 0, sum(" WEIGHED("total") ")" ROLLUP_WHERE
+			      AND_FAMILY_ROLLUP " GROUP BY t" },
 };
 
 /* Per pid of a raw piece: samples, first and last second, and the process name of its newest row
@@ -58,13 +75,15 @@ static const char raw_procs_sql[] =
 	"SELECT a.pid, a.c, a.first, a.last, (SELECT comm_id FROM samples AS s WHERE s.pid = a.pid"
 	" AND s.ts = a.last AND (?5 IS NULL OR s.comm_id = ?5) ORDER BY s.rowid DESC LIMIT 1)"
 	" FROM (SELECT pid, sum(" WEIGHED("count") ") AS c, min(ts) AS first, max(ts) AS last FROM samples"
-	" WHERE ts >= ?1 AND ts < ?2 AND (?5 IS NULL OR comm_id = ?5)" AND_KIND " GROUP BY pid) AS a";
+	" WHERE ts >= ?1 AND ts < ?2 AND (?5 IS NULL OR comm_id = ?5)" AND_KIND " AND (?12 = 0 OR " IN_FAMILY ")"
+	" GROUP BY pid) AS a";
 
 /* Per pid of a rollup piece: samples, first bucket, newest sample and the name it had (SQLite takes a
  * bare column from the row of max()). */
 static const char rollup_procs_sql[] =
 	"SELECT pid, sum(" WEIGHED("total") "), min(bucket), max(last), comm_id FROM rollups"
-	" WHERE span = ?6 AND bucket >= ?1 AND bucket < ?2 AND (?5 IS NULL OR comm_id = ?5)" AND_KIND " GROUP BY pid";
+	" WHERE span = ?6 AND bucket >= ?1 AND bucket < ?2 AND (?5 IS NULL OR comm_id = ?5)" AND_KIND
+	" AND (?12 = 0 OR " IN_FAMILY_ROLLUP ") GROUP BY pid";
 
 /* Per tid of pid ?3 (raw rows only), named by the thread name of its newest row in the window. */
 static const char threads_sql[] =
@@ -149,7 +168,14 @@ struct qrun {
 	bool tx;         /* this query began the read transaction */
 	struct rollup_tiers tiers;
 	int64_t cpu_weight; /* what a CPU sample counts: 1, or its period in microseconds for STORE_WALL */
+	bool family;        /* f.children: the rows of temp.family's processes (QV_FAMILY) */
 };
+
+/* Which variant of the statements the query runs. */
+static int qvariant(const struct qrun *q)
+{
+	return q->family ? QV_FAMILY : q->f.pid >= 0 ? QV_PID : QV_ANY;
+}
 
 /* Checks a filter's pid and tid; -EINVAL with the reason in errmsg. */
 static int check_filter(struct store *st, const struct store_filter *f)
@@ -197,6 +223,10 @@ static int qrun_begin(struct store *st, const struct store_filter *f, struct qru
 		q->tx = true;
 	}
 	err = store_load_tiers(st, &q->tiers);
+	if (!err && q->f.children && q->f.pid >= 0) {
+		err = store_family_load(st, q->f.pid, q->f.to, NULL);
+		q->family = !err;
+	}
 	if (!err && q->f.comm)
 		err = comm_lookup(st, q->f.comm, &q->comm_id, &found);
 	q->none = !found;
@@ -228,6 +258,7 @@ static void bind_piece(sqlite3_stmt *s, const struct qrun *q, const struct rollu
 	sqlite3_bind_int64(s, 8, step);
 	sqlite3_bind_int64(s, 10, q->f.kind == STORE_WALL ? -1 : (int64_t)q->f.kind);
 	sqlite3_bind_int64(s, 11, q->cpu_weight);
+	sqlite3_bind_int64(s, 12, q->family);
 }
 
 typedef int (*piece_row_fn)(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *p, void *ctx);
@@ -259,7 +290,7 @@ static int each_piece(struct qrun *q, sqlite3_stmt *raw, sqlite3_stmt *rollup, c
 	n = rollup_plan(&q->tiers, q->f.from, q->f.to, o, pieces);
 	/* Whole host: every process's rollup rows of the pieces are read, a range of the rollups b-tree
 	 * each; its pages are hinted to the kernel first, so that they come from disk together. */
-	for (size_t i = 0; rollup && q->f.pid < 0 && i < n; i++)
+	for (size_t i = 0; rollup && qvariant(q) != QV_PID && i < n; i++)
 		if (pieces[i].level != ROLLUP_RAW)
 			store_prefetch_range(q->st, "rollups", (int64_t[2]){ rollup_span[pieces[i].level], pieces[i].from },
 					     (int64_t[2]){ rollup_span[pieces[i].level], pieces[i].to - 1 });
@@ -307,7 +338,7 @@ static int sum_row(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *p
 /* Adds the stacks of q's window to c's map. */
 static int sum_window(struct qrun *q, struct sum_ctx *c)
 {
-	int v = q->f.pid >= 0 ? QV_PID : QV_ANY;
+	int v = qvariant(q);
 
 	return each_piece(q, q->st->query[QK_RAW][v], q->st->query[QK_ROLLUP][v],
 			  &(struct rollup_plan_opts){ .raw_only = q->f.tid >= 0 }, sum_row, c);
@@ -466,7 +497,7 @@ int store_query_stacks_frames(struct store *st, const struct store_filter *f, st
 
 /* One process being summed over the pieces of a window. */
 struct proc_acc {
-	uint32_t pid;
+	uint32_t pid, ppid, parent;
 	uint64_t count;
 	int64_t first, last, name_ts, comm_id;
 };
@@ -517,6 +548,26 @@ static int proc_row(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *
 	return 0;
 }
 
+/* Ancestors followed up from a process to find one among those answered. */
+#define ANCESTORS_MAX 64
+
+/* Finds a's recorded parent and its nearest ancestor among the processes of c. */
+static int proc_parents(struct store *st, const struct procs_ctx *c, struct proc_acc *a)
+{
+	uint32_t cur, idx;
+	int err = store_parent_of(st, a->pid, a->last, &a->ppid);
+
+	cur = a->ppid;
+	for (int depth = 0; !err && cur > 1 && cur != a->pid && depth < ANCESTORS_MAX; depth++) {
+		if (store_idmap_get(&c->idx, cur, &idx)) {
+			a->parent = cur;
+			break;
+		}
+		err = store_parent_of(st, cur, a->last, &cur); /* the one that ran before a's newest sample */
+	}
+	return err;
+}
+
 static int cmp_procs(const void *x, const void *y)
 {
 	const struct proc_acc *a = x, *b = y;
@@ -538,11 +589,15 @@ int store_query_processes(struct store *st, const struct store_filter *f, store_
 	if (!st || !cb)
 		return -EINVAL;
 	any = f ? *f : filter_all;
-	any.pid = any.tid = -1; /* ignored */
+	if (!any.children)
+		any.pid = -1; /* ignored, but for a family */
+	any.tid = -1;
 	err = qrun_begin(st, &any, &q);
 	if (err)
 		return err;
 	err = each_piece(&q, st->raw_procs, st->rollup_procs, &(struct rollup_plan_opts){ 0 }, proc_row, &c);
+	for (uint32_t i = 0; !err && i < c.n; i++)
+		err = proc_parents(st, &c, &c.p[i]);
 	if (!err && !(ids = calloc(c.n ? c.n : 1, sizeof(*ids))))
 		err = store_set_err(st, -ENOMEM, "out of memory naming processes");
 	for (uint32_t i = 0; !err && i < c.n; i++)
@@ -556,7 +611,8 @@ int store_query_processes(struct store *st, const struct store_filter *f, store_
 		qsort(c.p, c.n, sizeof(*c.p), cmp_procs);
 	for (uint32_t i = 0; !err && i < c.n; i++) {
 		struct store_process p = { .pid = c.p[i].pid, .comm = a.comms[c.p[i].comm_id], .samples = c.p[i].count,
-					   .first_seen = c.p[i].first, .last_seen = c.p[i].last };
+					   .first_seen = c.p[i].first, .last_seen = c.p[i].last, .ppid = c.p[i].ppid,
+					   .parent = c.p[i].parent };
 
 		err = cb(&p, ctx);
 	}
@@ -637,7 +693,7 @@ int store_query_timeline(struct store *st, const struct store_filter *f, int64_t
 	err = qrun_begin(st, f, &q);
 	if (err)
 		return err;
-	v = q.f.pid >= 0 ? QV_PID : QV_ANY;
+	v = qvariant(&q);
 	err = each_piece(&q, st->query[per_thread ? QK_RAW_STEPS_TID : QK_RAW_STEPS][v], st->query[QK_ROLLUP_STEPS][v],
 			 &(struct rollup_plan_opts){ .step = step, .raw_only = per_thread || q.f.tid >= 0 }, step_row, &m);
 	qrun_end(&q);

@@ -63,6 +63,14 @@
 	" last INTEGER NOT NULL, total INTEGER NOT NULL, stacks BLOB NOT NULL,"                     \
 	" PRIMARY KEY(span, bucket, pid, comm_id, kind, part)) WITHOUT ROWID;"
 
+/* Schema version 6: who started whom. A process (pid, and the unix second it started: a pid is used
+ * again by later processes) and its parent, as flamed learnt them, with the last second it was known
+ * to run; a query of a process with its children follows ppid down. */
+#define SCHEMA_PARENTS_V6_SQL                                                                      \
+	"CREATE TABLE IF NOT EXISTS parents(pid INTEGER NOT NULL, start INTEGER NOT NULL,"           \
+	" ppid INTEGER NOT NULL, seen INTEGER NOT NULL, PRIMARY KEY(pid, start)) WITHOUT ROWID;"    \
+	"CREATE INDEX IF NOT EXISTS parents_ppid ON parents(ppid, start);"
+
 /* The whole schema, created in one transaction when the database is new. */
 static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
@@ -78,6 +86,7 @@ static const char schema_sql[] =
 	" stack_id INTEGER NOT NULL, count INTEGER NOT NULL, kind INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX IF NOT EXISTS samples_ts ON samples(ts);"
 	SCHEMA_ROLLUPS_V5_SQL
+	SCHEMA_PARENTS_V6_SQL
 	"INSERT INTO meta(key, value) VALUES ('schema_version', " STR(SCHEMA_VERSION) ");";
 
 /* Version 1 -> 2, run inside the transaction that opens the database: a column for frames and their
@@ -111,6 +120,11 @@ static const char migrate_v5_sql[] =
 	" SELECT span, bucket, pid, comm_id, 0, part, last, total, stacks FROM rollups_v4;"
 	"DROP TABLE rollups_v4;"
 	"UPDATE meta SET value = 5 WHERE key = 'schema_version';";
+
+/* Version 5 -> 6: the parents table (empty: parents are learnt from now on). */
+static const char migrate_v6_sql[] =
+	SCHEMA_PARENTS_V6_SQL
+	"UPDATE meta SET value = 6 WHERE key = 'schema_version';";
 
 /* Checks that this is a flamed database of a version we understand; *version its version. */
 int store_check_schema(struct store *st, int64_t *version)
@@ -298,6 +312,11 @@ static int setup_schema(struct store *st)
 		err = store_sql_exec(st, migrate_v5_sql, "cannot upgrade the database to schema version 5");
 		if (!err)
 			st->version = 5;
+	}
+	if (!err && st->version == 5) {
+		err = store_sql_exec(st, migrate_v6_sql, "cannot upgrade the database to schema version 6");
+		if (!err)
+			st->version = 6;
 	}
 	return err;
 }

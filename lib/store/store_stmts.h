@@ -14,6 +14,9 @@ int store_prepare_rollup_rows(struct store *st);
 /* store_fold.c: retention and folding (READ_WRITE, version 3). */
 int store_prepare_fold(struct store *st);
 
+/* store_parents.c: parent records and the family of a query (every store; writes READ_WRITE only). */
+int store_prepare_parents(struct store *st);
+
 /* store_query.c: the read path. */
 int store_prepare_queries(struct store *st);
 
