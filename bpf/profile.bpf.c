@@ -515,6 +515,8 @@ static __always_inline void ask_refresh(__u32 pid)
 	e->pid = pid;
 	e->kind = PROCESS_MAPPINGS;
 	e->addr = 0;
+	e->ppid = e->pad = 0;
+	e->ppid_start_ns = 0;
 	e->start_ns = known->start;
 	e->token = known->token;
 	bpf_ringbuf_submit(e, 0);
@@ -650,6 +652,8 @@ static __always_inline void count(void *counts, struct sample_key *key)
 	stat_inc(err ? STAT_COUNTS_FULL : STAT_SAMPLES);
 }
 
+#include "forks.h"
+
 /* Reports a process's first samples (pid and start time) through the events ring buffer. */
 static __always_inline void note_process(struct task_struct *task, __u32 pid)
 {
@@ -677,6 +681,8 @@ static __always_inline void note_process(struct task_struct *task, __u32 pid)
 	e->kind = PROCESS_NEW;
 	e->addr = 0;
 	e->start_ns = start;
+	e->pad = 0;
+	parent_of(task, pid, start, &e->ppid, &e->ppid_start_ns);
 	e->token = known && known->start == start ? known->token : fresh.token;
 	bpf_ringbuf_submit(e, 0);
 }

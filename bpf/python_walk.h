@@ -182,6 +182,8 @@ static __always_inline void py_note_code(const struct py_proc *py, __u32 pid, __
 	e->start_ns = 0;
 	e->token = py->token;
 	e->addr = code;
+	e->ppid = e->pad = 0;
+	e->ppid_start_ns = 0;
 	bpf_ringbuf_submit(e, 0);
 }
 

@@ -20,6 +20,7 @@
 
 #include "http/http.h"
 #include "ingest.h"
+#include "lineage.h"
 #include "options.h"
 #include "notify.h"
 #include "sampler.h"
@@ -144,6 +145,7 @@ struct daemon {
 	struct pyprocs *py;        /* NULL with --python off */
 	struct pynames *pynames;   /* NULL with --python off */
 	struct ingest *ingest;     /* what a flush does with each sample drained */
+	struct lineage *lineage;   /* who started whom, written with each flush */
 	struct http *http;
 	struct sampler_stats prev; /* for the losses logged per flush */
 	int wake_fd;               /* eventfd: an HTTP thread asks for a flush now */
@@ -198,6 +200,7 @@ static void update_status(struct daemon *d, const struct sampler_stats *st, doub
 		pyprocs_get_stats(d->py, &s->py);
 		pynames_get_stats(d->pynames, &s->pynames);
 	}
+	lineage_get_stats(d->lineage, &s->lineage);
 	/* Counting rows reads whole tables (seconds on a big database): once a minute, not per flush. */
 	if ((!d->last_db_stats || now_sec() - d->last_db_stats >= DB_STATS_EVERY_S) &&
 	    !store_get_stats(d->store, &ss)) {
@@ -255,6 +258,8 @@ static void prune(struct daemon *d)
 	pthread_mutex_unlock(&d->lock);
 }
 
+static void on_process_event(const struct process_event *e, void *ctx);
+
 /* Drains the sampler into one store transaction. Returns 0 or -errno (the samples of a failed
  * transaction are lost, logged and counted). */
 static int flush(struct daemon *d)
@@ -269,12 +274,15 @@ static int flush(struct daemon *d)
 	d->flushes_started++;
 	pthread_mutex_unlock(&d->lock);
 
+	/* The processes first sampled so far, so that their parents go with their samples. */
+	sampler_read_events(d->smp, on_process_event, d);
 	ingest_begin(d->ingest);
 	/* Just before the maps switch: what was sampled earlier is in this flush. */
 	clock_gettime(CLOCK_REALTIME, &drained);
 	err = sampler_drain(d->smp, ingest_sample, d->ingest);
 	if (err)
 		fprintf(stderr, "flamed: draining the BPF maps failed: %s\n", strerror(-err));
+	lineage_store(d->lineage, d->store); /* fails only with the flush's transaction */
 	store_err = ingest_end(d->ingest, &n);
 	log_store_state(d, store_err);
 	if (n.rejected)
@@ -434,6 +442,8 @@ static void on_process_event(const struct process_event *e, void *ctx)
 			pynames_prefetch(d->pynames, pid, pyprocs_find(d->py, pid), e->addr);
 		return;
 	}
+	if (kind == PROCESS_NEW)
+		lineage_note(d->lineage, pid, e->start_ns, e->ppid, e->ppid_start_ns);
 	/* Gone: what is known is used. A later report of the same image is read now, but its rechecks
 	 * are already queued. */
 	if (kind == PROCESS_NEW && symbolizer_snapshot(d->sym, pid) == 0 && (c->pid != pid || c->token != token)) {
@@ -583,6 +593,11 @@ static int start(struct daemon *d)
 	if (err) {
 		fprintf(stderr, "flamed: cannot load and attach the BPF profiler: %s%s\n", strerror(-err),
 			err == -EPERM || err == -EACCES ? " (run as root, or grant CAP_BPF and CAP_PERFMON)" : "");
+		return err;
+	}
+	err = lineage_new(&(struct lineage_opts){ .forks_fd = sampler_forks_fd(d->smp) }, &d->lineage);
+	if (err) {
+		fprintf(stderr, "flamed: cannot start the process tree: %s\n", strerror(-err));
 		return err;
 	}
 	if (opt.unwind != UNWIND_MODE_FP) {
@@ -745,6 +760,7 @@ out:
 	http_free(d.http); /* before the store and sampler: requests in flight may wait on a flush */
 	unwinder_free(d.unw);
 	ingest_free(d.ingest);
+	lineage_free(d.lineage);
 	pyprocs_free(d.py);
 	pynames_free(d.pynames);
 	sampler_free(d.smp);

@@ -25,6 +25,7 @@ struct sampler {
 	struct profile *skel;
 	struct bpf_link **links;
 	struct bpf_link *exec_link; /* forgets a process at execve() */
+	struct bpf_link *fork_link; /* records the parent of each new process (forks map) */
 	struct bpf_link *switch_link, *exit_link, *ongoing_link; /* off-CPU: sched_switch, exits, the iterator */
 	int *event_fds;
 	int ncpus_possible;
@@ -197,7 +198,8 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **out)
 	if (err)
 		goto fail;
 	s->exec_link = bpf_program__attach(s->skel->progs.process_exec);
-	if (!s->exec_link) {
+	s->fork_link = s->exec_link ? bpf_program__attach(s->skel->progs.process_fork) : NULL;
+	if (!s->exec_link || !s->fork_link) {
 		err = -errno;
 		goto fail;
 	}
@@ -525,6 +527,11 @@ int sampler_python_fd(const struct sampler *s)
 	return bpf_map__fd(s->skel->maps.py_procs);
 }
 
+int sampler_forks_fd(const struct sampler *s)
+{
+	return bpf_map__fd(s->skel->maps.forks);
+}
+
 int sampler_get_stats(struct sampler *s, struct sampler_stats *out)
 {
 	int fd = bpf_map__fd(s->skel->maps.stats);
@@ -553,6 +560,7 @@ void sampler_free(struct sampler *s)
 		if (s->event_fds[i] >= 0)
 			close(s->event_fds[i]);
 	bpf_link__destroy(s->exec_link);
+	bpf_link__destroy(s->fork_link);
 	bpf_link__destroy(s->ongoing_link);
 	bpf_link__destroy(s->exit_link);
 	bpf_link__destroy(s->switch_link);

@@ -47,8 +47,8 @@ struct sampler_stats {
 
 typedef int (*sampler_cb)(const struct sampler_sample *s, void *ctx);
 
-/* Called with an event of a process (struct process_event): at its first samples (PROCESS_NEW; again
- * after an execve), when its user stack met an address in none of the mappings it has unwind tables for
+/* Called with an event of a process (struct process_event): at its first samples (PROCESS_NEW, with its
+ * parent; again after an execve), when its user stack met an address in none of the mappings it has unwind tables for
  * (PROCESS_MAPPINGS), or when a Python frame of a code object not seen lately was written
  * (PROCESS_PY_CODE); e->token names the program image. */
 typedef void (*sampler_process_cb)(const struct process_event *e, void *ctx);
@@ -73,6 +73,9 @@ void sampler_unwind_fds(const struct sampler *s, int *tables_fd, int *procs_fd);
 
 /* The descriptor of the py_procs map (pid -> struct py_proc), for the Python process tracker. */
 int sampler_python_fd(const struct sampler *s);
+
+/* The descriptor of the forks map (child pid -> struct fork_info), for the process tree. */
+int sampler_forks_fd(const struct sampler *s);
 
 /* Reads the cumulative counters. Returns 0 or -errno. */
 int sampler_get_stats(struct sampler *s, struct sampler_stats *out);

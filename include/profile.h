@@ -57,6 +57,18 @@ struct process_event {
 	__u64 token;    /* names this program image of the process: it changes at execve() and when the pid
 			 * is reused; unwind tables written for another token are not used */
 	__u64 addr;     /* PROCESS_PY_CODE: the code object's address; else 0 */
+	__u32 ppid;     /* PROCESS_NEW: the parent process (as its fork recorded it, else the current one); 0 */
+	__u32 pad;
+	__u64 ppid_start_ns; /* PROCESS_NEW: the parent's start time, CLOCK_MONOTONIC ns; else 0 */
+};
+
+/* A fork of a new process, in the forks map by the child's pid. Times are CLOCK_MONOTONIC ns (the
+ * kernel's task start_time). */
+struct fork_info {
+	__u64 start_ns;      /* the child's start */
+	__u32 ppid;          /* the process that forked it */
+	__u32 pad;
+	__u64 ppid_start_ns; /* that process's start */
 };
 
 /* Per-CPU counters in the stats map, indexed by these. */

@@ -16,6 +16,7 @@
 
 #include "http/http_impl.h"
 #include "render/json.h"
+#include "http/status_lineage.h"
 #include "http/status_offcpu.h"
 #include "http/status_python.h"
 
@@ -113,6 +114,7 @@ void http_handle_status(struct http *h, struct request *rq)
 		status_text(o, &s, rq->now);
 		status_python_text(o, &s);
 		status_offcpu_text(o, &s);
+		status_lineage_text(o, &s);
 		return;
 	}
 	rq->type = "application/json";
@@ -142,6 +144,7 @@ void http_handle_status(struct http *h, struct request *rq)
 	status_unwind_json(o, &s);
 	status_python_json(o, &s);
 	status_offcpu_json(o, &s);
+	status_lineage_json(o, &s);
 	fputs("}\n", o);
 }
 
@@ -281,6 +284,7 @@ void http_handle_metrics(struct http *h, struct request *rq)
 	metrics_unwind(o, &s);
 	status_python_metrics(o, &s);
 	status_offcpu_metrics(o, &s);
+	status_lineage_metrics(o, &s);
 	http_metric_u64(o, "flamed_database_bytes", "gauge", "Size of the database.", s.db_bytes);
 	http_metric_u64(o, "flamed_stacks_stored", "gauge", "Distinct stacks in the database.", s.stacks_stored);
 	metrics_http(h, o);
