@@ -26,7 +26,8 @@ static const char *const param_names[P_COUNT] = {
 	[P_FORMAT] = "format", [P_REVERSE] = "reverse", [P_TITLE] = "title", [P_WIDTH] = "width",
 	[P_MINWIDTH] = "minwidth", [P_LIMIT] = "limit", [P_STEP] = "step", [P_PER_THREAD] = "per_thread",
 	[P_BASE_PID] = "base_pid", [P_BASE_FROM] = "base_from", [P_BASE_TO] = "base_to",
-	[P_SECONDS] = "seconds", [P_LINES] = "lines", [P_KIND] = "kind",
+	[P_SECONDS] = "seconds", [P_LINES] = "lines", [P_KIND] = "kind", [P_CHILDREN] = "children",
+	[P_MERGE] = "merge", [P_FLUSH] = "flush",
 };
 
 /* Lists the names of the bits set in mask, ", " between them, into buf. */
@@ -224,8 +225,15 @@ int http_arg_filter(struct http *h, struct request *rq, struct store_filter *f)
 		return http_fail(rq, 400, "comm: wants a process name, got an empty one");
 	if (arg_kind(h, rq, f) < 0)
 		return -EINVAL;
-	if (http_arg_int(rq, P_PID, 0, QUERY_PID_LIMIT, &f->pid) < 0 || http_arg_int(rq, P_TID, 0, QUERY_PID_LIMIT, &f->tid) < 0)
+	if (http_arg_int(rq, P_PID, 0, QUERY_PID_LIMIT, &f->pid) < 0 || http_arg_int(rq, P_TID, 0, QUERY_PID_LIMIT, &f->tid) < 0 ||
+	    http_arg_bool(rq, P_CHILDREN, &f->children) < 0 || http_arg_bool(rq, P_MERGE, &f->merge) < 0)
 		return -EINVAL;
+	if (f->children && f->pid < 0)
+		return http_fail(rq, 400, "children: needs pid (the process whose descendants to take)");
+	if (f->merge && !f->children)
+		return http_fail(rq, 400, "merge: needs children=1 (it merges a process's family into one)");
+	if (f->children && f->tid >= 0)
+		return http_fail(rq, 400, "children: takes a process, not one thread (tid)");
 	return arg_window(rq, &f->from, &f->to);
 }
 

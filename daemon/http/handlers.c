@@ -26,11 +26,24 @@ static void set_format(struct request *rq, enum query_format f)
 		rq->disposition = "attachment; filename=\"profile.pb.gz\"";
 }
 
-/* Opens the store for one request; NULL (and the error reply) when it cannot. */
+/* Opens the store for one request, after storing what was sampled up to now when it asks (flush=1);
+ * NULL (and the error reply) when it cannot. */
 static struct store *open_store(struct http *h, struct request *rq)
 {
 	struct store *st = NULL;
-	int err = store_open(h->db_path, STORE_READ_ONLY, &st);
+	bool flush = false;
+	int err;
+
+	if (http_arg_bool(rq, P_FLUSH, &flush) < 0)
+		return NULL;
+	if (flush && h->flush_now && (err = h->flush_now(h->ctx))) {
+		if (err == -ECANCELED)
+			http_fail(rq, 503, "flamed is shutting down");
+		else
+			http_fail(rq, 500, "flush=1: cannot store what was sampled: %s", strerror(-err));
+		return NULL;
+	}
+	err = store_open(h->db_path, STORE_READ_ONLY, &st);
 
 	if (err == -ENOENT)
 		http_fail(rq, 503, "no database yet: flamed creates it at its first flush; try again shortly");
@@ -78,7 +91,13 @@ void http_handle_processes(struct http *h, struct request *rq)
 
 	int table;
 
-	if (http_arg_filter(h, rq, &f) < 0 || http_arg_table(rq, &table) < 0 || !(st = open_store(h, rq)))
+	if (http_arg_filter(h, rq, &f) < 0 || http_arg_table(rq, &table) < 0)
+		return;
+	if (f.pid >= 0 && !f.children) {
+		http_fail(rq, 400, "pid: processes takes a pid with children=1 (the process and its descendants)");
+		return;
+	}
+	if (!(st = open_store(h, rq)))
 		return;
 	rq->type = table ? "text/plain; charset=utf-8" : "application/json";
 	end_query(rq, st, query_processes(st, &f, table == 0, table == 1, rq->out));

@@ -47,7 +47,8 @@ struct http {
 /* The query parameters; a route lists the ones it takes. */
 enum param {
 	P_PID, P_TID, P_COMM, P_FROM, P_TO, P_FORMAT, P_REVERSE, P_TITLE, P_WIDTH, P_MINWIDTH, P_LIMIT,
-	P_STEP, P_PER_THREAD, P_BASE_PID, P_BASE_FROM, P_BASE_TO, P_SECONDS, P_LINES, P_KIND, P_COUNT,
+	P_STEP, P_PER_THREAD, P_BASE_PID, P_BASE_FROM, P_BASE_TO, P_SECONDS, P_LINES, P_KIND, P_CHILDREN, P_MERGE,
+	P_FLUSH, P_COUNT,
 };
 
 
@@ -119,8 +120,10 @@ int http_arg_bool(struct request *rq, enum param p, bool *out);
  * before now: "-10m", "-90", "-2h"). Returns 1 when given, 0 when not, or -EINVAL. */
 int http_arg_time(struct request *rq, enum param p, int64_t *out);
 
-/* Reads the samples a query covers: pid=, tid=, comm=, from=, to= (absent: any), and kind= (cpu,
- * offcpu or wall; default cpu; wall takes its sampling period from the daemon's frequency). */
+/* Reads the samples a query covers: pid=, tid=, comm=, from=, to= (absent: any), kind= (cpu, offcpu
+ * or wall; default cpu; wall takes its sampling period from the daemon's frequency), children= (1: the
+ * pid's descendants too; needs pid) and merge= (1: the family's stacks as one process's; needs
+ * children). */
 int http_arg_filter(struct http *h, struct request *rq, struct store_filter *f);
 
 /* Reads format= (default dflt), one of the formats the route writes. */

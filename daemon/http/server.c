@@ -28,7 +28,7 @@
 #define STOP_GRACE_S 3                /* http_free waits this long for requests in flight */
 
 #define B(p) (1u << (p))
-#define FILTER (B(P_PID) | B(P_TID) | B(P_COMM) | B(P_FROM) | B(P_TO) | B(P_KIND))
+#define FILTER (B(P_PID) | B(P_TID) | B(P_COMM) | B(P_FROM) | B(P_TO) | B(P_KIND) | B(P_CHILDREN) | B(P_MERGE) | B(P_FLUSH))
 #define GRAPH (B(P_REVERSE) | B(P_TITLE) | B(P_WIDTH) | B(P_MINWIDTH))
 
 static const struct route routes[] = {
@@ -36,14 +36,16 @@ static const struct route routes[] = {
 	{ "/healthz", http_handle_healthz, 0, 0 },
 	{ "/metrics", http_handle_metrics, 0, 0 },
 	{ "/api/v1/status", http_handle_status, B(P_FORMAT), 0 },
-	{ "/api/v1/processes", http_handle_processes, B(P_FROM) | B(P_TO) | B(P_FORMAT) | B(P_KIND), 0 },
-	{ "/api/v1/threads", http_handle_threads, B(P_PID) | B(P_FROM) | B(P_TO) | B(P_KIND), 0 },
+	{ "/api/v1/processes", http_handle_processes,
+	  B(P_PID) | B(P_CHILDREN) | B(P_FROM) | B(P_TO) | B(P_FORMAT) | B(P_KIND) | B(P_FLUSH), 0 },
+	{ "/api/v1/threads", http_handle_threads, B(P_PID) | B(P_FROM) | B(P_TO) | B(P_KIND) | B(P_FLUSH), 0 },
 	{ "/api/v1/profile", http_handle_profile, FILTER | GRAPH | B(P_FORMAT) | B(P_LIMIT) | B(P_LINES),
 	  B(QUERY_FOLDED) | B(QUERY_JSON) | B(QUERY_SVG) | B(QUERY_PPROF) | B(QUERY_TOP) },
 	{ "/api/v1/top", http_handle_top, FILTER | B(P_LIMIT) | B(P_FORMAT) | B(P_LINES), 0 },
 	{ "/api/v1/timeline", http_handle_timeline, FILTER | B(P_STEP) | B(P_PER_THREAD), 0 },
 	{ "/api/v1/diff", http_handle_diff,
-	  B(P_PID) | B(P_FROM) | B(P_TO) | B(P_BASE_PID) | B(P_BASE_FROM) | B(P_BASE_TO) | B(P_FORMAT) | B(P_KIND) | GRAPH,
+	  B(P_PID) | B(P_FROM) | B(P_TO) | B(P_BASE_PID) | B(P_BASE_FROM) | B(P_BASE_TO) | B(P_FORMAT) | B(P_KIND) |
+	  B(P_CHILDREN) | B(P_FLUSH) | GRAPH,
 	  B(QUERY_FOLDED) | B(QUERY_JSON) | B(QUERY_SVG) },
 	{ "/debug/pprof/profile", http_handle_pprof, B(P_SECONDS), 0 },
 };

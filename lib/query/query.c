@@ -16,6 +16,7 @@
 #include "render/unit.h"
 
 #define DEFAULT_FREQUENCY 19
+#define PROC_NAME_MAX 256 /* bytes of a process name (the store's bound) */
 
 /* What a filter's values count: CPU samples, or microseconds (off CPU, wall clock). */
 static enum unit kind_unit(const struct store_filter *f)
@@ -150,6 +151,76 @@ static int frames_to_top(uint32_t pid, const char *comm, const char *folded, con
 	return len < sizeof(text) ? top_add(ctx, text, count) : top_add(ctx, folded, count);
 }
 
+/* A family's stacks (f->children) name their processes: each its name and pid as its root frame
+ * ("python3 [1234]"), so the processes of a pool stay apart; merged (f->merge), every stack under one
+ * root, the asked process's name. */
+struct named {
+	store_stack_cb stack_cb;   /* one of the two */
+	store_frames_cb frames_cb;
+	void *ctx;
+	const char *root;          /* merged: the one root frame */
+	uint32_t ctx_pid;          /* merged: the asked process */
+	char buf[PROC_NAME_MAX];
+	char name[PROC_NAME_MAX + 16];
+};
+
+/* The root frame of a stack of process pid named comm. */
+static const char *root_frame(struct named *n, uint32_t pid, const char *comm)
+{
+	if (n->root)
+		return n->root;
+	snprintf(n->name, sizeof(n->name), "%s [%u]", comm[0] ? comm : "[unknown]", pid);
+	return n->name;
+}
+
+static int named_stack(const char *comm, const char *folded, uint64_t count, void *ctx)
+{
+	struct named *n = ctx;
+
+	return n->stack_cb(root_frame(n, 0, comm), folded, count, n->ctx);
+}
+
+static int named_frames(uint32_t pid, const char *comm, const char *folded, const struct store_frame *frames,
+			unsigned nframes, uint64_t count, void *ctx)
+{
+	struct named *n = ctx;
+	const char *root = root_frame(n, pid, comm);
+
+	return n->frames_cb ? n->frames_cb(pid, root, folded, frames, nframes, count, n->ctx) :
+			      n->stack_cb(root, folded, count, n->ctx);
+}
+
+/* The name of f's process (the asked pid's latest in the window; else the family's busiest). */
+static int find_root(const struct store_process *p, void *ctx)
+{
+	struct named *n = ctx;
+
+	if (!n->buf[0] || p->pid == n->ctx_pid)
+		snprintf(n->buf, sizeof(n->buf), "%s", p->comm[0] ? p->comm : "[unknown]");
+	return 0;
+}
+
+/* Runs a stacks query of f with either callback, naming a family's processes as struct named says. */
+static int each_stack(struct store *st, const struct store_filter *f, store_stack_cb stack_cb,
+		      store_frames_cb frames_cb, void *ctx)
+{
+	struct named n = { .stack_cb = stack_cb, .frames_cb = frames_cb, .ctx = ctx };
+	int err;
+
+	if (!f || !f->children || f->pid < 0)
+		return frames_cb ? store_query_stacks_frames(st, f, frames_cb, ctx) : store_query_stacks(st, f, stack_cb, ctx);
+	if (f->merge) {
+		n.ctx_pid = (uint32_t)f->pid;
+		err = store_query_processes(st, f, find_root, &n);
+		if (err)
+			return err;
+		n.root = n.buf[0] ? n.buf : "[unknown]";
+		if (!frames_cb)
+			return store_query_stacks(st, f, named_stack, &n);
+	}
+	return store_query_stacks_frames(st, f, named_frames, &n);
+}
+
 /* Builds the tree of f (and of base on TREE_BASE when base is not NULL); with sources, its nodes carry
  * their Python frames' files and lines run (no base then). */
 static int build_tree(struct store *st, const struct store_filter *f, const struct store_filter *base,
@@ -161,11 +232,10 @@ static int build_tree(struct store *st, const struct store_filter *f, const stru
 
 	if (err)
 		return err;
-	err = sources ? store_query_stacks_frames(st, f, frames_to_tree, &ctx) :
-			store_query_stacks(st, f, stack_to_tree, &ctx);
+	err = sources ? each_stack(st, f, NULL, frames_to_tree, &ctx) : each_stack(st, f, stack_to_tree, NULL, &ctx);
 	if (!err && base) {
 		ctx.side = TREE_BASE;
-		err = store_query_stacks(st, base, stack_to_tree, &ctx);
+		err = each_stack(st, base, stack_to_tree, NULL, &ctx);
 	}
 	if (err) {
 		tree_free(ctx.tree);
@@ -182,8 +252,7 @@ static int build_top(struct store *st, const struct store_filter *f, bool by_lin
 
 	if (err)
 		return err;
-	err = by_line ? store_query_stacks_frames(st, f, frames_to_top, *out) :
-			store_query_stacks(st, f, stack_to_top, *out);
+	err = by_line ? each_stack(st, f, NULL, frames_to_top, *out) : each_stack(st, f, stack_to_top, NULL, *out);
 	if (err) {
 		top_free(*out);
 		*out = NULL;
@@ -305,7 +374,7 @@ static int write_pprof(struct store *st, const struct store_filter *f, const str
 		info.time_type = f->kind == STORE_OFFCPU ? "off_cpu" : "wall";
 		info.period_ns = 1000;
 	}
-	int err = store_query_stacks_frames(st, f, stack_to_pprof, &c);
+	int err = each_stack(st, f, NULL, stack_to_pprof, &c);
 
 	if (!err)
 		err = render_pprof(out, c.stacks, c.n, &info);
@@ -323,7 +392,7 @@ int query_profile(struct store *st, const struct store_filter *f, enum query_for
 
 	switch (fmt) {
 	case QUERY_FOLDED:
-		return store_query_stacks(st, f, stack_to_folded, out);
+		return each_stack(st, f, stack_to_folded, NULL, out);
 	case QUERY_JSON:
 		err = build_tree(st, f, NULL, g && g->reverse, true, &t);
 		if (!err)
@@ -471,8 +540,9 @@ static void write_processes(FILE *out, const struct proc_list *l, bool json, boo
 		if (json) {
 			fprintf(out, "%s{\"pid\":%u,\"comm\":", i ? "," : "", p->pid);
 			json_write_string(out, p->comm);
-			fprintf(out, ",\"samples\":%llu,\"share\":%.4f,\"first_seen\":%" PRId64 ",\"last_seen\":%" PRId64 "}",
-				(unsigned long long)p->samples, share / 100, p->first_seen, p->last_seen);
+			fprintf(out, ",\"samples\":%llu,\"share\":%.4f,\"first_seen\":%" PRId64 ",\"last_seen\":%" PRId64
+				",\"ppid\":%u,\"parent\":%u}", (unsigned long long)p->samples, share / 100, p->first_seen,
+				p->last_seen, p->ppid, p->parent);
 		} else if (tty) {
 			format_time(p->first_seen, first, sizeof(first));
 			format_time(p->last_seen, last, sizeof(last));

@@ -72,8 +72,10 @@ int query_top_json(struct store *st, const struct store_filter *f, unsigned limi
 int query_diff(struct store *st, const struct store_filter *base, const struct store_filter *now,
 	       enum query_format fmt, const struct query_graph *g, FILE *out);
 
-/* Processes in the window as JSON: {"processes": [{"pid", "comm", "samples", "first_seen",
- * "last_seen"}, ...]}, or as aligned text (tty) or tab-separated text. */
+/* Processes in the window (f->children: of pid's family) as JSON: {"processes": [{"pid", "comm",
+ * "samples", "first_seen", "last_seen", "ppid" (the parent recorded, 0: not known), "parent" (the
+ * nearest ancestor among those listed, 0: none)}, ...]}, or as aligned text (tty) or tab-separated
+ * text. */
 int query_processes(struct store *st, const struct store_filter *f, bool json, bool tty, FILE *out);
 
 /* Threads of f->pid as JSON: {"pid", "threads": [{"tid", "name", "samples"}, ...]}. */

@@ -70,6 +70,8 @@ struct store_filter {
 	int64_t pid;       /* -1: any */
 	bool children;     /* with a pid: also every process it started, their children and so on (as
 			    * store_add_parent recorded them), each over the seconds its pid was its own */
+	bool merge;        /* with children: stacks are summed whichever process of the family they came
+			    * from (named by one of its processes' names; pid: the asked one) */
 	int64_t tid;       /* -1: any */
 	int64_t from, to;  /* unix seconds, half-open [from, to) */
 	const char *comm;  /* NULL: any process name; else only samples of processes so named */

@@ -310,7 +310,8 @@ static int each_piece(struct qrun *q, sqlite3_stmt *raw, sqlite3_stmt *rollup, c
 struct sum_ctx {
 	struct rollup_map map;
 	bool by_pid;
-	int64_t side; /* kept in the cells' bucket: 0, or 1 for a diff's base */
+	int64_t side;   /* kept in the cells' bucket: 0, or 1 for a diff's base */
+	int64_t merged; /* f.merge: the process name every row is summed under (its first row's); -1 */
 };
 
 static int sum_row(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *p, void *ctx)
@@ -320,6 +321,12 @@ static int sum_row(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *p
 	int64_t comm = sqlite3_column_int64(s, 1);
 	int err;
 
+	if (q->family && q->f.merge) { /* one process: the asked one, under one of the family's names */
+		pid = c->by_pid ? (uint32_t)q->f.pid : 0;
+		if (c->merged < 0)
+			c->merged = comm;
+		comm = c->merged;
+	}
 	if (p->level == ROLLUP_RAW)
 		err = rollup_map_add(&c->map, c->side, pid, comm, 0, sqlite3_column_int64(s, 2),
 				     (uint64_t)sqlite3_column_int64(s, 3), 0);
@@ -348,7 +355,7 @@ static int sum_window(struct qrun *q, struct sum_ctx *c)
 static int sum_stacks(struct store *st, const struct store_filter *f, bool by_pid, struct answer *a,
 		      struct qrow **rows, size_t *n)
 {
-	struct sum_ctx c = { .by_pid = by_pid };
+	struct sum_ctx c = { .by_pid = by_pid, .merged = -1 };
 	struct qrun q;
 	int err;
 
@@ -373,7 +380,7 @@ static int sum_stacks(struct store *st, const struct store_filter *f, bool by_pi
 static int sum_diff(struct store *st, const struct store_filter *base, const struct store_filter *now,
 		    struct answer *a, struct qrow **rows, size_t *n, uint64_t total[2])
 {
-	struct sum_ctx c = { .side = 1 };
+	struct sum_ctx c = { .side = 1, .merged = -1 };
 	struct qrun qb, qn;
 	int err;
 
