@@ -158,6 +158,8 @@ struct daemon {
 	double last_db_stats;      /* when the database's size and stacks were last counted */
 	double watchdog_s;         /* systemd's watchdog interval; 0: none */
 	bool store_failing;        /* the last flush could not be stored */
+	bool asked;                /* HTTP asked for a flush that has not started yet */
+	double last_flush_start;   /* monotonic seconds; 0: none yet */
 	uint64_t unstored_at_failure;
 	double watchdog_sent;      /* monotonic seconds */
 	struct daemon_status status;
@@ -273,6 +275,7 @@ static int flush(struct daemon *d)
 	pthread_mutex_lock(&d->lock);
 	d->flushes_started++;
 	pthread_mutex_unlock(&d->lock);
+	d->last_flush_start = t0;
 
 	/* The processes first sampled so far, so that their parents go with their samples. */
 	sampler_read_events(d->smp, on_process_event, d);
@@ -479,6 +482,29 @@ static int min_timeout(int a, int b)
 	return a < 0 ? b : b < 0 ? a : a < b ? a : b;
 }
 
+/* Flushes HTTP asks for (flush=1, /debug/pprof/profile) start at least this long after the last one
+ * started: requests in a loop cannot keep the daemon flushing. */
+#define ASKED_GAP_S 0.25
+
+/* Runs the flush HTTP asked for when the gap allows; returns the poll timeout (ms) until it does, -1
+ * for none. */
+static int asked_flush(struct daemon *d)
+{
+	double wait;
+
+	if (!d->asked)
+		return -1;
+	wait = d->last_flush_start + ASKED_GAP_S - now_sec();
+	if (wait > 0)
+		return (int)(wait * 1e3) + 1;
+	d->asked = false;
+	pthread_mutex_lock(&d->lock);
+	d->status.flushes_asked++;
+	pthread_mutex_unlock(&d->lock);
+	flush(d);
+	return -1;
+}
+
 /* Flushes every interval and when HTTP asks, until SIGINT/SIGTERM, then flushes once more; captures
  * new processes as they are first sampled. */
 static int run(struct daemon *d, int sfd, int tfd)
@@ -491,7 +517,7 @@ static int run(struct daemon *d, int sfd, int tfd)
 			{ .fd = sampler_events_fd(d->smp), .events = POLLIN },
 		};
 		uint64_t ticks;
-		int timeout = min_timeout(run_rechecks(d), pet_watchdog(d));
+		int timeout = min_timeout(min_timeout(run_rechecks(d), pet_watchdog(d)), asked_flush(d));
 
 		if (d->py)
 			timeout = min_timeout(timeout, pyprocs_retry(d->py));
@@ -512,9 +538,13 @@ static int run(struct daemon *d, int sfd, int tfd)
 		if (pfd[3].revents)
 			sampler_read_events(d->smp, on_process_event, d);
 		bool due = pfd[1].revents && read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks);
-		bool asked = pfd[2].revents && read(d->wake_fd, &ticks, sizeof(ticks)) == sizeof(ticks);
-		if (due || asked)
+		if (pfd[2].revents && read(d->wake_fd, &ticks, sizeof(ticks)) == sizeof(ticks))
+			d->asked = true;
+		if (due) {
+			d->asked = false; /* this flush serves them */
 			flush(d);
+		}
+		asked_flush(d);
 	}
 }
 

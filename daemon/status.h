@@ -22,6 +22,7 @@ struct daemon_status {
 	uint64_t samples_unstored; /* drained but lost to a failed transaction */
 	uint64_t samples_pruned;   /* sample rows deleted by retention */
 	uint64_t flushes;
+	uint64_t flushes_asked;    /* of which HTTP requests asked for (flush=1, /debug/pprof/profile) */
 	int64_t last_flush_time;   /* unix seconds, 0: none yet */
 	double last_flush_seconds; /* duration of the last flush */
 	double flush_seconds_total;

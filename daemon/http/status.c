@@ -52,7 +52,7 @@ static void status_text(FILE *o, const struct daemon_status *s, int64_t now)
 	for (unsigned i = 0; i < STAT_MAX; i++)
 		if (lost_kinds[i])
 			fprintf(o, "samples_lost_%s %" PRIu64 "\n", lost_kinds[i], s->lost[i]);
-	fprintf(o, "samples_pruned %" PRIu64 "\n", s->samples_pruned);
+	fprintf(o, "samples_pruned %" PRIu64 "\nflushes_asked %" PRIu64 "\n", s->samples_pruned, s->flushes_asked);
 	fprintf(o, "idle_excluded %" PRIu64 "\nsamples_stored %" PRIu64 "\nsamples_unstored %" PRIu64 "\nflushes %"
 		PRIu64 "\nlast_flush_time %" PRId64 "\nlast_flush_seconds %.6f\ndb_bytes %" PRIu64 "\nstacks_stored %"
 		PRIu64 "\nsymbolized_user %" PRIu64 " hits %" PRIu64 " misses\nsymbolized_kernel %" PRIu64 " hits %"
@@ -132,7 +132,7 @@ void http_handle_status(struct http *h, struct request *rq)
 		", \"db_bytes\": %" PRIu64 ", \"stacks_stored\": %" PRIu64 ", ", s.lost[STAT_IDLE],
 		s.samples_stored, s.samples_unstored, s.flushes, s.last_flush_time,
 		finite_or_zero(s.last_flush_seconds), s.db_bytes, s.stacks_stored);
-	fprintf(o, "\"samples_pruned\": %" PRIu64 ", ", s.samples_pruned);
+	fprintf(o, "\"samples_pruned\": %" PRIu64 ", \"flushes_asked\": %" PRIu64 ", ", s.samples_pruned, s.flushes_asked);
 	fprintf(o, "\"symbolizer\": {\"user_hits\": %" PRIu64 ", \"user_misses\": %" PRIu64 ", \"kernel_hits\": %"
 		PRIu64 ", \"kernel_misses\": %" PRIu64 ", \"binaries_cached\": %" PRIu64 ", \"processes_cached\": %"
 		PRIu64 ", \"symbol_cache_bytes\": %" PRIu64 ", \"binaries_evicted\": %" PRIu64
@@ -191,6 +191,9 @@ static void metrics_samples(FILE *o, const struct daemon_status *s)
 	http_metric_u64(o, "flamed_samples_unstored_total", "counter", "Samples drained but lost to a failed flush.",
 		   s->samples_unstored);
 	http_metric_u64(o, "flamed_flushes_total", "counter", "Flushes of samples into the database.", s->flushes);
+	http_metric_u64(o, "flamed_flushes_asked_total", "counter",
+			"Flushes API requests asked for (flush=1, /debug/pprof/profile), at most 4 a second.",
+			s->flushes_asked);
 	metric_double(o, "flamed_flush_seconds_total", "counter", "Time spent flushing.", s->flush_seconds_total);
 	metric_double(o, "flamed_last_flush_seconds", "gauge", "Duration of the last flush.",
 		      s->last_flush_seconds);
