@@ -1,0 +1,247 @@
+/* run.c - runs a command's query: over flamed's HTTP API (the request built from the options) or
+ * against its database (the query library called directly). */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "httpget.h"
+
+/* Explains why the database at path could not be opened, with what to do next. */
+static void open_error(const char *path, int err)
+{
+	switch (err) {
+	case -ENOENT:
+		fprintf(stderr, "flamectl: no database at %s: is flamed running? pass --db PATH or set FLAMED_DB\n", path);
+		break;
+	case -EACCES:
+	case -EPERM:
+		fprintf(stderr, "flamectl: cannot read %s: %s: run as root or as a user who can read it\n", path, strerror(-err));
+		break;
+	case -EIO:
+		fprintf(stderr, "flamectl: cannot read %s: it is corrupt or not an SQLite database: pass the path of flamed's database\n", path);
+		break;
+	case -EINVAL:
+		fprintf(stderr, "flamectl: %s is not a flamed database: pass the path of flamed's database\n", path);
+		break;
+	case -ENOTSUP:
+		fprintf(stderr, "flamectl: %s was written by a newer flamed: upgrade flamectl\n", path);
+		break;
+	default:
+		fprintf(stderr, "flamectl: cannot open the database %s: %s\n", path, strerror(-err));
+		break;
+	}
+}
+
+/* Runs the command against the database; returns 0 or -errno (the store's message in *why).
+ * period_us: what one CPU sample stands for, for --kind wall. */
+static int run_db(struct store *st, const struct options *o, int64_t period_us, FILE *out)
+{
+	struct store_filter f = { .pid = o->pid, .tid = o->tid, .from = o->from, .to = o->to, .comm = o->comm,
+				  .kind = o->kind, .cpu_period_us = period_us };
+	struct store_filter base = { .pid = o->base_pid >= 0 ? o->base_pid : o->pid, .tid = -1,
+				     .from = o->base_from, .to = o->base_to, .comm = o->comm,
+				     .kind = o->kind, .cpu_period_us = period_us };
+	struct query_graph g = {
+		.reverse = o->reverse, .title = o->title, .width = o->width > 0 ? (unsigned)o->width : 0,
+		.minwidth = o->minwidth, .lines = o->lines,
+	};
+	bool tty = isatty(fileno(out));
+	struct store_stats ss;
+	int64_t oldest, newest;
+	int err;
+
+	switch (o->command) {
+	case CMD_STATUS:
+		err = store_get_stats(st, &ss);
+		if (err)
+			return err;
+		if (store_time_range(st, &oldest, &newest))
+			oldest = newest = 0;
+		if (!strcmp(o->format, "json"))
+			fprintf(out, "{\"db_bytes\":%llu,\"stacks\":%llu,\"sample_rows\":%llu,\"oldest\":%lld,\"newest\":%lld}\n",
+				(unsigned long long)ss.db_bytes, (unsigned long long)ss.stacks,
+				(unsigned long long)ss.sample_rows, (long long)oldest, (long long)newest);
+		else
+			fprintf(out, "db_bytes\t%llu\nstacks\t%llu\nsample_rows\t%llu\noldest\t%lld\nnewest\t%lld\n",
+				(unsigned long long)ss.db_bytes, (unsigned long long)ss.stacks,
+				(unsigned long long)ss.sample_rows, (long long)oldest, (long long)newest);
+		return 0;
+	case CMD_PROCESSES:
+		return query_processes(st, &f, !strcmp(o->format, "json"), tty, out);
+	case CMD_THREADS:
+		return query_threads(st, &f, out);
+	case CMD_QUERY:
+	case CMD_FLAMEGRAPH:
+		return query_profile(st, &f, o->command == CMD_FLAMEGRAPH ? QUERY_SVG : o->fmt, &g,
+				     o->limit > 0 ? (unsigned)o->limit : 0, out);
+	case CMD_TOP:
+		if (!strcmp(o->format, "json"))
+			return query_top_json(st, &f, o->limit > 0 ? (unsigned)o->limit : 0, o->lines, out);
+		return query_top_text(st, &f, o->limit > 0 ? (unsigned)o->limit : 0, tty, o->lines, out);
+	case CMD_DIFF:
+		return query_diff(st, &base, &f, o->fmt, &g, out);
+	case CMD_TIMELINE:
+		return query_timeline(st, &f, o->step > 0 ? o->step : 1, o->per_thread, out);
+	case CMD_NONE:
+		break;
+	}
+	return -EINVAL;
+}
+
+static void add_num(char *t, size_t len, const char *name, int64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%lld", (long long)v);
+	http_add_param(t, len, name, buf);
+}
+
+/* Builds the API path and query string for the command. */
+static void build_target(const struct options *o, bool tty, char *t, size_t len)
+{
+	static const char *const paths[] = {
+		[CMD_STATUS] = "/api/v1/status", [CMD_PROCESSES] = "/api/v1/processes",
+		[CMD_THREADS] = "/api/v1/threads", [CMD_QUERY] = "/api/v1/profile",
+		[CMD_TOP] = "/api/v1/top", [CMD_FLAMEGRAPH] = "/api/v1/profile",
+		[CMD_DIFF] = "/api/v1/diff", [CMD_TIMELINE] = "/api/v1/timeline",
+	};
+	char buf[32];
+
+	snprintf(t, len, "%s", paths[o->command]);
+	if (o->command == CMD_STATUS) {
+		http_add_param(t, len, "format", o->format[0] ? o->format : "text");
+		return;
+	}
+	if (o->kind != STORE_CPU)
+		http_add_param(t, len, "kind", query_kind_name(o->kind));
+	if (o->pid >= 0)
+		add_num(t, len, "pid", o->pid);
+	if (o->tid >= 0)
+		add_num(t, len, "tid", o->tid);
+	if (o->comm)
+		http_add_param(t, len, "comm", o->comm);
+	add_num(t, len, "from", o->from);
+	add_num(t, len, "to", o->to);
+	if (o->command == CMD_DIFF) {
+		if (o->base_pid >= 0)
+			add_num(t, len, "base_pid", o->base_pid);
+		add_num(t, len, "base_from", o->base_from);
+		add_num(t, len, "base_to", o->base_to);
+	}
+	if (o->command == CMD_FLAMEGRAPH)
+		http_add_param(t, len, "format", "svg");
+	else if (o->command == CMD_PROCESSES || o->command == CMD_TOP)
+		http_add_param(t, len, "format", o->format[0] ? o->format : tty ? "text" : "tsv");
+	else if (o->command != CMD_THREADS && o->command != CMD_TIMELINE)
+		http_add_param(t, len, "format", o->format);
+	if (o->reverse)
+		http_add_param(t, len, "reverse", "1");
+	if (o->title)
+		http_add_param(t, len, "title", o->title);
+	if (o->width > 0)
+		add_num(t, len, "width", o->width);
+	if (o->minwidth >= 0) {
+		snprintf(buf, sizeof(buf), "%g", o->minwidth);
+		http_add_param(t, len, "minwidth", buf);
+	}
+	if (o->limit > 0)
+		add_num(t, len, "limit", o->limit);
+	if (o->lines && (o->command == CMD_TOP || o->command == CMD_QUERY))
+		http_add_param(t, len, "lines", "1");
+	if (o->command == CMD_TIMELINE) {
+		add_num(t, len, "step", o->step > 0 ? o->step : 1);
+		if (o->per_thread)
+			http_add_param(t, len, "per_thread", "1");
+	}
+}
+
+/* The "error" of a JSON error body, or the body itself. */
+static const char *error_text(char *body)
+{
+	char *p = strstr(body, "\"error\":");
+
+	if (p && (p = strchr(p + 8, '"'))) {
+		char *e = strrchr(p + 1, '"');
+
+		if (e)
+			*e = '\0';
+		return p + 1;
+	}
+	body[strcspn(body, "\n")] = '\0';
+	return body;
+}
+
+/* Runs the command against flamed's API; returns the exit code. */
+int run_server(const struct options *o, const char *url, FILE *out)
+{
+	char target[4096], err_body[1024];
+	int status = 0, err;
+
+	build_target(o, isatty(fileno(out)), target, sizeof(target));
+	char token[512] = "";
+	const char *bearer = getenv("FLAMED_TOKEN");
+
+	if (o->token_file) {
+		FILE *f = fopen(o->token_file, "re");
+
+		if (!f || !fgets(token, sizeof(token), f)) {
+			fprintf(stderr, "flamectl: cannot read the token file %s%s%s\n", o->token_file, f ? "" : ": ",
+				f ? "" : strerror(errno));
+			if (f)
+				fclose(f);
+			return EXIT_ERROR;
+		}
+		fclose(f);
+		token[strcspn(token, "\r\n")] = '\0';
+		bearer = token;
+	}
+	err = http_get(url, target, bearer && bearer[0] ? bearer : NULL, HTTP_TIMEOUT_S, out, &status, err_body,
+		       sizeof(err_body));
+	if (err == -EINVAL) {
+		fprintf(stderr, "flamectl: --server wants http://HOST[:PORT], not '%s'\n", url);
+		return EXIT_USAGE;
+	}
+	if (err) {
+		fprintf(stderr, "flamectl: cannot read %s: %s%s\n", url, strerror(-err),
+			err == -ECONNREFUSED ? " (is flamed running? start it, or pass --db PATH to read its database)" : "");
+		return EXIT_ERROR;
+	}
+	if (status / 100 != 2) {
+		fprintf(stderr, "flamectl: %s answered %d: %s%s\n", url, status, error_text(err_body),
+			status == 401 ? " (pass --token-file PATH or set FLAMED_TOKEN)" : "");
+		return EXIT_ERROR;
+	}
+	return EXIT_OK;
+}
+
+int run_local(const struct options *o, const char *path, FILE *out)
+{
+	struct store *st = NULL;
+	int64_t period_us = 0;
+	int err = store_open(path, STORE_READ_ONLY, &st);
+
+	if (err) {
+		open_error(path, err);
+		return EXIT_ERROR;
+	}
+	if (o->kind == STORE_WALL && o->command != CMD_STATUS && (err = store_cpu_period(st, &period_us))) {
+		if (err == -ENOENT)
+			fprintf(stderr, "flamectl: %s does not say what a CPU sample stands for (an older flamed wrote it): "
+				"--kind wall cannot be read from it; use --kind cpu or offcpu\n", path);
+		else
+			fprintf(stderr, "flamectl: cannot read %s: %s\n", path, store_errmsg(st));
+		store_close(st);
+		return EXIT_ERROR;
+	}
+	err = run_db(st, o, period_us, out);
+	if (err)
+		fprintf(stderr, "flamectl: cannot query %s: %s\n", path,
+			err == -EIO && ferror(out) ? "cannot write the output" : store_errmsg(st));
+	store_close(st);
+	return err ? EXIT_ERROR : EXIT_OK;
+}
