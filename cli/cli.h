@@ -12,6 +12,14 @@
 
 #ifndef FLAMED_VERSION
 #define FLAMED_VERSION "dev"
+/* record.c: flamectl record. Runs o->cmd (or follows --pid) and writes its profile; returns the
+ * command's exit status (or the exit code of what went wrong before it could run). */
+int record_main(struct options *o);
+
+/* watch.c: flamectl top --watch: the top functions of the last --since seconds (default 5), redrawn
+ * every second, until q or Ctrl-C. Returns the exit code. */
+int watch_main(const struct options *o);
+
 #endif
 
 #define DEFAULT_SERVER "http://127.0.0.1:7070"
@@ -22,7 +30,7 @@
 enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2 };
 
 enum command { CMD_NONE, CMD_STATUS, CMD_PROCESSES, CMD_THREADS, CMD_QUERY, CMD_TOP, CMD_FLAMEGRAPH, CMD_DIFF,
-	       CMD_TIMELINE };
+	       CMD_TIMELINE, CMD_RECORD };
 
 /* The commands' names, by enum command. */
 extern const char *const command_names[];
@@ -38,20 +46,52 @@ struct options {
 	const char *from_s, *to_s, *base_from_s, *base_to_s; /* as typed, parsed later */
 	const char *format;
 	enum store_kind kind;           /* --kind: STORE_CPU unless given */
+	bool kind_given;
+	bool children, merge;           /* --children: the process's descendants too; --merge: as one tree */
 	const char *output;             /* -o FILE */
 	bool reverse, per_thread, lines;
 	const char *title;
 	int64_t width, limit, step;     /* -1: not given */
 	double minwidth;                /* < 0: not given */
+	/* record */
+	char **cmd;                     /* the command to run (NULL: --pid) */
+	int64_t frequency;              /* --frequency: a private flamed's; -1: not given */
+	bool off_cpu;                   /* --off-cpu */
+	int64_t duration;               /* --duration: seconds; 0: until the process ends */
+	/* top --watch */
+	bool watch;
+	bool flush;                     /* ask the daemon to store what it sampled first (flush=1) */
 	/* derived */
 	int64_t from, to, base_from, base_to;
 	enum query_format fmt;
 };
+
+/* Says what was wrong with the command line and how to get help; returns the usage exit code. */
+__attribute__((format(printf, 1, 2))) int usage_error(const char *fmt, ...);
+
+/* The API's address: --server, else $FLAMED_URL, else DEFAULT_SERVER. */
+const char *server_url(const struct options *o);
+
+/* GETs target from flamed's API at url, with the token of --token-file or $FLAMED_TOKEN, as
+ * http_get() does (cli/httpget.h). -EBADF when the token file cannot be read (said already). */
+int api_get(const struct options *o, const char *url, const char *target, unsigned timeout_s, FILE *out,
+	    int *status, char *errbuf, size_t errlen);
+
+/* The message of an API error body ({"error": "..."}), or its first line; body is cut in place. */
+const char *api_error(char *body);
 
 /* Runs the command against flamed's API at url; returns the exit code. */
 int run_server(const struct options *o, const char *url, FILE *out);
 
 /* Runs the command against the database at path; returns the exit code. */
 int run_local(const struct options *o, const char *path, FILE *out);
+
+/* record.c: flamectl record. Runs o->cmd (or follows --pid) and writes its profile; returns the
+ * command's exit status (or the exit code of what went wrong before it could run). */
+int record_main(struct options *o);
+
+/* watch.c: flamectl top --watch: the top functions of the last --since seconds (default 5), redrawn
+ * every second, until q or Ctrl-C. Returns the exit code. */
+int watch_main(const struct options *o);
 
 #endif

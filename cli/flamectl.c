@@ -21,13 +21,14 @@
 enum {
 	OPT_DB = 256, OPT_SERVER, OPT_PID, OPT_TID, OPT_COMM, OPT_SINCE, OPT_FROM, OPT_TO, OPT_FORMAT,
 	OPT_BASE_PID, OPT_BASE_FROM, OPT_BASE_TO, OPT_LINES, OPT_REVERSE, OPT_TITLE, OPT_WIDTH, OPT_MINWIDTH, OPT_LIMIT,
-	OPT_STEP, OPT_PER_THREAD, OPT_TOKEN_FILE, OPT_KIND,
+	OPT_STEP, OPT_PER_THREAD, OPT_TOKEN_FILE, OPT_KIND, OPT_CHILDREN, OPT_MERGE, OPT_FREQUENCY, OPT_OFF_CPU,
+	OPT_DURATION, OPT_WATCH,
 };
 
 const char *const command_names[] = {
 	[CMD_STATUS] = "status", [CMD_PROCESSES] = "processes", [CMD_THREADS] = "threads",
 	[CMD_QUERY] = "query", [CMD_TOP] = "top", [CMD_FLAMEGRAPH] = "flamegraph",
-	[CMD_DIFF] = "diff", [CMD_TIMELINE] = "timeline",
+	[CMD_DIFF] = "diff", [CMD_TIMELINE] = "timeline", [CMD_RECORD] = "record",
 };
 
 static void print_help(void)
@@ -98,9 +99,7 @@ static void print_help(void)
 	       "  flamectl --db ./flamed.db query --pid 1234 --from 2026-11-22T10:00:00Z --to 2026-11-22T10:05:00Z\n");
 }
 
-/* Says what was wrong with the command line and how to get help; returns the usage exit code. */
-__attribute__((format(printf, 1, 2)))
-static int usage_error(const char *fmt, ...)
+int usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -176,6 +175,17 @@ static int parse_one(int c, const char *arg, const char *opt_text, struct option
 	case OPT_KIND:
 		if (query_parse_kind(arg, &o->kind) < 0)
 			return usage_error("--kind takes cpu, offcpu or wall, not '%s'", arg);
+		o->kind_given = true;
+		return -1;
+	case OPT_CHILDREN: o->children = true; return -1;
+	case OPT_MERGE: o->merge = true; return -1;
+	case OPT_OFF_CPU: o->off_cpu = true; return -1;
+	case OPT_WATCH: o->watch = true; return -1;
+	case OPT_FREQUENCY:
+		return parse_number(arg, 1, 10000, &o->frequency) ? -1 : usage_error("--frequency takes 1 to 10000 Hz, not '%s'", arg);
+	case OPT_DURATION:
+		if (window_parse_duration(arg, &o->duration) < 0 || o->duration < 1 || o->duration > 7 * 86400)
+			return usage_error("--duration takes a duration from 1s to 7d like 30, 30s or 10m, not '%s'", arg);
 		return -1;
 	case 'o': o->output = arg; return arg[0] ? -1 : usage_error("-o needs a file name");
 	case OPT_REVERSE: o->reverse = true; return -1;
@@ -214,6 +224,7 @@ static const struct {
 	[CMD_PROCESSES] = { "json", "" },
 	[CMD_TOP] = { "json", "" },
 	[CMD_STATUS] = { "json", "" },
+	[CMD_RECORD] = { "svg folded json pprof top", "" },
 };
 
 /* Is word one of the space-separated words of list? */
@@ -276,18 +287,90 @@ static int resolve_window(struct options *o)
 	return -1;
 }
 
+/* The extension of a file name ("" when none); ".pb.gz" counts whole. */
+static const char *extension(const char *path)
+{
+	const char *base = strrchr(path, '/'), *dot;
+	size_t n;
+
+	base = base ? base + 1 : path;
+	n = strlen(base);
+	if (n > 6 && !strcmp(base + n - 6, ".pb.gz"))
+		return base + n - 6;
+	dot = strrchr(base, '.');
+	return dot && dot != base ? dot : "";
+}
+
+/* record: the format (--format, else -o's extension, else svg), the command or --pid, no window. */
+static int validate_record(struct options *o)
+{
+	static const struct {
+		const char *ext, *format;
+	} exts[] = { { ".svg", "svg" }, { ".folded", "folded" }, { ".txt", "folded" }, { ".json", "json" },
+		     { ".pb.gz", "pprof" }, { ".pprof", "pprof" }, { ".pb", "pprof" }, { ".top", "top" } };
+	int code;
+
+	if (!o->cmd && o->pid < 0)
+		return usage_error("record needs a command (flamectl record -- CMD [ARGS...]) or --pid N");
+	if (o->cmd && o->pid >= 0)
+		return usage_error("record takes a command or --pid N, not both");
+	if (o->duration && o->cmd)
+		return usage_error("--duration is for --pid N: a command is recorded until it ends");
+	if (o->tid >= 0 || o->comm || o->since || o->from_s || o->to_s || o->base_pid >= 0 || o->base_from_s ||
+	    o->base_to_s || o->children || o->watch || o->step > 0 || o->per_thread)
+		return usage_error("record takes its window from the command's life: drop --tid, --comm, --since, "
+				   "--from, --to, --base-*, --children (always on), --step and --watch");
+	if (!o->format && o->output) {
+		const char *ext = extension(o->output);
+
+		for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++)
+			if (!strcmp(ext, exts[i].ext))
+				o->format = exts[i].format;
+	}
+	if (!o->format)
+		o->format = "svg";
+	if ((code = check_format(o)) >= 0)
+		return code;
+	if (!o->kind_given && o->off_cpu)
+		o->kind = STORE_WALL; /* what --off-cpu is for: running and waiting together */
+	if (o->kind != STORE_CPU && !o->off_cpu)
+		o->off_cpu = true; /* off-CPU time must be recorded to be shown */
+	o->children = true;
+	return -1;
+}
+
 static int validate(struct options *o)
 {
 	int code;
 
 	if (o->command == CMD_NONE)
 		return usage_error("no command given: try flamectl processes, or flamectl query --pid N");
+	if (o->command == CMD_RECORD)
+		return validate_record(o);
 	if ((o->command == CMD_QUERY || o->command == CMD_THREADS) && o->pid < 0)
 		return usage_error("%s needs --pid N", command_names[o->command]);
 	if (o->tid >= 0 && o->pid < 0)
 		return usage_error("--tid needs --pid");
 	if (o->command == CMD_FLAMEGRAPH && !o->output)
 		return usage_error("flamegraph needs -o FILE.svg");
+	if (o->children && o->pid < 0)
+		return usage_error("--children needs --pid N (the process whose descendants to take)");
+	if (o->children && o->tid >= 0)
+		return usage_error("--children takes a process, not one thread: drop --tid");
+	if (o->children && (o->command == CMD_THREADS || o->command == CMD_STATUS))
+		return usage_error("%s does not take --children", command_names[o->command]);
+	if (o->merge && !o->children)
+		return usage_error("--merge needs --children (it folds a process's family into one tree)");
+	if (o->command == CMD_PROCESSES && o->pid >= 0 && !o->children)
+		return usage_error("processes takes --pid N with --children (the process and its descendants)");
+	if (o->watch && o->command != CMD_TOP)
+		return usage_error("--watch is for top");
+	if (o->watch && (o->format || o->output))
+		return usage_error("top --watch draws a live table: drop --format and -o");
+	if (o->watch && !o->since && !o->from_s)
+		o->since = 5;
+	if ((o->frequency >= 0 || o->off_cpu || o->duration) && o->command != CMD_RECORD)
+		return usage_error("--frequency, --off-cpu and --duration are for record");
 	if (o->db && o->server)
 		return usage_error("use either --db or --server, not both");
 	if ((code = check_format(o)) >= 0)
@@ -324,6 +407,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
 		{ "lines", no_argument, NULL, OPT_LINES },
 		{ "kind", required_argument, NULL, OPT_KIND },
+		{ "children", no_argument, NULL, OPT_CHILDREN },
+		{ "merge", no_argument, NULL, OPT_MERGE },
+		{ "frequency", required_argument, NULL, OPT_FREQUENCY },
+		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
+		{ "duration", required_argument, NULL, OPT_DURATION },
+		{ "watch", no_argument, NULL, OPT_WATCH },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -335,6 +424,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 	 * even when POSIXLY_CORRECT is set. */
 	while ((c = getopt_long(argc, argv, "-:o:hV", longopts, NULL)) != -1) {
 		if (c == 1) {
+			if (o->command == CMD_RECORD && !o->cmd) {
+				/* record's command starts at its first word: the rest are its own */
+				o->cmd = argv + optind - 1;
+				break;
+			}
 			if (o->command != CMD_NONE)
 				return usage_error("unexpected argument '%s'", optarg);
 			o->command = parse_command(optarg);
@@ -345,18 +439,29 @@ static int parse_args(int argc, char **argv, struct options *o)
 		if ((code = parse_one(c, optarg, argv[optind - 1], o)) >= 0)
 			return code;
 	}
+	if (o->command == CMD_RECORD && !o->cmd && optind < argc)
+		o->cmd = argv + optind; /* after "--" */
 	return validate(o);
 }
+const char *server_url(const struct options *o)
+{
+	const char *env_url = getenv("FLAMED_URL");
+
+	return o->server ? o->server : env_url && env_url[0] ? env_url : DEFAULT_SERVER;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = { .pid = -1, .tid = -1, .base_pid = -1, .width = -1, .limit = -1, .step = -1,
-			     .minwidth = -1 };
-	const char *env_db = getenv("FLAMED_DB"), *env_url = getenv("FLAMED_URL");
+			     .minwidth = -1, .frequency = -1 };
+	const char *env_db = getenv("FLAMED_DB");
 	FILE *out = stdout;
 	int code = parse_args(argc, argv, &o);
 
 	if (code >= 0)
 		return code;
+	if (o.command == CMD_RECORD)
+		return record_main(&o);
 	if (o.output) {
 		out = fopen(o.output, "we");
 		if (!out) {
@@ -367,7 +472,7 @@ int main(int argc, char **argv)
 	if (o.db || (!o.server && env_db && env_db[0]))
 		code = run_local(&o, o.db ? o.db : env_db, out);
 	else
-		code = run_server(&o, o.server ? o.server : env_url && env_url[0] ? env_url : DEFAULT_SERVER, out);
+		code = run_server(&o, server_url(&o), out);
 	if (fflush(out) || ferror(out)) {
 		if (code == EXIT_OK)
 			fprintf(stderr, "flamectl: cannot write the output: %s\n", strerror(errno));

@@ -42,10 +42,11 @@ static void open_error(const char *path, int err)
 static int run_db(struct store *st, const struct options *o, int64_t period_us, FILE *out)
 {
 	struct store_filter f = { .pid = o->pid, .tid = o->tid, .from = o->from, .to = o->to, .comm = o->comm,
-				  .kind = o->kind, .cpu_period_us = period_us };
+				  .kind = o->kind, .cpu_period_us = period_us, .children = o->children, .merge = o->merge };
 	struct store_filter base = { .pid = o->base_pid >= 0 ? o->base_pid : o->pid, .tid = -1,
 				     .from = o->base_from, .to = o->base_to, .comm = o->comm,
-				     .kind = o->kind, .cpu_period_us = period_us };
+				     .kind = o->kind, .cpu_period_us = period_us, .children = o->children,
+				     .merge = o->merge };
 	struct query_graph g = {
 		.reverse = o->reverse, .title = o->title, .width = o->width > 0 ? (unsigned)o->width : 0,
 		.minwidth = o->minwidth, .lines = o->lines,
@@ -88,6 +89,7 @@ static int run_db(struct store *st, const struct options *o, int64_t period_us, 
 	case CMD_TIMELINE:
 		return query_timeline(st, &f, o->step > 0 ? o->step : 1, o->per_thread, out);
 	case CMD_NONE:
+	case CMD_RECORD:
 		break;
 	}
 	return -EINVAL;
@@ -123,6 +125,10 @@ static void build_target(const struct options *o, bool tty, char *t, size_t len)
 		add_num(t, len, "pid", o->pid);
 	if (o->tid >= 0)
 		add_num(t, len, "tid", o->tid);
+	if (o->children)
+		http_add_param(t, len, "children", "1");
+	if (o->merge && o->command != CMD_PROCESSES && o->command != CMD_DIFF)
+		http_add_param(t, len, "merge", "1");
 	if (o->comm)
 		http_add_param(t, len, "comm", o->comm);
 	add_num(t, len, "from", o->from);
@@ -158,6 +164,8 @@ static void build_target(const struct options *o, bool tty, char *t, size_t len)
 		if (o->per_thread)
 			http_add_param(t, len, "per_thread", "1");
 	}
+	if (o->flush)
+		http_add_param(t, len, "flush", "1");
 }
 
 /* The "error" of a JSON error body, or the body itself. */
@@ -176,6 +184,38 @@ static const char *error_text(char *body)
 	return body;
 }
 
+int api_get(const struct options *o, const char *url, const char *target, unsigned timeout_s, FILE *out,
+	    int *status, char *errbuf, size_t errlen)
+{
+	char token[512] = "";
+	const char *bearer = getenv("FLAMED_TOKEN");
+	int err;
+
+	if (o->token_file) {
+		FILE *f = fopen(o->token_file, "re");
+
+		if (!f || !fgets(token, sizeof(token), f)) {
+			err = f ? -EINVAL : -errno;
+			fprintf(stderr, "flamectl: cannot read the token file %s%s%s\n", o->token_file, f ? "" : ": ",
+				f ? "" : strerror(-err));
+			if (f)
+				fclose(f);
+			return -EBADF;
+		}
+		fclose(f);
+		token[strcspn(token, "\r\n")] = '\0';
+		bearer = token;
+	}
+	err = http_get(url, target, bearer && bearer[0] ? bearer : NULL, timeout_s, out, status, errbuf, errlen);
+	explicit_bzero(token, sizeof(token));
+	return err;
+}
+
+const char *api_error(char *body)
+{
+	return error_text(body);
+}
+
 /* Runs the command against flamed's API; returns the exit code. */
 int run_server(const struct options *o, const char *url, FILE *out)
 {
@@ -183,25 +223,9 @@ int run_server(const struct options *o, const char *url, FILE *out)
 	int status = 0, err;
 
 	build_target(o, isatty(fileno(out)), target, sizeof(target));
-	char token[512] = "";
-	const char *bearer = getenv("FLAMED_TOKEN");
-
-	if (o->token_file) {
-		FILE *f = fopen(o->token_file, "re");
-
-		if (!f || !fgets(token, sizeof(token), f)) {
-			fprintf(stderr, "flamectl: cannot read the token file %s%s%s\n", o->token_file, f ? "" : ": ",
-				f ? "" : strerror(errno));
-			if (f)
-				fclose(f);
-			return EXIT_ERROR;
-		}
-		fclose(f);
-		token[strcspn(token, "\r\n")] = '\0';
-		bearer = token;
-	}
-	err = http_get(url, target, bearer && bearer[0] ? bearer : NULL, HTTP_TIMEOUT_S, out, &status, err_body,
-		       sizeof(err_body));
+	err = api_get(o, url, target, HTTP_TIMEOUT_S, out, &status, err_body, sizeof(err_body));
+	if (err == -EBADF)
+		return EXIT_ERROR;
 	if (err == -EINVAL) {
 		fprintf(stderr, "flamectl: --server wants http://HOST[:PORT], not '%s'\n", url);
 		return EXIT_USAGE;
