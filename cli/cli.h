@@ -12,14 +12,6 @@
 
 #ifndef FLAMED_VERSION
 #define FLAMED_VERSION "dev"
-/* record.c: flamectl record. Runs o->cmd (or follows --pid) and writes its profile; returns the
- * command's exit status (or the exit code of what went wrong before it could run). */
-int record_main(struct options *o);
-
-/* watch.c: flamectl top --watch: the top functions of the last --since seconds (default 5), redrawn
- * every second, until q or Ctrl-C. Returns the exit code. */
-int watch_main(const struct options *o);
-
 #endif
 
 #define DEFAULT_SERVER "http://127.0.0.1:7070"
