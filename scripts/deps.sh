@@ -7,9 +7,10 @@ set -eu
 build_pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libsqlite3-dev
 	libmicrohttpd-dev libprotobuf-c-dev protobuf-c-compiler libdw-dev"
 # Every tool a test uses, so that a test skips only where the kernel refuses a feature: g++ (C++ frames),
-# dwz (DWARF shared between files), a JDK (java and jcmd write JIT perf maps), systemd (systemd-analyze).
+# dwz (DWARF shared between files), a JDK (java and jcmd write JIT perf maps), systemd (systemd-analyze),
+# tmux (a real terminal for flamectl record's Ctrl-C and top --watch).
 test_pkgs="binutils procps libc6-dbg python3.11-dbg curl libxml2-utils golang-go jq chromium libclang-rt-14-dev sqlite3 wrk
-	g++ dwz default-jdk-headless systemd"
+	g++ dwz default-jdk-headless systemd tmux"
 
 pkgs=$build_pkgs
 [ "${1:-build}" = test ] && pkgs="$build_pkgs $test_pkgs"
