@@ -92,6 +92,29 @@ static void command_text(char *const *cmd, char *buf, size_t len)
 		strcpy(buf + len - 4, "...");
 }
 
+/* Whether name can be run (as execvp would find it): 0 or -errno. */
+static int runnable(const char *name)
+{
+	const char *path = getenv("PATH");
+	char buf[4096];
+	int err = -ENOENT;
+
+	if (strchr(name, '/'))
+		return access(name, X_OK) ? -errno : 0;
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (const char *p = path, *e; *p; p = *e ? e + 1 : e) {
+		e = strchrnul(p, ':');
+		if ((size_t)snprintf(buf, sizeof(buf), "%.*s/%s", (int)(e - p), e == p ? "." : p, name) >= sizeof(buf))
+			continue;
+		if (access(buf, X_OK) == 0)
+			return 0;
+		if (errno == EACCES)
+			err = -EACCES;
+	}
+	return err;
+}
+
 /* Starts cmd with the caller's terminal and environment; -errno when it cannot run (said already). */
 static int start_command(char **cmd, pid_t *pid)
 {
@@ -278,6 +301,10 @@ int record_main(struct options *o)
 	if (!o->cmd && kill(pid, 0) < 0 && errno == ESRCH) {
 		fprintf(stderr, "flamectl: no process %d\n", (int)pid);
 		return EXIT_ERROR;
+	}
+	if (o->cmd && (code = runnable(o->cmd[0])) < 0) {
+		fprintf(stderr, "flamectl: cannot run %s: %s\n", o->cmd[0], strerror(-code));
+		return 127;
 	}
 	catch_signals();
 	code = -pick_source(o, &src);
