@@ -1,0 +1,21 @@
+# pypool.py - a multiprocessing pool of 2 worker processes that burn in pool_spin for SECONDS (argv[1],
+# default 3) each, while the parent waits for them: its workers hold nearly all of its CPU time.
+import multiprocessing
+import sys
+import time
+
+
+def pool_spin(seconds):
+    end = time.time() + seconds
+    x = 0
+    while time.time() < end:
+        for i in range(5000):
+            x += i
+    return x
+
+
+if __name__ == "__main__":
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
+    multiprocessing.set_start_method("fork")
+    with multiprocessing.Pool(2) as pool:
+        print(sum(pool.map(pool_spin, [seconds, seconds])) > 0)
