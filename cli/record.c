@@ -218,6 +218,7 @@ static void output_name(const struct options *o, pid_t pid, char *buf, size_t le
 struct source {
 	const char *url;                 /* a running flamed's API, or NULL */
 	struct private_flamed *private;  /* else ours */
+	unsigned hz;                     /* its sampling frequency (0: not known) */
 };
 
 /* Picks the flamed to ask: the one at the API URL when it answers and records what is asked (else
@@ -243,6 +244,7 @@ static int pick_source(struct options *o, struct source *src)
 		why = "it samples at another frequency";
 	if (!err && !why) {
 		src->url = url;
+		src->hz = hz;
 		return 0;
 	}
 	if (!err)
@@ -256,15 +258,50 @@ static int pick_source(struct options *o, struct source *src)
 	}
 	if (!o->db)
 		fprintf(stderr, "flamectl: %s: recording with a flamed of its own\n", reason);
-	err = private_start(&(struct private_opts){ .db = o->db, .off_cpu = o->off_cpu,
-						     .frequency = o->frequency > 0 ? (unsigned)o->frequency : DEFAULT_HZ },
+	src->hz = o->frequency > 0 ? (unsigned)o->frequency : DEFAULT_HZ;
+	err = private_start(&(struct private_opts){ .db = o->db, .off_cpu = o->off_cpu, .frequency = src->hz },
 			    &src->private);
 	return err ? -EXIT_ERROR : 0;
 }
 
 /* Writes the profile of pid's family over [from, to) to path. Returns the exit code. */
+/* Runs o's query from the source into out; the exit code. */
+static int run_query(const struct options *o, const struct source *src, FILE *out)
+{
+	return src->url ? run_server(o, src->url, out) : run_local(o, private_db(src->private), out);
+}
+
+/* How much the family holds (its processes' values summed) and how many processes it has. */
+static void family_size(const struct options *o, const struct source *src, uint64_t *total, unsigned *procs)
+{
+	struct options q = *o;
+	char *body = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&body, &len);
+	const char *p;
+
+	*total = 0;
+	*procs = 0;
+	if (!f)
+		return;
+	q.command = CMD_PROCESSES;
+	q.format = "json";
+	q.merge = q.flush = q.reverse = q.lines = false;
+	q.title = NULL;
+	q.width = q.limit = -1;
+	q.minwidth = -1;
+	if (run_query(&q, src, f) == EXIT_OK && fflush(f) == 0 && body) {
+		p = strstr(body, "\"total\":");
+		*total = p ? strtoull(p + 8, NULL, 10) : 0;
+		for (p = body; (p = strstr(p, "\"pid\":")); p += 6)
+			(*procs)++;
+	}
+	fclose(f);
+	free(body);
+}
+
 static int write_profile(struct options *o, struct source *src, pid_t pid, int64_t from, int64_t to,
-			 const char *path, FILE *out)
+			 const char *path, FILE *out, uint64_t *total, unsigned *procs)
 {
 	int code;
 
@@ -275,12 +312,13 @@ static int write_profile(struct options *o, struct source *src, pid_t pid, int64
 	o->to = to;
 	if (src->url) {
 		o->flush = true; /* its samples up to now stored first: the command's last ones among them */
-		code = run_server(o, src->url, out);
-	} else {
-		if (private_stop(src->private))
-			return EXIT_ERROR;
-		code = run_local(o, private_db(src->private), out);
+	} else if (private_stop(src->private)) {
+		return EXIT_ERROR;
 	}
+	code = run_query(o, src, out);
+	o->flush = false;
+	if (code == EXIT_OK)
+		family_size(o, src, total, procs);
 	if (fflush(out) || ferror(out)) {
 		fprintf(stderr, "flamectl: cannot write %s: %s\n", path, strerror(errno));
 		code = EXIT_ERROR;
@@ -295,6 +333,8 @@ int record_main(struct options *o)
 	pid_t pid = o->cmd ? 0 : (pid_t)o->pid;
 	int64_t from, to;
 	double t0, took;
+	uint64_t total = 0;
+	unsigned procs = 0;
 	int code, status = 0;
 	FILE *out;
 
@@ -337,15 +377,19 @@ int record_main(struct options *o)
 		private_free(src.private);
 		return status ? status : EXIT_ERROR;
 	}
-	code = write_profile(o, &src, pid, from, to, path, out);
+	code = write_profile(o, &src, pid, from, to, path, out, &total, &procs);
 	fclose(out);
 	private_free(src.private);
 	if (code != EXIT_OK) {
 		unlink(path);
 		return status ? status : code;
 	}
-	fprintf(stderr, "flamectl: recorded %s and the processes it started for %.1f s%s: %s\n", what, took,
-		stop_signal ? " (stopped by a signal)" : "", path);
+	fprintf(stderr, "flamectl: recorded %s for %.1f s%s (%u process%s, %llu %s): %s\n", what, took,
+		stop_signal ? ", stopped by a signal" : "", procs, procs == 1 ? "" : "es", (unsigned long long)total,
+		o->kind == STORE_CPU ? "samples" : "us", path);
+	if (!total && src.hz)
+		fprintf(stderr, "flamectl: no samples of it: it ran %.2f s, and at %u Hz a CPU is sampled every %.0f ms "
+			"(record a longer run, or pass --frequency)\n", took, src.hz, 1000.0 / src.hz);
 	if (src.url)
 		fprintf(stderr, "flamectl: in the dashboard: %s/#preset=custom&from=%lld&to=%lld&pid=%d&children=1%s%s\n",
 			src.url, (long long)from, (long long)to, (int)pid, o->kind != STORE_CPU ? "&kind=" : "",

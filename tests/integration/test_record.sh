@@ -97,6 +97,12 @@ mroots=$(awk '{ split($0, f, ";"); print f[1] }' "$TMP/merged.folded" | sort -u)
 check "daemon: --merge gives one tree (one root: ${mroots:-none})" \
 	eval '[ -n "$mroots" ] && [ "$(echo "$mroots" | wc -l)" -eq 1 ] && grep -q "pool_spin (pypool.py)" "$TMP/merged.folded"'
 
+check "daemon: it says how many processes and samples it recorded" \
+	grep -q "(3 processes, [1-9][0-9]* samples): $TMP/pool.folded" "$TMP/pool.out"
+"$FLAMECTL" --server "$URL" record -o "$TMP/true.folded" -- true > "$TMP/true.out" 2>&1
+check "a command too short for a sample: exit 0, and it says why the profile is empty" \
+	eval '[ $? -eq 0 ] && grep -q "no samples of it" "$TMP/true.out"'
+
 # --- --pid N --duration: a process already running ---
 "$PY" "$W/pyrecord.py" 8 > /dev/null & busy=$!
 sleep 1
