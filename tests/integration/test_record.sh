@@ -72,7 +72,7 @@ check "a command that cannot run: exit 127, said, no profile, nothing left" \
 
 # --- with a daemon: a multiprocessing pool ---
 run_flamed record --db "$TMP/flamed.db" --frequency 99 --listen 127.0.0.1:0
-"$FLAMECTL" --server "$URL" record --format folded -o "$TMP/pool.folded" -- "$PY" "$W/pypool.py" 3 > "$TMP/pool.out" 2>&1
+"$FLAMECTL" --server "$URL" record --format folded -o "$TMP/pool.folded" -- "$PY" "$W/pypool.py" 4 > "$TMP/pool.out" 2>&1
 rc=$?
 cat "$TMP/pool.out"
 check "daemon: record exits with the pool's status (0)" [ $rc -eq 0 ]
@@ -88,7 +88,7 @@ check "daemon: every stack's root names its process and pid (NAME [PID])" \
 	eval '[ -s "$TMP/pool.folded" ] && awk -F";" "\$1 !~ / \\[[0-9]+\\]\$/ { bad = 1 } END { exit bad }" "$TMP/pool.folded"'
 check "daemon: the two workers are apart, each with pool_spin ($spinners roots hold it)" [ "$spinners" -eq 2 ]
 check "daemon: the workers' Python frames hold most samples ($workers of $total)" \
-	[ $((workers * 100)) -gt $((total * 60)) ]
+	[ $((workers * 2)) -gt "$total" ]
 check "daemon: the parent's frames are there too (its own root)" \
 	eval '[ "$(echo "$roots" | wc -l)" -ge 3 ]'
 
@@ -100,8 +100,9 @@ check "daemon: --merge gives one tree (one root: ${mroots:-none})" \
 check "daemon: it says how many processes and samples it recorded" \
 	grep -q "(3 processes, [1-9][0-9]* samples): $TMP/pool.folded" "$TMP/pool.out"
 "$FLAMECTL" --server "$URL" record -o "$TMP/true.folded" -- true > "$TMP/true.out" 2>&1
+rc=$?
 check "a command too short for a sample: exit 0, and it says why the profile is empty" \
-	eval '[ $? -eq 0 ] && grep -q "no samples of it" "$TMP/true.out"'
+	eval '[ $rc -eq 0 ] && grep -q "no samples of it" "$TMP/true.out"'
 
 # --- --pid N --duration: a process already running ---
 "$PY" "$W/pyrecord.py" 8 > /dev/null & busy=$!
