@@ -1,5 +1,6 @@
 /* perfmap.c - JIT symbols from perf maps: a bounded parser, sorted tables read as files grow, a per-pid cache. */
 #include "symbolize/perfmap.h"
+#include "util/procstat.h"
 #include "util/textparse.h"
 
 #include <errno.h>
@@ -459,33 +460,6 @@ struct proc_ids {
 	uint32_t nspid;       /* the pid in its own pid namespace */
 };
 
-/* Reads the start time (clock ticks after boot) of pid. Returns 0 or -errno (-ENOENT: gone). */
-static int read_starttime(uint32_t pid, uint64_t *out)
-{
-	char path[64], buf[1024];
-	const char *p;
-	ssize_t n;
-	int fd, err, i;
-
-	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	err = n < 0 ? -errno : 0;
-	close(fd);
-	if (n <= 0)
-		return n < 0 ? err : -EINVAL;
-	buf[n] = '\0';
-	p = strrchr(buf, ')'); /* the end of the command name, which may hold spaces and parentheses */
-	for (i = 0; p && i < 20; i++) /* the space before field k (k >= 3) is the (k - 2)th after it */
-		p = strchr(p + 1, ' ');
-	if (!p)
-		return -EINVAL;
-	p++;
-	return text_parse_uint(&p, 10, 20, out);
-}
-
 /* Parses "Uid:" values (real, effective, ...) at p. Returns 0 or -EINVAL. */
 static int parse_uids(const char *p, struct proc_ids *id)
 {
@@ -540,8 +514,10 @@ static int read_status(uint32_t pid, struct proc_ids *id)
 /* Reads what the checks need of pid. Returns 0 or -errno (-ENOENT: gone). */
 static int read_ids(uint32_t pid, struct proc_ids *id)
 {
-	int err = read_starttime(pid, &id->starttime);
+	struct procstat ps = { 0 };
+	int err = procstat_read(NULL, pid, &ps);
 
+	id->starttime = ps.starttime;
 	return err ? err : read_status(pid, id);
 }
 
