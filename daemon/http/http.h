@@ -9,14 +9,14 @@
  *   /healthz                 "ok\n"
  *   /metrics                 Prometheus text format 0.0.4 (flamed_* and flamed_http_requests_total{code})
  *   /api/v1/status           the daemon's live state as JSON
- *   /api/v1/processes        from to                                    -> query_processes (JSON)
+ *   /api/v1/processes        from to [pid children=1]                   -> query_processes (JSON)
  *   /api/v1/threads          pid (required) from to                     -> query_threads
- *   /api/v1/profile          pid tid comm from to format reverse title width minwidth limit
+ *   /api/v1/profile          pid tid comm from to format reverse title width minwidth limit children merge
  *                            -> query_profile; format folded (default) | json | svg | pprof | top
- *   /api/v1/top              pid tid comm from to limit                 -> query_top_json
- *   /api/v1/timeline         pid tid comm from to step per_thread       -> query_timeline
+ *   /api/v1/top              pid tid comm from to limit children merge  -> query_top_json
+ *   /api/v1/timeline         pid tid comm from to step per_thread children merge -> query_timeline
  *   /api/v1/diff             pid base_pid from to base_from base_to format reverse title width minwidth
- *                            -> query_diff; format folded (default) | json | svg
+ *                            children -> query_diff; format folded (default) | json | svg
  *   /debug/pprof/profile     seconds: waits that long, calls flush_now, answers the whole host's
  *                            samples of those seconds as pprof (default 30, at most max_pprof_seconds)
  *
@@ -25,7 +25,9 @@
  * "-90", "-2h", "-1d"). Windows are [from, to); to defaults to now + 1, from to an hour before to.
  * pid, tid, base_pid: 0..4194304 (absent: any). comm: a process name. width 100..10000, minwidth
  * 0..1000 (decimal), limit 0..100000 (0: all), step 1..86400 (default: the window in about 200 steps),
- * reverse and per_thread 0 or 1. diff: base_pid defaults to pid; without base_from/base_to the base
+ * reverse and per_thread 0 or 1. children=1 (needs pid, not tid): the process and its descendants;
+ * merge=1 (needs children=1): their stacks as one process's. Every query route takes flush=1: calls
+ * flush_now first, so what was sampled up to the request is in the answer. diff: base_pid defaults to pid; without base_from/base_to the base
  * window is the one of the same length just before [from, to), unless base_pid names another process:
  * then it is [from, to) itself (two processes, same time); with one bound the other follows at the
  * same length.
