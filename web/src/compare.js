@@ -8,6 +8,7 @@ import { diffDownloads } from './downloads.js';
 import { legend } from './profile.js';
 import { amount, span } from './format.js';
 import { KIND, emptyHint } from './kind.js';
+import { family } from './who.js';
 import * as S from './state.js';
 
 // Windows to start comparing with: the new one is the window shown, the base the same length before it.
@@ -56,14 +57,16 @@ export function comparePanel(root) {
       return;
     }
     windows(st);
+    const kids = family({ ...st, tid: null }); // a diff takes no thread: the whole process, with its children when on
     const title = `Compare two windows of ${st.pid === null ? 'the host' : `process ${st.pid}${st.comm ? ` (${st.comm})` : ''}`}` +
+      (kids ? ' and its children' : '') +
       (st.kind !== 'cpu' ? `: ${KIND[st.kind].noun}` : '');
     fill(p.title, title);
-    fill(note, st.tid !== null ? 'Comparing the whole process: differential profiles do not filter by thread.' : '');
+    fill(note, st.tid !== null ? `Comparing the whole process${kids ? ' and its children' : ''}: differential profiles do not filter by thread.` : '');
     p.busy(true);
     p.status('loading', 'Loading the differential profile…');
     try {
-      const tree = await request('/api/v1/diff', { format: 'json', kind: st.kind, pid: st.pid, base_from: st.bfrom, base_to: st.bto,
+      const tree = await request('/api/v1/diff', { format: 'json', kind: st.kind, pid: st.pid, children: kids, base_from: st.bfrom, base_to: st.bto,
         from: st.nfrom, to: st.nto, reverse: st.inverted });
       p.busy(false);
       if (!tree.value) {
@@ -83,7 +86,7 @@ export function comparePanel(root) {
     }
   }
 
-  S.subscribe(['kind', 'mode', 'pid', 'tid', 'bfrom', 'bto', 'nfrom', 'nto', 'inverted', 'tick'], load);
+  S.subscribe(['kind', 'mode', 'pid', 'children', 'tid', 'bfrom', 'bto', 'nfrom', 'nto', 'inverted', 'tick'], load);
   S.subscribe(['target'], windows);
   S.subscribe(['minwidth'], (st) => view.setMinWidth(st.minwidth));
   p.el.hidden = S.get().mode !== 'compare';

@@ -1,15 +1,15 @@
 // downloads.js - links that download what the page shows (CPU, off-CPU or wall-clock) as folded text, SVG or pprof, straight from the API.
 import { h, fill } from './dom.js';
 import { apiUrl, authFetch, token } from './api.js';
-import { filter } from './who.js';
+import { family, filter } from './who.js';
 import { KIND } from './kind.js';
 import * as S from './state.js';
 
-// "flamed-pid123-1700000000-1700000600.svg"; a time kind is named: "flamed-offcpu-pid123-...".
+// "flamed-pid123-1700000000-1700000600.svg" ("pid123-children": with its children); a time kind is named: "flamed-offcpu-pid123-...".
 const kindPart = (st) => (st.kind === 'cpu' ? '' : `${st.kind}-`);
 
 function name(st, from, to, ext) {
-  const who = st.pid === null ? 'host' : st.tid === null ? `pid${st.pid}` : `pid${st.pid}-tid${st.tid}`;
+  const who = st.pid === null ? 'host' : st.tid !== null ? `pid${st.pid}-tid${st.tid}` : `pid${st.pid}${family(st) ? '-children' : ''}`;
   return `flamed-${kindPart(st)}${who}-${from}-${to}.${ext}`;
 }
 
@@ -45,7 +45,7 @@ export function profileDownloads(el) {
       LINK('download-svg', 'SVG', apiUrl('/api/v1/profile', svg), name(st, from, to, 'svg')),
       LINK('download-pprof', 'pprof', apiUrl('/api/v1/profile', { ...q, format: 'pprof' }), name(st, from, to, 'pb.gz')));
   };
-  S.subscribe(['kind', 'pid', 'tid', 'from', 'to', 'wfrom', 'wto', 'inverted', 'minwidth'], draw);
+  S.subscribe(['kind', 'pid', 'children', 'tid', 'from', 'to', 'wfrom', 'wto', 'inverted', 'minwidth'], draw);
   draw(S.get());
 }
 
@@ -53,12 +53,13 @@ export function profileDownloads(el) {
 export function diffDownloads(el) {
   const draw = (st) => {
     if (st.bfrom === null || st.nfrom === null) return fill(el);
-    const q = { kind: st.kind, pid: st.pid, base_from: st.bfrom, base_to: st.bto, from: st.nfrom, to: st.nto };
-    const base = `diff-${kindPart(st)}${st.pid ?? 'host'}-${st.bfrom}-${st.nfrom}`;
+    const q = { kind: st.kind, pid: st.pid, children: family({ ...st, tid: null }), base_from: st.bfrom, base_to: st.bto,
+      from: st.nfrom, to: st.nto };
+    const base = `diff-${kindPart(st)}${st.pid ?? 'host'}${q.children ? '-children' : ''}-${st.bfrom}-${st.nfrom}`;
     fill(el, h('span', { class: 'muted' }, 'Download'),
       LINK('download-diff-folded', 'folded', apiUrl('/api/v1/diff', { ...q, format: 'folded' }), `flamed-${base}.folded`),
       LINK('download-diff-svg', 'SVG', apiUrl('/api/v1/diff', { ...q, format: 'svg', reverse: st.inverted }), `flamed-${base}.svg`));
   };
-  S.subscribe(['kind', 'pid', 'bfrom', 'bto', 'nfrom', 'nto', 'inverted'], draw);
+  S.subscribe(['kind', 'pid', 'children', 'bfrom', 'bto', 'nfrom', 'nto', 'inverted'], draw);
   draw(S.get());
 }

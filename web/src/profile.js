@@ -61,7 +61,7 @@ export function profilePanel(root, hooks = {}) {
         return;
       }
       p.status('');
-      fill(p.title, title, h('span', { class: 'sub' }, `${span(from, to)} · ${amount(tree.value, tree.unit)}`));
+      fill(p.title, `${KIND[st.kind].flame} of ${who(st)}`, h('span', { class: 'sub' }, `${span(from, to)} · ${amount(tree.value, tree.unit)}`));
       view.render(tree, { inverted: st.inverted, minWidth: st.minwidth });
     } catch (e) {
       if (isAbort(e)) return;
@@ -72,7 +72,7 @@ export function profilePanel(root, hooks = {}) {
     }
   }
 
-  S.subscribe(['kind', 'pid', 'tid', 'from', 'to', 'wfrom', 'wto', 'inverted', 'tick', 'mode'], load);
+  S.subscribe(['kind', 'pid', 'children', 'tid', 'from', 'to', 'wfrom', 'wto', 'inverted', 'tick', 'mode'], load);
   S.subscribe(['minwidth'], (st) => view.setMinWidth(st.minwidth));
   S.subscribe(['mode'], (st) => { p.el.hidden = st.mode !== 'profile'; });
   p.el.hidden = S.get().mode !== 'profile';

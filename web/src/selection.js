@@ -1,28 +1,39 @@
-// selection.js - the line that says what every view shows (host, process, thread, window), with a way back from each, and the daemon's own state.
+// selection.js - the line that says what every view shows (host, process with or without its children, thread, window), with a way back from each, and the daemon's own state.
 import { h, fill } from './dom.js';
 import { getJSON } from './api.js';
 import { count, duration, span } from './format.js';
 import { offCpuStatus } from './kind.js';
+import { zoomedTo, unpick } from './pick.js';
 import * as S from './state.js';
 
 export function selectionBar(el) {
   const crumb = (text, testid, clear, title) => h('span', { class: 'crumb' }, text,
     clear ? h('button', { type: 'button', class: 'x', testid, title, 'aria-label': title, onclick: clear }, '×') : null);
+  const who = h('span'), where = h('span');
+  // The picked process with its children or alone: made once, so it keeps the focus while the line is drawn again.
+  const kids = h('input', { type: 'checkbox', testid: 'with-children', onchange: () => S.set({ children: kids.checked }) });
+  const withKids = h('label', { class: 'with-children', testid: 'with-children-label' }, kids, 'with its children');
+  el.append(h('span', { class: 'muted' }, 'Showing '), who, withKids, where);
   const draw = (st) => {
-    const parts = [h('span', { class: 'muted' }, 'Showing ')];
-    parts.push(crumb('Host', null));
-    if (st.pid !== null) parts.push(' › ', crumb(`${st.comm || 'process'} (${st.pid})`, 'clear-pid',
-      () => S.set({ pid: null, comm: '', tid: null, tname: '' }), 'Show the whole host'));
+    const parts = [crumb('Host', null)];
+    if (st.pid !== null) parts.push(' › ', crumb(`${st.comm || 'process'} (${st.pid})`, 'clear-pid', unpick, 'Show the whole host'));
     if (st.pid !== null && st.tid !== null) parts.push(' › ', crumb(`thread ${st.tname || ''} (${st.tid})`, 'clear-tid',
       () => S.set({ tid: null, tname: '' }), 'Show every thread'));
+    fill(who, parts);
+    withKids.hidden = st.pid === null;
+    kids.checked = st.children;
+    kids.disabled = st.tid !== null;
+    withKids.title = st.tid !== null ? 'A thread is picked: the views show that thread alone'
+      : 'Every view takes the process with its descendants (the API\'s children=1); the flame graph has a root frame per process';
     const { from, to } = S.view();
-    parts.push(h('span', { class: 'muted' }, ' · '), st.mode === 'compare' ? crumb('comparing a base and a new window', null)
+    const z = zoomedTo(st);
+    fill(where, h('span', { class: 'muted' }, ' · '), st.mode === 'compare' ? crumb('comparing a base and a new window', null)
       : st.wfrom !== null
-      ? crumb(`window ${span(from, to)}`, 'clear-window', () => S.set({ wfrom: null, wto: null }), 'Show the whole range')
+      ? crumb(`window ${span(from, to)}${z ? ` (${z})` : ''}`,
+        'clear-window', () => S.set({ wfrom: null, wto: null }), 'Show the whole range')
       : crumb(`range ${span(from, to)}`, null));
-    fill(el, parts);
   };
-  S.subscribe(['pid', 'tid', 'comm', 'tname', 'from', 'to', 'wfrom', 'wto', 'mode'], draw);
+  S.subscribe(['pid', 'tid', 'comm', 'tname', 'children', 'from', 'to', 'wfrom', 'wto', 'mode'], draw);
   draw(S.get());
 }
 

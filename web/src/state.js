@@ -10,6 +10,7 @@ const state = {
   from: 0, to: 0,   // the range the timeline spans, unix seconds, [from, to)
   wfrom: null, wto: null, // the window dragged on the timeline (null: the whole range)
   pid: null, comm: '',    // the process selected (null: the whole host)
+  children: false,  // the process with its descendants (its children, theirs, ...); a thread picked takes that thread alone
   tid: null, tname: '',   // its thread selected (null: every thread)
   inverted: false,  // icicle view: hot leaves on top, their callers below
   minwidth: 0.5,    // frames narrower than this many pixels are not drawn
@@ -54,7 +55,7 @@ export function presetRange(preset, now = Date.now() / 1000) {
   return { from: to - PRESETS[preset], to };
 }
 
-const HASHED = ['kind', 'preset', 'from', 'to', 'wfrom', 'wto', 'pid', 'comm', 'tid', 'tname', 'inverted', 'minwidth', 'mode',
+const HASHED = ['kind', 'preset', 'from', 'to', 'wfrom', 'wto', 'pid', 'comm', 'children', 'tid', 'tname', 'inverted', 'minwidth', 'mode',
   'bfrom', 'bto', 'nfrom', 'nto', 'auto'];
 const NUMERIC = new Set(['from', 'to', 'wfrom', 'wto', 'pid', 'tid', 'minwidth', 'bfrom', 'bto', 'nfrom', 'nto']);
 const DEFAULTS = { ...state };

@@ -1,9 +1,11 @@
 // table.js - a sortable table of rows with share bars, for processes, threads and functions.
 import { h, fill } from './dom.js';
 
-// columns: [{ key, label (text, or a function giving it: read at each draw), num (right-aligned, sorts descending first), render(row) -> node|text,
-// value(row) -> what it sorts by }]. opts: testid (of each row), rowKey(row) -> string,
-// onPick(row), sort: [key, dir], limit (rows drawn at most). Returns { el, set(rows), sortBy(key, dir), select(key), mark(pred) }.
+// columns: [{ key, label (text, or a function giving it: read at each draw), title (the header's tooltip), num (right-aligned,
+// sorts descending first), render(row) -> node|text, value(row) -> what it sorts by, testid (of its cells) }]. opts: testid (of
+// each row), rowKey(row) -> string, onPick(row), sort: [key, dir], limit (rows drawn at most), arrange(rows, compare) -> the
+// rows in the order drawn (default: sorted by compare; a tree sorts each level and leaves out what is collapsed), rowProps(row)
+// -> more properties of its <tr> (class, dataset, aria-*). Returns { el, set(rows), sortBy(key, dir), select(key), mark(pred) }.
 export function table(columns, opts) {
   let rows = [];
   let [sortKey, sortDir] = opts.sort;
@@ -14,7 +16,7 @@ export function table(columns, opts) {
 
   function header() {
     fill(head, columns.map((c) => h('th', {
-      class: (c.num ? 'num ' : '') + 'sortable', scope: 'col', testid: `${opts.tableTestid}-sort-${c.key}`,
+      class: (c.num ? 'num ' : '') + 'sortable', scope: 'col', testid: `${opts.tableTestid}-sort-${c.key}`, title: c.title,
       'aria-sort': c.key === sortKey ? (sortDir > 0 ? 'ascending' : 'descending') : 'none',
       onclick: () => {
         if (sortKey === c.key) sortDir = -sortDir;
@@ -28,20 +30,23 @@ export function table(columns, opts) {
     header();
     const col = columns.find((c) => c.key === sortKey) || columns[0];
     const val = col.value || ((r) => r[col.key]);
-    const sorted = rows.slice().sort((a, b) => {
+    const compare = (a, b) => {
       const x = val(a), y = val(b);
       return (x < y ? -1 : x > y ? 1 : 0) * sortDir;
-    });
+    };
+    const sorted = opts.arrange ? opts.arrange(rows, compare) : rows.slice().sort(compare);
     const limit = opts.limit || Infinity;
     const more = sorted.length - limit;
     fill(body, sorted.slice(0, limit).map((r) => {
       const key = opts.rowKey(r);
+      const extra = opts.rowProps ? opts.rowProps(r) : {};
       return h('tr', {
-        testid: opts.testid, dataset: { key }, tabindex: 0,
-        class: key === selected ? 'selected' : '', 'aria-selected': key === selected ? 'true' : 'false',
+        ...extra, testid: opts.testid, dataset: { ...extra.dataset, key }, tabindex: 0,
+        class: [key === selected ? 'selected' : '', extra.class].filter(Boolean).join(' '),
+        'aria-selected': key === selected ? 'true' : 'false',
         onclick: () => opts.onPick(r),
         onkeydown: (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); opts.onPick(r); } },
-      }, columns.map((c) => h('td', { class: c.num ? 'num' : '' }, c.render ? c.render(r) : r[c.key])));
+      }, columns.map((c) => h('td', { class: c.num ? 'num' : '', testid: c.testid }, c.render ? c.render(r) : r[c.key])));
     }), more > 0 ? h('tr', { class: 'more' }, h('td', { colspan: columns.length }, `${more} more not shown: filter to find them`)) : null);
   }
 
@@ -71,8 +76,12 @@ export function table(columns, opts) {
   };
 }
 
-// A share as a bar and a percentage.
-export function shareBar(f, text) {
-  return h('span', { class: 'share' }, h('span', { class: 'bar' }, h('i', { style: `width:${Math.min(100, Math.max(0, 100 * f)).toFixed(1)}%` })),
-    h('span', { class: 'pct' }, text));
+const width = (f) => `width:${Math.min(100, Math.max(0, 100 * f)).toFixed(1)}%`;
+
+// A share as a bar and a percentage; with own (a share within f, a process's own within its family's), the bar
+// draws f lighter and own over it; title: the tooltip.
+export function shareBar(f, text, own = null, title = null) {
+  return h('span', { class: 'share', title }, h('span', { class: 'bar' }, own === null ? h('i', { style: width(f) })
+    : [h('i', { class: 'family', style: width(f) }), h('i', { class: 'own', style: width(own) })]),
+  h('span', { class: 'pct' }, text));
 }

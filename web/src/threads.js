@@ -5,6 +5,7 @@ import { latest, isAbort } from './api.js';
 import { table, shareBar } from './table.js';
 import { isTime, percent, quantity } from './format.js';
 import { KIND, emptyHint } from './kind.js';
+import { family } from './who.js';
 import * as S from './state.js';
 
 export function threadsPanel(root) {
@@ -24,11 +25,15 @@ export function threadsPanel(root) {
   p.body.append(h('div', { class: 'scroll' }, t.el));
   const request = latest();
 
+  // The process's threads only: /api/v1/threads takes one process, never its children.
+  const title = (st) => fill(p.title, `Threads of ${st.pid}${st.comm ? ` (${st.comm})` : ''}`, family({ ...st, tid: null })
+    ? h('span', { class: 'sub', testid: 'threads-alone' }, 'its own: its children\'s are not listed') : null);
+
   async function load(st) {
     p.el.hidden = st.pid === null;
     if (st.pid === null) return;
     const { from, to } = S.view();
-    fill(p.title, `Threads of ${st.pid}${st.comm ? ` (${st.comm})` : ''}`);
+    title(st);
     p.busy(true);
     p.status('loading', 'Loading threads…');
     try {
@@ -50,5 +55,6 @@ export function threadsPanel(root) {
 
   S.subscribe(['kind', 'pid', 'from', 'to', 'wfrom', 'wto', 'tick'], load);
   S.subscribe(['tid'], (st) => t.select(st.tid));
+  S.subscribe(['comm', 'children'], (st) => st.pid !== null && title(st));
   return { load };
 }

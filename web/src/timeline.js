@@ -13,6 +13,7 @@ import { count, span, time } from './format.js';
 import { filter, who } from './who.js';
 import { KIND, emptyHint } from './kind.js';
 import { legend } from './profile.js';
+import { pickZoom, zoomedTo } from './pick.js';
 import * as S from './state.js';
 
 const HEIGHT = 150;
@@ -141,15 +142,16 @@ export function timelinePanel(root) {
     const st = S.get();
     const windows = st.mode === 'compare'
       ? [['base', st.bfrom, st.bto, 'base'], ['new', st.nfrom, st.nto, 'new']]
-      : [['window', st.wfrom, st.wto, '']];
+      : [['window', st.wfrom, st.wto, pickZoom(st) ? `${st.comm || st.pid}${pickZoom(st).children ? ' and its children' : ''}` : '']];
     for (const [cls, a, b, text] of windows) {
       if (a === null) continue;
       const x0 = Math.max(0, x(new Date(a * 1000))), x1 = Math.min(x.range()[1], x(new Date(b * 1000)));
       if (x1 <= x0) continue;
       bands.append('rect').attr('class', `band ${cls}`).attr('data-testid', `timeline-band-${cls}`)
         .attr('x', x0).attr('width', x1 - x0).attr('y', 0).attr('height', hgt);
+      const end = cls === 'new' || (cls === 'window' && x0 > x.range()[1] / 2); // the label inside the chart
       if (text) bands.append('text').attr('class', `band-label ${cls}`).attr('y', 12)
-        .attr('x', cls === 'new' ? x1 - 3 : x0 + 3).attr('text-anchor', cls === 'new' ? 'end' : 'start').text(text);
+        .attr('x', end ? x1 - 3 : x0 + 3).attr('text-anchor', end ? 'end' : 'start').text(text);
     }
     hintText();
   }
@@ -157,7 +159,8 @@ export function timelinePanel(root) {
   function hintText() {
     const st = S.get();
     if (st.mode === 'compare') fill(hint, `Drag across the timeline to set the ${st.target} window.`);
-    else if (st.wfrom !== null) fill(hint, `Window ${span(st.wfrom, st.wto)}: every view shows it. Drag again for another, click the chart for the whole range.`);
+    else if (st.wfrom !== null) fill(hint, `Window ${span(st.wfrom, st.wto)}${zoomedTo(st) ? `, ${zoomedTo(st)}` : ''}: every view shows it. ` +
+      'Drag again for another, click the chart for the whole range.');
     else fill(hint, 'Drag across the timeline to show a window of the range in every view.' +
       (st.kind !== 'wall' && st.pid !== null ? ' Wall shows waiting (off CPU) beside running.' : ''));
   }
@@ -180,7 +183,7 @@ export function timelinePanel(root) {
     if (patch) S.set(patch);
   }
 
-  S.subscribe(['kind', 'pid', 'tid', 'from', 'to', 'tick'], load);
+  S.subscribe(['kind', 'pid', 'children', 'tid', 'from', 'to', 'tick'], load);
   S.subscribe(['wfrom', 'wto', 'mode', 'bfrom', 'bto', 'nfrom', 'nto', 'target'], draw);
   return { load, redraw: draw };
 }

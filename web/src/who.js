@@ -1,15 +1,19 @@
-// who.js - the query parameters of what the views show (what is measured, the process, the thread) and the human name of what the views show: the host, a process or one of its threads.
+// who.js - the query parameters of what the views show (what is measured, the process with or without its children, the thread) and the human name of what the views show: the host, a process (and its children) or one of its threads.
 import * as S from './state.js';
 
-// kind, pid and tid parameters of the current selection (pid, tid absent: any).
+// Whether the views take the process picked with its descendants: children on, a process picked and no
+// thread of it (the API takes children= with a pid, never with a tid).
+export const family = (st = S.get()) => st.children && st.pid !== null && st.tid === null;
+
+// kind, pid, tid and children parameters of the current selection (pid, tid absent: any).
 export function filter(st = S.get()) {
-  return { kind: st.kind, pid: st.pid, tid: st.pid !== null ? st.tid : null };
+  return { kind: st.kind, pid: st.pid, tid: st.pid !== null ? st.tid : null, children: family(st) };
 }
 
-// "the host", "process 123 (nginx)", "thread 124 (worker) of 123 (nginx)".
+// "the host", "process 123 (nginx)", "process 123 (nginx) and its children", "thread 124 (worker) of 123 (nginx)".
 export function who(st = S.get()) {
   if (st.pid === null) return 'the host';
   const proc = `${st.pid}${st.comm ? ` (${st.comm})` : ''}`;
-  if (st.tid === null) return `process ${proc}`;
+  if (st.tid === null) return `process ${proc}${family(st) ? ' and its children' : ''}`;
   return `thread ${st.tid}${st.tname ? ` (${st.tname})` : ''} of ${proc}`;
 }
