@@ -164,10 +164,10 @@ await step('the process table lists the workload with its CPU share', null, asyn
   assert(/\d+(\.\d+)?%/.test(text), `its row shows no share: "${text}"`);
 });
 
-await step('the process filter keeps matching rows only', null, async () => {
+await step('the process filter keeps matching rows only (and their ancestors, shown as context)', null, async () => {
   await T('process-filter').fill('phas');
   await until(async () => {
-    const names = await page.locator('[data-testid="process-row"]').allTextContents();
+    const names = await page.locator('[data-testid="process-row"]:not(.context)').allTextContents();
     return names.length > 0 && names.every((n) => n.includes('phas')) && names;
   }, 'only rows matching "phas" are left');
   await T('process-filter').fill('no-such-process-name');
@@ -178,10 +178,12 @@ await step('the process filter keeps matching rows only', null, async () => {
 await step('the process table sorts by a clicked column', null, async () => {
   await T('process-table-sort-pid').click();
   await until(async () => (await T('process-table-sort-pid').getAttribute('aria-sort')) !== 'none', 'the PID column is the sort key');
-  const pids = (await page.locator('[data-testid="process-row"]').evaluateAll((rows) => rows.map((r) => +r.dataset.key)));
-  const sorted = [...pids].sort((a, b) => a - b);
-  assert(JSON.stringify(pids) === JSON.stringify(sorted) || JSON.stringify(pids) === JSON.stringify([...sorted].reverse()),
-    'rows are not in PID order');
+  // A tree: the roots in PID order, and the children of each process under it in PID order.
+  const rows = await page.locator('[data-testid="process-row"]').evaluateAll((rs) => rs.map((r) => [+r.dataset.parent, +r.dataset.key]));
+  const levels = new Map();
+  for (const [parent, pid] of rows) levels.set(parent, [...(levels.get(parent) || []), pid]);
+  const up = (l) => l.every((x, i) => !i || l[i - 1] < x), down = (l) => l.every((x, i) => !i || l[i - 1] > x);
+  assert([...levels.values()].every(up) || [...levels.values()].every(down), `rows are not in PID order: ${JSON.stringify([...levels])}`);
   await T('process-table-sort-share').click();
 });
 

@@ -2,7 +2,9 @@
 # test_dashboard.sh - the dashboard at / in real headless Chromium (Debian's chromium, driven by
 # playwright-core from tests/browser) against a sampling flamed: a workload whose profile changes over
 # time (tests/workloads/phases.c; flamed counts its time off CPU too), then every step a person takes,
-# screenshots in $BUILD/screenshots; and a flamed without --off-cpu, whose dashboard says so.
+# screenshots in $BUILD/screenshots; a process tree (a parent and two children, tree.test.mjs): the panel's
+# tree, picking it with its children, zooming to when it ran, the link flamectl record prints; and a flamed
+# without --off-cpu, whose dashboard says so.
 . "$(dirname "$0")/lib.sh"
 BROWSER_DIR=$(cd "$(dirname "$0")/../browser" && pwd)
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
@@ -87,9 +89,34 @@ check "the workload's off-CPU profile has the worker's idle phase (worker_main;n
 
 SHOTS=$BUILD/screenshots
 mkdir -p "$SHOTS"
-rm -f "$SHOTS"/dashboard-*.png
+rm -f "$SHOTS"/dashboard-*.png "$SHOTS"/tree-*.png
 browser_test dashboard.test.mjs --url "$URL" --pid "$wpid" --start "$START" --from "$FROM" --to "$TO" \
 	--shots "$SHOTS" --chromium "$CHROMIUM" --pypid "$pypid"
+
+# A process tree: a parent (python3.11) burns CPU 4 s while its two children (branches) burn it 2 s each.
+build_workload branches
+FAM_FROM=$(date +%s)
+/usr/bin/python3.11 -c '
+import subprocess, sys, time
+kids = [subprocess.Popen([sys.argv[1], "2"], stdout=subprocess.DEVNULL) for _ in range(2)]
+print(",".join(str(k.pid) for k in kids), flush=True)
+end = time.time() + 4
+while time.time() < end:
+    pass
+for k in kids:
+    k.wait()
+' "$TMP/branches" > "$TMP/kids" & fpid=$!
+wait $fpid
+FAM_TO=$(($(date +%s) + 1))
+kids=$(cat "$TMP/kids")
+# flush=1: what was sampled is stored before the answer.
+curl -sf "$URL/api/v1/processes?flush=1&pid=$fpid&children=1&from=$FAM_FROM&to=$FAM_TO" > "$TMP/family.json"
+under=$(jq -r --argjson p "$fpid" '.processes[] | select(.parent == $p) | .pid' "$TMP/family.json" 2>/dev/null | sort -n | paste -sd,)
+check "the family is stored: the parent $fpid with its children $kids under it" \
+	eval '[ "$under" = "$(echo "$kids" | tr , "\n" | sort -n | paste -sd,)" ] || cat "$TMP/family.json"'
+# The range opened holds a minute before the family ran: its lifetime is a sliver of it.
+browser_test tree.test.mjs --url "$URL" --pid "$fpid" --kids "$kids" --from $((FAM_FROM - 60)) --to $((FAM_TO + 1)) \
+	--shots "$SHOTS" --chromium "$CHROMIUM"
 
 stop_flamed
 check "flamed exits 0 on SIGTERM after serving the dashboard" [ $? -eq 0 ]
