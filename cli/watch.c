@@ -1,0 +1,498 @@
+/* watch.c - flamectl top --watch: the functions burning CPU over the last seconds, redrawn every second
+ * on the alternate screen (keys sort, pause and quit), or printed as plain blocks when stdout is not a
+ * terminal. */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "term.h"
+#include "topsource.h"
+
+#define REFRESH_MS 1000
+#define MIN_GAP_MS 200      /* from the end of a fetch to the next, however long it took */
+#define PLAIN_ROWS 20       /* functions per block off a terminal, unless --limit */
+#define LINE_MAX 4096       /* bytes of one line written */
+#define ROW_PREFIX 39       /* columns before a function's name */
+#define KEYS_MAX 64         /* bytes of keys read at once */
+
+enum sort { SORT_SELF, SORT_TOTAL, SORT_NAME };
+
+static const char *const sort_names[] = { [SORT_SELF] = "self", [SORT_TOTAL] = "total", [SORT_NAME] = "name" };
+
+struct view {
+	const struct options *o;
+	struct term term;
+	struct topsource *src;
+	struct top_snapshot snap;  /* the last one that arrived, sorted as asked */
+	time_t snap_time;          /* when it arrived; 0: none yet */
+	char error[512];           /* why the last fetch failed; "": it worked */
+	enum sort sort;
+	bool paused, clear;        /* clear: the screen may hold anything, erase it all */
+	unsigned rows, cols, line; /* the screen's size and the line being written */
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* --- text: every byte written is checked, every line fits --------------------------------------- */
+
+/* The character at s: its length in bytes (0 at the end), its columns, and whether it must be shown as
+ * '?' (a control character, or not UTF-8). */
+static size_t char_at(const unsigned char *s, size_t *cols, bool *bad)
+{
+	size_t len = 1;
+	unsigned cp = s[0], min = 0;
+
+	*cols = 1;
+	*bad = false;
+	if (!s[0])
+		return 0;
+	if (s[0] >= 0xf0 && s[0] < 0xf8)
+		len = 4, cp = s[0] & 0x07, min = 0x10000;
+	else if (s[0] >= 0xe0 && s[0] < 0xf0)
+		len = 3, cp = s[0] & 0x0f, min = 0x800;
+	else if (s[0] >= 0xc0 && s[0] < 0xe0)
+		len = 2, cp = s[0] & 0x1f, min = 0x80;
+	else if (s[0] >= 0x80)
+		*bad = true;
+	for (size_t i = 1; i < len && !*bad; i++) { /* stops at the NUL: it is no continuation byte */
+		if ((s[i] & 0xc0) != 0x80)
+			*bad = true;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if (*bad || cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp < 0xe000) || cp < 0x20 ||
+	    (cp >= 0x7f && cp < 0xa0)) {
+		*bad = true;
+		return 1;
+	}
+	*cols = cp >= 0x1100 ? 2 : 1; /* wide scripts take two; assumed so for all above U+1100 */
+	return len;
+}
+
+static size_t text_cols(const char *s)
+{
+	size_t n = 0, len, w;
+	bool bad;
+
+	for (const unsigned char *p = (const unsigned char *)s; (len = char_at(p, &w, &bad)); p += len)
+		n += w;
+	return n;
+}
+
+/* Copies s into dst (cap bytes with the NUL), control characters and broken UTF-8 as '?', in at most
+ * max_cols columns: a longer s is cut and ends in "..". Returns the columns written. */
+static size_t clean_copy(char *dst, size_t cap, const char *s, size_t max_cols)
+{
+	bool cut = text_cols(s) > max_cols, bad;
+	size_t budget = cut && max_cols >= 3 ? max_cols - 2 : max_cols, n = 0, cols = 0, len, w;
+
+	for (const unsigned char *p = (const unsigned char *)s; (len = char_at(p, &w, &bad)); p += len) {
+		if (cols + w > budget || n + len + 3 > cap)
+			break;
+		if (bad) {
+			dst[n++] = '?';
+		} else {
+			memcpy(dst + n, p, len);
+			n += len;
+		}
+		cols += w;
+	}
+	if (cut && max_cols >= 3 && n + 3 <= cap) {
+		memcpy(dst + n, "..", 2);
+		n += 2;
+		cols += 2;
+	}
+	dst[n] = '\0';
+	return cols;
+}
+
+/* Writes one line. On the screen: below the last one while rows remain, cut to the width; attr (an SGR
+ * sequence) paints it padded to the width. Off it: whole, ending in a newline. */
+__attribute__((format(printf, 3, 4))) static void line(struct view *v, const char *attr, const char *fmt, ...)
+{
+	char raw[LINE_MAX], clean[LINE_MAX];
+	size_t cols;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	va_end(ap);
+	if (!v->term.screen) {
+		clean_copy(clean, sizeof(clean), raw, SIZE_MAX);
+		printf("%s\n", clean);
+		return;
+	}
+	if (v->line >= v->rows)
+		return;
+	cols = clean_copy(clean, sizeof(clean), raw, v->cols);
+	printf("%s\033[2K%s%s", v->line ? "\r\n" : "", attr ? attr : "", clean);
+	if (attr) {
+		for (; cols < v->cols; cols++)
+			putchar(' ');
+		fputs("\033[m", stdout);
+	}
+	v->line++;
+}
+
+/* A count with thousands separators ("1,234,567") into buf (at least 32 bytes). */
+static const char *count(char *buf, uint64_t v)
+{
+	char digits[24];
+	int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)v), j = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[j++] = ',';
+		buf[j++] = digits[i];
+	}
+	buf[j] = '\0';
+	return buf;
+}
+
+/* A value of the table into buf (at least 32 bytes): samples bare, microseconds as a time. */
+static const char *amount(char *buf, uint64_t v, bool micros)
+{
+	if (!micros)
+		snprintf(buf, 32, "%llu", (unsigned long long)v);
+	else if (v < 1000)
+		snprintf(buf, 32, "%llu us", (unsigned long long)v);
+	else if (v < 999995) /* past that, rounding would write 1000.00 ms */
+		snprintf(buf, 32, "%.2f ms", v / 1e3);
+	else
+		snprintf(buf, 32, "%.2f s", v / 1e6);
+	return buf;
+}
+
+static const char *percent(char *buf, uint64_t part, uint64_t whole)
+{
+	snprintf(buf, 16, "%.1f%%", whole ? 100.0 * (double)part / (double)whole : 0.0);
+	return buf;
+}
+
+/* --- what the header says ---------------------------------------------------------------------------- */
+
+/* What is watched: "all processes", "pid 42 (+children)", "thread 43 of pid 42", named or not. */
+static void watched(const struct options *o, char *buf, size_t len)
+{
+	int n;
+
+	if (o->tid >= 0)
+		n = snprintf(buf, len, "thread %lld of pid %lld", (long long)o->tid, (long long)o->pid);
+	else if (o->pid >= 0)
+		n = snprintf(buf, len, "pid %lld%s", (long long)o->pid, o->children ? " (+children)" : "");
+	else
+		n = snprintf(buf, len, "all processes");
+	if (o->comm && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, " named %s", o->comm);
+}
+
+static void clock_text(time_t t, bool date, char *buf, size_t len)
+{
+	struct tm tm;
+
+	if (!localtime_r(&t, &tm) || !strftime(buf, len, date ? "%Y-%m-%d %H:%M:%S" : "%H:%M:%S", &tm))
+		snprintf(buf, len, "%lld", (long long)t);
+}
+
+/* The window: "last 5 s", "last 2 min", "since 2026-11-22 10:00:00", "2026-... to 2026-...". */
+static void window_text(const struct options *o, char *buf, size_t len)
+{
+	static const struct {
+		int64_t seconds;
+		const char *name;
+	} units[] = { { 86400, "d" }, { 3600, "h" }, { 60, "min" }, { 1, "s" } };
+	char from[32], to[32];
+	size_t i = 0;
+
+	if (o->from_s) {
+		clock_text((time_t)o->from, true, from, sizeof(from));
+		clock_text((time_t)o->to, true, to, sizeof(to));
+		snprintf(buf, len, o->to_s ? "%s to %s" : "since %s", from, to);
+		return;
+	}
+	while (o->since % units[i].seconds)
+		i++;
+	snprintf(buf, len, "last %lld %s", (long long)(o->since / units[i].seconds), units[i].name);
+}
+
+/* The window's total: "1,234 CPU samples", "12.50 s off CPU", "3.20 s of wall-clock time". */
+static void total_text(const struct view *v, char *buf, size_t len)
+{
+	char n[32];
+
+	if (!v->snap.micros)
+		snprintf(buf, len, "%s CPU sample%s", count(n, v->snap.total), v->snap.total == 1 ? "" : "s");
+	else
+		snprintf(buf, len, "%s %s", amount(n, v->snap.total, true),
+			 v->o->kind == STORE_OFFCPU ? "off CPU" : "of wall-clock time");
+}
+
+/* --- the table ---------------------------------------------------------------------------------------- */
+
+static int by_self(const void *a, const void *b)
+{
+	const struct top_fn *x = a, *y = b;
+
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int by_total(const void *a, const void *b)
+{
+	const struct top_fn *x = a, *y = b;
+
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return by_self(a, b);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	const struct top_fn *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : by_self(a, b);
+}
+
+static void sort_snapshot(struct view *v)
+{
+	static int (*const cmp[])(const void *, const void *) = { by_self, by_total, by_name };
+
+	if (v->snap.n)
+		qsort(v->snap.fn, v->snap.n, sizeof(*v->snap.fn), cmp[v->sort]);
+}
+
+/* The functions, as many as fit (the screen's rows, or PLAIN_ROWS off it; --limit at most). */
+static void rows(struct view *v)
+{
+	size_t n = v->snap.n, width = v->term.screen && v->cols > ROW_PREFIX + 3 ? v->cols - ROW_PREFIX : 3;
+	char ps[16], pt[16], s[32], t[32], name[LINE_MAX / 2];
+
+	if (!v->term.screen)
+		width = SIZE_MAX;
+	if (!v->term.screen && n > PLAIN_ROWS && v->o->limit <= 0)
+		n = PLAIN_ROWS;
+	if (v->o->limit > 0 && n > (uint64_t)v->o->limit)
+		n = (size_t)v->o->limit;
+	for (size_t i = 0; i < n && (!v->term.screen || v->line < v->rows); i++) {
+		const struct top_fn *f = &v->snap.fn[i];
+
+		clean_copy(name, sizeof(name), f->name, width);
+		line(v, NULL, "%7s %7s %10s %10s  %s", percent(ps, f->self, v->snap.total),
+		     percent(pt, f->total, v->snap.total), amount(s, f->self, v->snap.micros),
+		     amount(t, f->total, v->snap.micros), name);
+	}
+	if (v->snap_time && !v->snap.n)
+		line(v, NULL, "%7s nothing recorded in the window%s", "",
+		     v->o->kind == STORE_OFFCPU ? " (off-CPU time needs flamed --off-cpu)" : "");
+}
+
+/* The screen: what is watched, the sort and the keys, an error or a note, the column titles, the rows. */
+static void draw_screen(struct view *v)
+{
+	char what[320], window[80], total[64], at[16], keys[128];
+	const char *note = "";
+
+	term_size(&v->term, &v->rows, &v->cols);
+	v->line = 0;
+	fputs(v->clear ? "\033[H\033[2J" : "\033[H", stdout);
+	v->clear = false;
+	watched(v->o, what, sizeof(what));
+	window_text(v->o, window, sizeof(window));
+	total_text(v, total, sizeof(total));
+	if (v->snap_time)
+		clock_text(v->snap_time, false, at, sizeof(at));
+	else
+		snprintf(at, sizeof(at), "--:--:--");
+	line(v, "\033[1m", "flamectl top: %s, %s: %s at %s", what, window, v->snap_time ? total : "nothing yet", at);
+	snprintf(keys, sizeof(keys), "sorted by %s   keys: s self  t total  n name  p pause  q quit",
+		 sort_names[v->sort]);
+	line(v, NULL, "%s%s", v->paused ? "PAUSED (p resumes)   " : "", keys);
+	if (topsource_local(v->src))
+		note = "; flamed stores samples every flush (10 s by default): the last seconds show up late";
+	if (v->error[0])
+		line(v, "\033[1;31m", "error: %s (retrying every second)", v->error);
+	else if (v->snap.left_out)
+		line(v, NULL, "from %s; %llu more functions left out", topsource_where(v->src),
+		     (unsigned long long)v->snap.left_out);
+	else
+		line(v, NULL, "from %s%s", topsource_where(v->src), note);
+	line(v, "\033[7m", "%7s %7s %10s %10s  %s", "%Self", "%Total", "Self", "Total", "Function");
+	rows(v);
+	if (v->line < v->rows)
+		fputs("\r\n\033[J", stdout);
+}
+
+/* Off a terminal, a block: one line saying what and when (or what went wrong), the rows, a blank line. */
+static void draw_plain(struct view *v)
+{
+	char what[320], window[80], total[64], at[16], more[64];
+
+	watched(v->o, what, sizeof(what));
+	window_text(v->o, window, sizeof(window));
+	total_text(v, total, sizeof(total));
+	clock_text(v->error[0] || !v->snap_time ? time(NULL) : v->snap_time, false, at, sizeof(at));
+	if (v->error[0]) {
+		line(v, NULL, "%s %s, %s: error: %s; retrying every second", at, what, window, v->error);
+	} else {
+		snprintf(more, sizeof(more), " (%llu more functions left out)", (unsigned long long)v->snap.left_out);
+		line(v, NULL, "%s %s, %s: %s%s%s; by %s: %%Self %%Total Self Total Function", at, what, window, total,
+		     topsource_local(v->src) ? " (in the database: stored every flush)" : "",
+		     v->snap.left_out ? more : "", sort_names[v->sort]);
+		rows(v);
+	}
+	putchar('\n');
+}
+
+/* Draws the view. Returns 0 or -errno (-EPIPE: the reader went away). */
+static int draw(struct view *v)
+{
+	if (v->term.screen)
+		draw_screen(v);
+	else
+		draw_plain(v);
+	if (fflush(stdout) || ferror(stdout))
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
+/* --- the loop -------------------------------------------------------------------------------------------- */
+
+/* A new snapshot replaces the one shown; on failure the old one stays, with the error. */
+static int fetch(struct view *v)
+{
+	struct top_snapshot snap = { 0 };
+	int err = topsource_fetch(v->src, &snap, v->error, sizeof(v->error));
+
+	if (err)
+		return err;
+	topsource_clear(&v->snap);
+	v->snap = snap;
+	v->snap_time = time(NULL);
+	sort_snapshot(v);
+	return 0;
+}
+
+/* Acts on the keys read. Returns true to quit. */
+static bool keys(struct view *v, const char *k, size_t n, int64_t *next)
+{
+	for (size_t i = 0; i < n && k[i] != '\033'; i++) { /* from ESC on: an arrow's or function key's */
+		switch (k[i]) {
+		case 'q': case 'Q': case 3: /* Ctrl-C, should it arrive as a key */
+			return true;
+		case 's': case 'S': v->sort = SORT_SELF; break;
+		case 't': case 'T': v->sort = SORT_TOTAL; break;
+		case 'n': case 'N': v->sort = SORT_NAME; break;
+		case 'p': case 'P': case ' ':
+			v->paused = !v->paused;
+			*next = now_ms(); /* on resuming, fetch at once */
+			break;
+		default: break;
+		}
+	}
+	sort_snapshot(v);
+	return false;
+}
+
+/* Refreshes every second until a key or a signal ends it. Returns the exit code. */
+static int loop(struct view *v, int64_t next)
+{
+	char k[KEYS_MAX];
+	size_t nk;
+	bool dirty = true;
+	int64_t now;
+	int ev, err;
+
+	for (;;) {
+		if (!v->paused && now_ms() >= next) {
+			now = now_ms();
+			fetch(v);
+			next = now + REFRESH_MS > now_ms() + MIN_GAP_MS ? now + REFRESH_MS : now_ms() + MIN_GAP_MS;
+			dirty = true;
+		}
+		if (dirty && (err = draw(v))) {
+			if (err == -EPIPE)
+				return EXIT_OK;
+			term_leave(&v->term);
+			fprintf(stderr, "flamectl: cannot write the output: %s\n", strerror(-err));
+			return EXIT_ERROR;
+		}
+		dirty = false;
+		now = now_ms();
+		ev = term_wait(&v->term, v->paused ? -1 : next > now ? (int)(next - now) : 0, k, sizeof(k), &nk);
+		if (ev < 0) {
+			term_leave(&v->term);
+			fprintf(stderr, "flamectl: cannot wait for keys: %s\n", strerror(-ev));
+			return EXIT_ERROR;
+		}
+		if (ev & TERM_QUIT)
+			return EXIT_OK;
+		if ((ev & TERM_KEYS) && keys(v, k, nk, &next))
+			return EXIT_OK;
+		if (ev & (TERM_SUSPEND | TERM_REDRAW)) {
+			err = ev & TERM_SUSPEND ? term_suspend(&v->term) : term_enter(&v->term);
+			if (err) {
+				term_leave(&v->term);
+				fprintf(stderr, "flamectl: cannot take the terminal back: %s\n", strerror(-err));
+				return EXIT_ERROR;
+			}
+			v->clear = true;
+		}
+		dirty = dirty || (ev & (TERM_KEYS | TERM_RESIZE | TERM_SUSPEND | TERM_REDRAW));
+	}
+}
+
+int watch_main(const struct options *o)
+{
+	struct view v = { .o = o };
+	int64_t start;
+	int code = EXIT_ERROR, err;
+
+	err = topsource_new(o, &v.src, v.error, sizeof(v.error));
+	if (err) {
+		fprintf(stderr, "flamectl: %s\n", err == -ENOMEM ? "out of memory" : v.error);
+		return EXIT_ERROR;
+	}
+	if ((err = term_init(&v.term))) {
+		fprintf(stderr, "flamectl: cannot catch signals: %s\n", strerror(-err));
+		goto out;
+	}
+	/* a reader that goes away ends the view quietly (-EPIPE), not by the signal; the process ends soon
+	 * after, so it is not restored */
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOFBF, 1 << 16); /* one write per frame */
+	/* The first snapshot before the screen, so that what no retry mends (a bad URL, no database) is
+	 * said plainly; what may mend (flamed down or restarting) is shown and retried. */
+	start = now_ms();
+	err = fetch(&v);
+	if (err == -EINVAL || (err && topsource_local(v.src))) {
+		fprintf(stderr, "flamectl: %s\n", v.error);
+		code = err == -EINVAL && !topsource_local(v.src) ? EXIT_USAGE : EXIT_ERROR;
+		goto out;
+	}
+	if ((err = term_enter(&v.term))) {
+		term_leave(&v.term);
+		fprintf(stderr, "flamectl: cannot set up the terminal: %s\n", strerror(-err));
+		goto out;
+	}
+	code = loop(&v, start + REFRESH_MS);
+out:
+	term_done(&v.term);
+	topsource_clear(&v.snap);
+	topsource_free(v.src);
+	return code;
+}
