@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "render/unit.h"
 #include "term.h"
 #include "topsource.h"
 
@@ -145,32 +146,12 @@ __attribute__((format(printf, 3, 4))) static void line(struct view *v, const cha
 	v->line++;
 }
 
-/* A count with thousands separators ("1,234,567") into buf (at least 32 bytes). */
-static const char *count(char *buf, uint64_t v)
-{
-	char digits[24];
-	int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)v), j = 0;
-
-	for (int i = 0; i < n; i++) {
-		if (i && (n - i) % 3 == 0)
-			buf[j++] = ',';
-		buf[j++] = digits[i];
-	}
-	buf[j] = '\0';
-	return buf;
-}
-
-/* A value of the table into buf (at least 32 bytes): samples bare, microseconds as a time. */
+/* A value of the table into buf (at least UNIT_BUF bytes): samples bare, microseconds as a time. */
 static const char *amount(char *buf, uint64_t v, bool micros)
 {
-	if (!micros)
-		snprintf(buf, 32, "%llu", (unsigned long long)v);
-	else if (v < 1000)
-		snprintf(buf, 32, "%llu us", (unsigned long long)v);
-	else if (v < 999995) /* past that, rounding would write 1000.00 ms */
-		snprintf(buf, 32, "%.2f ms", v / 1e3);
-	else
-		snprintf(buf, 32, "%.2f s", v / 1e6);
+	if (micros)
+		return unit_amount(buf, v, UNIT_MICROS);
+	snprintf(buf, UNIT_BUF, "%llu", (unsigned long long)v);
 	return buf;
 }
 
@@ -229,10 +210,10 @@ static void window_text(const struct options *o, char *buf, size_t len)
 /* The window's total: "1,234 CPU samples", "12.50 s off CPU", "3.20 s of wall-clock time". */
 static void total_text(const struct view *v, char *buf, size_t len)
 {
-	char n[32];
+	char n[UNIT_BUF];
 
 	if (!v->snap.micros)
-		snprintf(buf, len, "%s CPU sample%s", count(n, v->snap.total), v->snap.total == 1 ? "" : "s");
+		snprintf(buf, len, "%s CPU sample%s", unit_count(n, v->snap.total), v->snap.total == 1 ? "" : "s");
 	else
 		snprintf(buf, len, "%s %s", amount(n, v->snap.total, true),
 			 v->o->kind == STORE_OFFCPU ? "off CPU" : "of wall-clock time");
@@ -280,7 +261,7 @@ static void sort_snapshot(struct view *v)
 static void rows(struct view *v)
 {
 	size_t n = v->snap.n, width = v->term.screen && v->cols > ROW_PREFIX + 3 ? v->cols - ROW_PREFIX : 3;
-	char ps[16], pt[16], s[32], t[32], name[LINE_MAX / 2];
+	char ps[16], pt[16], s[UNIT_BUF], t[UNIT_BUF], name[LINE_MAX / 2];
 
 	if (!v->term.screen)
 		width = SIZE_MAX;
