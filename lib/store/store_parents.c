@@ -74,26 +74,24 @@ struct member {
 static int next_start(struct store *st, int64_t pid, int64_t start, int64_t *until)
 {
 	bool found = false;
-	int err;
 
-	*until = INT64_MAX;
+	*until = INT64_MAX; /* kept when none is found */
 	sqlite3_bind_int64(st->parent_next, 1, pid);
 	sqlite3_bind_int64(st->parent_next, 2, start);
-	err = store_step_int(st, st->parent_next, until, &found, "cannot read parents");
-	if (!found)
-		*until = INT64_MAX;
-	return err;
+	return store_step_int(st, st->parent_next, until, &found, "cannot read parents");
 }
 
-/* Makes m the first of the family (in temp.family too). */
-static int family_root(struct store *st, struct member *fam, size_t *n, const struct member *m)
+/* Puts m in temp.family; *added false when it was there already. */
+static int family_put(struct store *st, const struct member *m, bool *added)
 {
-	fam[0] = *m;
-	*n = 1;
+	int err;
+
 	sqlite3_bind_int64(st->family_put, 1, m->pid);
 	sqlite3_bind_int64(st->family_put, 2, m->since);
 	sqlite3_bind_int64(st->family_put, 3, m->until);
-	return store_run(st, st->family_put, "cannot gather a process's family");
+	err = store_run(st, st->family_put, "cannot gather a process's family");
+	*added = !err && sqlite3_changes(st->db) > 0;
+	return err;
 }
 
 /* Adds the children of fam[i] that started before to (and before its pid passed to another). */
@@ -128,14 +126,11 @@ static int add_children(struct store *st, struct member *fam, size_t *n, size_t 
 	sqlite3_reset(s);
 	sqlite3_clear_bindings(s);
 	for (size_t j = first; !err && j < *n; j++) {
-		err = next_start(st, fam[j].pid, fam[j].since + START_SLACK, &fam[j].until);
-		if (!err) {
-			sqlite3_bind_int64(st->family_put, 1, fam[j].pid);
-			sqlite3_bind_int64(st->family_put, 2, fam[j].since);
-			sqlite3_bind_int64(st->family_put, 3, fam[j].until);
-			err = store_run(st, st->family_put, "cannot gather a process's family");
-		}
-		if (!err && sqlite3_changes(st->db) == 0)
+		bool added = false;
+
+		err = next_start(st, fam[j].pid, fam[j].since + START_SLACK, &fam[j].until) ?:
+		      family_put(st, &fam[j], &added);
+		if (!err && !added)
 			fam[j].pid = -1; /* in the family already (records that loop): not followed again */
 	}
 	return err;
@@ -168,7 +163,9 @@ int store_family_load(struct store *st, int64_t pid, int64_t to, size_t *count)
 	fam = malloc(FAMILY_MAX * sizeof(*fam));
 	if (!fam)
 		return store_set_err(st, -ENOMEM, "out of memory gathering a process's family");
-	err = family_root(st, fam, &n, &root);
+	fam[0] = root;
+	n = 1;
+	err = family_put(st, &root, &(bool){ false });
 	for (size_t i = 0; !err && st->parent_children && i < n; i++)
 		err = add_children(st, fam, &n, i, to);
 	free(fam);
