@@ -539,12 +539,11 @@ static int run(struct daemon *d, int sfd, int tfd)
 			sampler_read_events(d->smp, on_process_event, d);
 		bool due = pfd[1].revents && read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks);
 		if (pfd[2].revents && read(d->wake_fd, &ticks, sizeof(ticks)) == sizeof(ticks))
-			d->asked = true;
+			d->asked = true; /* run by asked_flush at the loop's top, when the gap allows */
 		if (due) {
 			d->asked = false; /* this flush serves them */
 			flush(d);
 		}
-		asked_flush(d);
 	}
 }
 
