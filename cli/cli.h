@@ -64,6 +64,10 @@ __attribute__((format(printf, 1, 2))) int usage_error(const char *fmt, ...);
 /* The API's address: --server, else $FLAMED_URL, else DEFAULT_SERVER. */
 const char *server_url(const struct options *o);
 
+/* The API token: --token-file's first line, else $FLAMED_TOKEN, else "" (none), into token (len
+ * bytes). 0, or -errno when the token file cannot be read (why it cannot, in why). */
+int api_token(const struct options *o, char *token, size_t len, char *why, size_t whylen);
+
 /* GETs target from flamed's API at url, with the token of --token-file or $FLAMED_TOKEN, as
  * http_get() does (cli/httpget.h). -EBADF when the token file cannot be read (said already). */
 int api_get(const struct options *o, const char *url, const char *target, unsigned timeout_s, FILE *out,
@@ -74,6 +78,12 @@ const char *api_error(char *body);
 
 /* Runs the command against flamed's API at url; returns the exit code. */
 int run_server(const struct options *o, const char *url, FILE *out);
+
+/* Opens the database at path read-only for o's query, with what one CPU sample stands for when
+ * o->kind is wall (*period_us; else 0). 0, or -errno with why (and what to do next) in why; *st is
+ * NULL then. */
+int local_open(const struct options *o, const char *path, struct store **st, int64_t *period_us, char *why,
+	       size_t len);
 
 /* Runs the command against the database at path; returns the exit code. */
 int run_local(const struct options *o, const char *path, FILE *out);

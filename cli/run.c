@@ -11,30 +11,52 @@
 #include "cli.h"
 #include "httpget.h"
 
-/* Explains why the database at path could not be opened, with what to do next. */
-static void open_error(const char *path, int err)
+/* Says in why (len bytes) why the database at path could not be opened, with what to do next. */
+static void open_error(const char *path, int err, char *why, size_t len)
 {
 	switch (err) {
 	case -ENOENT:
-		fprintf(stderr, "flamectl: no database at %s: is flamed running? pass --db PATH or set FLAMED_DB\n", path);
+		snprintf(why, len, "no database at %s: is flamed running? pass --db PATH or set FLAMED_DB", path);
 		break;
 	case -EACCES:
 	case -EPERM:
-		fprintf(stderr, "flamectl: cannot read %s: %s: run as root or as a user who can read it\n", path, strerror(-err));
+		snprintf(why, len, "cannot read %s: %s: run as root or as a user who can read it", path, strerror(-err));
 		break;
 	case -EIO:
-		fprintf(stderr, "flamectl: cannot read %s: it is corrupt or not an SQLite database: pass the path of flamed's database\n", path);
+		snprintf(why, len, "cannot read %s: it is corrupt or not an SQLite database: pass the path of flamed's database", path);
 		break;
 	case -EINVAL:
-		fprintf(stderr, "flamectl: %s is not a flamed database: pass the path of flamed's database\n", path);
+		snprintf(why, len, "%s is not a flamed database: pass the path of flamed's database", path);
 		break;
 	case -ENOTSUP:
-		fprintf(stderr, "flamectl: %s was written by a newer flamed: upgrade flamectl\n", path);
+		snprintf(why, len, "%s was written by a newer flamed: upgrade flamectl", path);
 		break;
 	default:
-		fprintf(stderr, "flamectl: cannot open the database %s: %s\n", path, strerror(-err));
+		snprintf(why, len, "cannot open the database %s: %s", path, strerror(-err));
 		break;
 	}
+}
+
+int local_open(const struct options *o, const char *path, struct store **st, int64_t *period_us, char *why,
+	       size_t len)
+{
+	int err = store_open(path, STORE_READ_ONLY, st);
+
+	*period_us = 0;
+	if (err) {
+		open_error(path, err, why, len);
+		return err;
+	}
+	if (o->kind == STORE_WALL && o->command != CMD_STATUS && (err = store_cpu_period(*st, period_us))) {
+		if (err == -ENOENT)
+			snprintf(why, len, "%s does not say what a CPU sample stands for (an older flamed wrote it): "
+				 "--kind wall cannot be read from it; use --kind cpu or offcpu", path);
+		else
+			snprintf(why, len, "cannot read %s: %s", path, store_errmsg(*st));
+		store_close(*st);
+		*st = NULL;
+	}
+	return err;
 }
 
 /* Runs the command against the database; returns 0 or -errno (the store's message in *why).
@@ -184,29 +206,40 @@ static const char *error_text(char *body)
 	return body;
 }
 
+int api_token(const struct options *o, char *token, size_t len, char *why, size_t whylen)
+{
+	const char *env = getenv("FLAMED_TOKEN");
+	FILE *f;
+	int err;
+
+	snprintf(token, len, "%s", env && !o->token_file ? env : "");
+	if (!o->token_file)
+		return 0;
+	f = fopen(o->token_file, "re");
+	if (!f || !fgets(token, (int)len, f)) {
+		err = f ? -EINVAL : -errno;
+		snprintf(why, whylen, "cannot read the token file %s%s%s", o->token_file, f ? "" : ": ", f ? "" : strerror(-err));
+		if (f)
+			fclose(f);
+		token[0] = '\0';
+		return err;
+	}
+	fclose(f);
+	token[strcspn(token, "\r\n")] = '\0';
+	return 0;
+}
+
 int api_get(const struct options *o, const char *url, const char *target, unsigned timeout_s, FILE *out,
 	    int *status, char *errbuf, size_t errlen)
 {
-	char token[512] = "";
-	const char *bearer = getenv("FLAMED_TOKEN");
-	int err;
+	char token[512], why[512];
+	int err = api_token(o, token, sizeof(token), why, sizeof(why));
 
-	if (o->token_file) {
-		FILE *f = fopen(o->token_file, "re");
-
-		if (!f || !fgets(token, sizeof(token), f)) {
-			err = f ? -EINVAL : -errno;
-			fprintf(stderr, "flamectl: cannot read the token file %s%s%s\n", o->token_file, f ? "" : ": ",
-				f ? "" : strerror(-err));
-			if (f)
-				fclose(f);
-			return -EBADF;
-		}
-		fclose(f);
-		token[strcspn(token, "\r\n")] = '\0';
-		bearer = token;
+	if (err) {
+		fprintf(stderr, "flamectl: %s\n", why);
+		return -EBADF;
 	}
-	err = http_get(url, target, bearer && bearer[0] ? bearer : NULL, timeout_s, out, status, errbuf, errlen);
+	err = http_get(url, target, token[0] ? token : NULL, timeout_s, out, status, errbuf, errlen);
 	explicit_bzero(token, sizeof(token));
 	return err;
 }
@@ -247,19 +280,11 @@ int run_local(const struct options *o, const char *path, FILE *out)
 {
 	struct store *st = NULL;
 	int64_t period_us = 0;
-	int err = store_open(path, STORE_READ_ONLY, &st);
+	char why[768];
+	int err = local_open(o, path, &st, &period_us, why, sizeof(why));
 
 	if (err) {
-		open_error(path, err);
-		return EXIT_ERROR;
-	}
-	if (o->kind == STORE_WALL && o->command != CMD_STATUS && (err = store_cpu_period(st, &period_us))) {
-		if (err == -ENOENT)
-			fprintf(stderr, "flamectl: %s does not say what a CPU sample stands for (an older flamed wrote it): "
-				"--kind wall cannot be read from it; use --kind cpu or offcpu\n", path);
-		else
-			fprintf(stderr, "flamectl: cannot read %s: %s\n", path, store_errmsg(st));
-		store_close(st);
+		fprintf(stderr, "flamectl: %s\n", why);
 		return EXIT_ERROR;
 	}
 	err = run_db(st, o, period_us, out);

@@ -67,9 +67,9 @@ __attribute__((format(printf, 3, 4))) static void say(char *why, size_t len, con
 
 int topsource_new(const struct options *o, struct topsource **out, char *why, size_t whylen)
 {
-	const char *env_db = getenv("FLAMED_DB"), *env_token = getenv("FLAMED_TOKEN");
+	const char *env_db = getenv("FLAMED_DB");
 	struct topsource *s = calloc(1, sizeof(*s));
-	FILE *f;
+	int err;
 
 	*out = NULL;
 	if (!s)
@@ -77,22 +77,9 @@ int topsource_new(const struct options *o, struct topsource **out, char *why, si
 	s->o = o;
 	s->db = o->db ? o->db : !o->server && env_db && env_db[0] ? env_db : NULL;
 	s->url = server_url(o);
-	if (env_token)
-		snprintf(s->token, sizeof(s->token), "%s", env_token);
-	if (!s->db && o->token_file) {
-		f = fopen(o->token_file, "re");
-		if (!f || !fgets(s->token, sizeof(s->token), f)) {
-			int err = f ? -EINVAL : -errno;
-
-			say(why, whylen, "cannot read the token file %s%s%s", o->token_file, f ? "" : ": ",
-			    f ? "" : strerror(-err));
-			if (f)
-				fclose(f);
-			free(s);
-			return err;
-		}
-		fclose(f);
-		s->token[strcspn(s->token, "\r\n")] = '\0';
+	if (!s->db && (err = api_token(o, s->token, sizeof(s->token), why, whylen))) {
+		free(s);
+		return err;
 	}
 	*out = s;
 	return 0;
@@ -377,18 +364,6 @@ static int parse_top(const char *json, struct top_snapshot *snap)
 /* --- reading the window ---------------------------------------------------------------------------- */
 
 /* The "error" of a JSON error body, or its first line. */
-static void error_text(const char *body, char *buf, size_t len)
-{
-	const char *p = strstr(body, "\"error\":");
-
-	if (p) {
-		p += 8;
-		if (!parse_string(&p, buf, len))
-			return;
-	}
-	snprintf(buf, len, "%.*s", (int)strcspn(body, "\r\n"), body);
-}
-
 static int add_num(char *t, size_t len, const char *name, long long v)
 {
 	char buf[32];
@@ -401,7 +376,7 @@ static int add_num(char *t, size_t len, const char *name, long long v)
 static int fetch_api(struct topsource *s, FILE *out, char *why, size_t whylen)
 {
 	const struct options *o = s->o;
-	char target[4096] = "/api/v1/top", body[1024], text[512], since[32];
+	char target[4096] = "/api/v1/top", body[1024], since[32];
 	int status = 0, err = 0;
 
 	if (o->kind != STORE_CPU)
@@ -446,8 +421,7 @@ static int fetch_api(struct topsource *s, FILE *out, char *why, size_t whylen)
 	if (err)
 		return err;
 	if (status / 100 != 2) {
-		error_text(body, text, sizeof(text));
-		say(why, whylen, "%s answered %d: %s%s", s->url, status, text,
+		say(why, whylen, "%s answered %d: %s%s", s->url, status, api_error(body),
 		    status == 401 ? " (pass --token-file PATH or set FLAMED_TOKEN)" : "");
 		return -EPROTO;
 	}
@@ -462,30 +436,16 @@ static int fetch_db(struct topsource *s, FILE *out, char *why, size_t whylen)
 	struct store_filter f = { .pid = o->pid, .tid = o->tid, .comm = o->comm, .kind = o->kind,
 				  .children = o->children, .merge = o->children && o->merge };
 	struct store *st = NULL;
-	int err = store_open(s->db, STORE_READ_ONLY, &st);
+	int err = local_open(o, s->db, &st, &period, why, whylen);
 
-	f.from = o->from_s ? o->from : now - o->since;
-	f.to = o->to_s ? o->to : now + 1;
-	if (err == -ENOENT)
-		say(why, whylen, "no database at %s: is flamed running? pass --db PATH or set FLAMED_DB", s->db);
-	else if (err == -EINVAL || err == -EIO)
-		say(why, whylen, "%s is not a flamed database: pass the path of flamed's database", s->db);
-	else if (err)
-		say(why, whylen, "cannot open the database %s: %s", s->db, strerror(-err));
 	if (err)
 		return err;
-	if (o->kind == STORE_WALL && (err = store_cpu_period(st, &period))) {
-		if (err == -ENOENT)
-			say(why, whylen, "%s does not say what a CPU sample stands for (an older flamed wrote it): "
-			    "use --kind cpu or offcpu", s->db);
-		else
-			say(why, whylen, "cannot read %s: %s", s->db, store_errmsg(st));
-	} else {
-		f.cpu_period_us = period;
-		err = query_top_json(st, &f, 0, o->lines, out);
-		if (err)
-			say(why, whylen, "cannot query %s: %s", s->db, store_errmsg(st));
-	}
+	f.from = o->from_s ? o->from : now - o->since;
+	f.to = o->to_s ? o->to : now + 1;
+	f.cpu_period_us = period;
+	err = query_top_json(st, &f, 0, o->lines, out);
+	if (err)
+		say(why, whylen, "cannot query %s: %s", s->db, store_errmsg(st));
 	store_close(st);
 	return err;
 }
