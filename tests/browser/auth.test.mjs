@@ -1,11 +1,10 @@
 // auth.test.mjs - the dashboard of a flamed started with --auth-token-file: the page asks for the token
 // once, sends it with its requests, and shows the API's refusal when it is wrong.
 // node auth.test.mjs --url http://127.0.0.1:PORT --token TOKEN --shots DIR [--chromium PATH]
-import { chromium } from 'playwright-core';
-import { mkdtempSync, mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { launch } from './harness.mjs';
 
 const { values: arg } = parseArgs({
   options: { url: { type: 'string' }, token: { type: 'string' }, shots: { type: 'string' },
@@ -17,17 +16,8 @@ const check = (ok, name, why) => {
   if (!ok) failed++;
 };
 
-let browser;
-try {
-  browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), 'flamed-chromium-')), {
-    executablePath: arg.chromium, headless: true, viewport: { width: 1280, height: 800 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-} catch (e) {
-  check(false, `${arg.chromium} starts under playwright-core`, String(e.message).split('\n').slice(0, 2).join(' | ').slice(0, 300));
-  process.exit(1);
-}
+const chromium = await launch(arg.chromium, { width: 1280, height: 800 }, null);
+const browser = chromium.context;
 mkdirSync(arg.shots, { recursive: true });
 const T = (page, id) => page.locator(`[data-testid="${id}"]`);
 
@@ -65,5 +55,5 @@ try {
   ok = false;
 }
 check(ok, 'a download with the token in use', 'no file downloaded');
-await browser.close();
+await chromium.close();
 process.exit(failed ? 1 : 0);

@@ -7,11 +7,10 @@
 // node dashboard.test.mjs --url http://127.0.0.1:PORT --pid PID --start T --from T --to T --shots DIR
 //   pid: the tests/workloads/phases.c process; start: when it started (unix seconds, fractional);
 //   from/to: a range holding its whole run (unix seconds).
-import { chromium } from 'playwright-core';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { TIMEOUT, assert, collectErrors, launch, stepper } from './harness.mjs';
 
 const { values: arg } = parseArgs({
   options: {
@@ -28,30 +27,13 @@ for (const k of ['url', 'pid', 'start', 'from', 'to', 'shots']) {
 }
 const PID = Number(arg.pid), START = Number(arg.start), FROM = Number(arg.from), TO = Number(arg.to);
 const ORIGIN = new URL(arg.url).origin;
-const TIMEOUT = 15000;
-let failed = 0, shot = 0;
+let shot = 0;
 
 // ---- the browser ----
-const profileDir = mkdtempSync(join(tmpdir(), 'flamed-chromium-'));
-let context;
-try {
-  context = await chromium.launchPersistentContext(profileDir, {
-    executablePath: arg.chromium,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1440, height: 1000 },
-    timezoneId: 'UTC',
-  });
-} catch (e) {
-  console.log(`FAIL: ${arg.chromium} starts under playwright-core: ${String(e.message).split('\n').slice(0, 2).join(' | ').slice(0, 300)}`);
-  process.exit(1);
-}
-const page = context.pages()[0] || await context.newPage();
+const browser = await launch(arg.chromium, { width: 1440, height: 1000 });
+const page = browser.context.pages()[0] || await browser.context.newPage();
 page.setDefaultTimeout(TIMEOUT);
-const consoleErrors = [], pageErrors = [], foreign = [];
-page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
-page.on('pageerror', (e) => pageErrors.push(e.message));
+const errors = collectErrors(page), foreign = [];
 const apiRequests = []; // every /api/v1/ URL the page asked for, in order
 page.on('request', (r) => {
   const u = r.url();
@@ -65,45 +47,11 @@ const T = (id) => page.locator(`[data-testid="${id}"]`);
 const frame = (graph, name) => page.locator(`[data-testid="${graph}"] g.frame[name="${name}"]`);
 const totalOf = async (graph) => Number(await T(graph).getAttribute('data-total'));
 
-async function screenshot(name) {
-  const file = join(arg.shots, `dashboard-${String(++shot).padStart(2, '0')}-${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
-  return file;
-}
-
-// Runs one step: PASS, or FAIL with the reason; a screenshot either way.
-async function step(name, shotName, fn) {
-  try {
-    await fn();
-    console.log(`PASS: ${name}`);
-  } catch (e) {
-    failed++;
-    console.log(`FAIL: ${name}: ${String(e && e.message || e).split('\n').slice(0, 4).join(' | ')}`);
-  }
-  if (shotName) {
-    try {
-      await screenshot(shotName);
-    } catch (e) {
-      console.log(`# no screenshot of ${name}: ${e.message}`);
-    }
-  }
-}
-
-function assert(cond, why) {
-  if (!cond) throw new Error(why);
-}
-
-// Polls fn() until it returns a truthy value; throws why (with the last value) after the timeout.
-async function until(fn, why, timeout = TIMEOUT) {
-  const end = Date.now() + timeout;
-  let last;
-  while (Date.now() < end) {
-    last = await fn();
-    if (last) return last;
-    await page.waitForTimeout(100);
-  }
-  throw new Error(`${why} (last: ${JSON.stringify(last)})`);
-}
+// The file of screenshot NAME: numbered in the order taken.
+const shotFile = (name) => join(arg.shots, `dashboard-${String(++shot).padStart(2, '0')}-${name}.png`);
+const screenshot = async (name) => page.screenshot({ path: shotFile(name), fullPage: true });
+// Runs one step: PASS, or FAIL with the reason; a screenshot when it names one.
+const { step, until, failed } = stepper(page, shotFile);
 
 // The x on the page of instant t (unix seconds) on the timeline, and its middle y.
 async function timelineX(t) {
@@ -470,8 +418,8 @@ await step('a Python process: its functions in the Python colour, named in the l
 });
 
 await step('no script error, no console error, nothing fetched from elsewhere', null, async () => {
-  assert(!pageErrors.length, `script errors: ${pageErrors.join(' | ')}`);
-  assert(!consoleErrors.length, `console errors: ${consoleErrors.join(' | ')}`);
+  assert(!errors.page.length, `script errors: ${errors.page.join(' | ')}`);
+  assert(!errors.console.length, `console errors: ${errors.console.join(' | ')}`);
   assert(!foreign.length, `requests outside flamed: ${foreign.join(' ')}`);
 });
 
@@ -490,7 +438,6 @@ await step('a window without samples says so', 'empty', async () => {
   await until(async () => (await T('flame-panel-status').getAttribute('data-kind')) === 'empty', 'the flame graph shows no empty state');
 });
 
-await context.close();
-rmSync(profileDir, { recursive: true, force: true });
+await browser.close();
 console.log(`# screenshots in ${arg.shots}`);
-process.exit(failed ? 1 : 0);
+process.exit(failed() ? 1 : 0);

@@ -2,11 +2,10 @@
 // Off-CPU or Wall says that off-CPU time is not recorded and how to record it, instead of an empty graph.
 // Prints "PASS: step" or "FAIL: step: why" per step, exits 1 on any failure.
 // node offcpu-hint.test.mjs --url http://127.0.0.1:PORT --shots DIR [--chromium PATH]
-import { chromium } from 'playwright-core';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { TIMEOUT, assert, collectErrors, launch, stepper } from './harness.mjs';
 
 const { values: arg } = parseArgs({
   options: { url: { type: 'string' }, shots: { type: 'string' }, chromium: { type: 'string', default: '/usr/bin/chromium' } },
@@ -17,50 +16,14 @@ for (const k of ['url', 'shots']) {
     process.exit(1);
   }
 }
-const TIMEOUT = 15000;
-let failed = 0;
-
-const profileDir = mkdtempSync(join(tmpdir(), 'flamed-chromium-'));
-let context;
-try {
-  context = await chromium.launchPersistentContext(profileDir, {
-    executablePath: arg.chromium, headless: true, viewport: { width: 1440, height: 900 }, timezoneId: 'UTC',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-} catch (e) {
-  console.log(`FAIL: ${arg.chromium} starts under playwright-core: ${String(e.message).split('\n').slice(0, 2).join(' | ').slice(0, 300)}`);
-  process.exit(1);
-}
+const browser = await launch(arg.chromium, { width: 1440, height: 900 });
 mkdirSync(arg.shots, { recursive: true });
-const page = context.pages()[0] || await context.newPage();
+const page = browser.context.pages()[0] || await browser.context.newPage();
 page.setDefaultTimeout(TIMEOUT);
-const errors = [];
-page.on('pageerror', (e) => errors.push(e.message));
-page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+const errors = collectErrors(page);
 const T = (id) => page.locator(`[data-testid="${id}"]`);
 
-async function step(name, shot, fn) {
-  try {
-    await fn();
-    console.log(`PASS: ${name}`);
-  } catch (e) {
-    failed++;
-    console.log(`FAIL: ${name}: ${String(e && e.message || e).split('\n').slice(0, 4).join(' | ')}`);
-  }
-  if (shot) await page.screenshot({ path: join(arg.shots, `dashboard-${shot}.png`), fullPage: true }).catch(() => {});
-}
-const assert = (cond, why) => { if (!cond) throw new Error(why); };
-async function until(fn, why) {
-  const end = Date.now() + TIMEOUT;
-  let last;
-  while (Date.now() < end) {
-    last = await fn();
-    if (last) return last;
-    await page.waitForTimeout(100);
-  }
-  throw new Error(`${why} (last: ${JSON.stringify(last)})`);
-}
+const { step, until, failed } = stepper(page, (shot) => join(arg.shots, `dashboard-${shot}.png`));
 const hint = () => T('kind-hint').evaluate((e) => (e.hidden ? '' : e.textContent));
 
 await step('without --off-cpu, Off-CPU says it is not recorded and how to record it', 'offcpu-hint', async () => {
@@ -108,9 +71,8 @@ await step('a status saying off_cpu.enabled false: the hint says flamed was star
 });
 
 await step('no script error, no console error', null, async () => {
-  assert(!errors.length, errors.join(' | '));
+  assert(!errors.page.length && !errors.console.length, [...errors.page, ...errors.console].join(' | '));
 });
 
-await context.close();
-rmSync(profileDir, { recursive: true, force: true });
-process.exit(failed ? 1 : 0);
+await browser.close();
+process.exit(failed() ? 1 : 0);

@@ -8,11 +8,10 @@
 //
 // node tree.test.mjs --url http://127.0.0.1:PORT --pid PARENT --kids KID,KID --from T --to T --shots DIR
 //   from/to: a range (unix seconds) holding the family's run and a good deal more.
-import { chromium } from 'playwright-core';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { TIMEOUT, assert, collectErrors, launch, stepper } from './harness.mjs';
 
 const { values: arg } = parseArgs({
   options: {
@@ -28,27 +27,11 @@ for (const k of ['url', 'pid', 'kids', 'from', 'to', 'shots']) {
 }
 const PID = Number(arg.pid), KIDS = arg.kids.split(',').map(Number), FROM = Number(arg.from), TO = Number(arg.to);
 const ORIGIN = new URL(arg.url).origin;
-const TIMEOUT = 15000;
-let failed = 0;
-
-const profileDir = mkdtempSync(join(tmpdir(), 'flamed-chromium-'));
-let context;
-try {
-  context = await chromium.launchPersistentContext(profileDir, {
-    executablePath: arg.chromium, headless: true, viewport: { width: 1440, height: 1000 }, timezoneId: 'UTC',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-} catch (e) {
-  console.log(`FAIL: ${arg.chromium} starts under playwright-core: ${String(e.message).split('\n').slice(0, 2).join(' | ').slice(0, 300)}`);
-  process.exit(1);
-}
+const browser = await launch(arg.chromium, { width: 1440, height: 1000 });
 mkdirSync(arg.shots, { recursive: true });
-const page = context.pages()[0] || await context.newPage();
+const page = browser.context.pages()[0] || await browser.context.newPage();
 page.setDefaultTimeout(TIMEOUT);
-const errors = [];
-page.on('pageerror', (e) => errors.push(e.message));
-page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+const errors = collectErrors(page);
 const apiRequests = []; // every /api/v1/ URL the page asked for, in order
 page.on('request', (r) => { if (r.url().startsWith(ORIGIN + '/api/v1/')) apiRequests.push(new URL(r.url())); });
 
@@ -60,27 +43,7 @@ const hash = () => new URLSearchParams(new URL(page.url()).hash.slice(1));
 const num = (text) => Number(String(text).replace(/[^\d]/g, ''));
 const settle = () => page.waitForTimeout(700);
 
-async function step(name, shot, fn) {
-  try {
-    await fn();
-    console.log(`PASS: ${name}`);
-  } catch (e) {
-    failed++;
-    console.log(`FAIL: ${name}: ${String(e && e.message || e).split('\n').slice(0, 4).join(' | ')}`);
-  }
-  if (shot) await page.screenshot({ path: join(arg.shots, `tree-${shot}.png`), fullPage: true }).catch(() => {});
-}
-const assert = (cond, why) => { if (!cond) throw new Error(why); };
-async function until(fn, why, timeout = TIMEOUT) {
-  const end = Date.now() + timeout;
-  let last;
-  while (Date.now() < end) {
-    last = await fn();
-    if (last) return last;
-    await page.waitForTimeout(100);
-  }
-  throw new Error(`${why} (last: ${JSON.stringify(last)})`);
-}
+const { step, until, failed } = stepper(page, (shot) => join(arg.shots, `tree-${shot}.png`));
 // What the API says, asked by the test itself.
 async function api(path, params) {
   const r = await page.request.get(`${arg.url}${path}?${new URLSearchParams(params)}`);
@@ -292,9 +255,8 @@ await step('a link as flamectl record prints opens exactly that run: its window,
 });
 
 await step('no script error, no console error', null, async () => {
-  assert(!errors.length, errors.join(' | '));
+  assert(!errors.page.length && !errors.console.length, [...errors.page, ...errors.console].join(' | '));
 });
 
-await context.close();
-rmSync(profileDir, { recursive: true, force: true });
-process.exit(failed ? 1 : 0);
+await browser.close();
+process.exit(failed() ? 1 : 0);
