@@ -10,10 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
 #include "check.h"
 #include "testutil.h"
+#include "testsql.h"
 #include "store/store.h"
 
 /* An hour boundary, so minute and hour rollups line up with the window. */
@@ -34,31 +33,6 @@ static const struct store_parent tree[] = {
 	{ .pid = 200, .ppid = 201, .start = TB + 10 },
 	{ .pid = 201, .ppid = 200, .start = TB + 10 },
 };
-
-/* One integer from SQL run on the database directly; -1 on any error. */
-static int64_t sql_int(const char *path, const char *sql)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *stmt = NULL;
-	int64_t v = -1;
-
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
-	    sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) == SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW)
-		v = sqlite3_column_int64(stmt, 0);
-	sqlite3_finalize(stmt);
-	sqlite3_close(db);
-	return v;
-}
-
-static bool sql_run(const char *path, const char *sql)
-{
-	sqlite3 *db = NULL;
-	bool ok = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
-		  sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK;
-
-	sqlite3_close(db);
-	return ok;
-}
 
 struct row {
 	int64_t ts;
@@ -189,7 +163,7 @@ static void test_family(const char *dir)
 	store_close(ro);
 	err = store_set_rollups(st, &(struct store_rollup_opts){ .raw_seconds = 60, .minute_seconds = 7200 }) ?:
 	      store_prune(st, TB - 86400, 0, NULL);
-	CHECK(err == 0 && sql_int(path, "SELECT count(*) FROM samples") == 1 && sql_int(path, "SELECT count(*) FROM rollups") > 0,
+	CHECK(err == 0 && sql_value(path, "SELECT count(*) FROM samples") == 1 && sql_value(path, "SELECT count(*) FROM rollups") > 0,
 	      "the first minute's raw rows folded into rollups, the newest kept (%s)", err ? store_errmsg(st) : "ok");
 	check_family(st, "rollups");
 	store_close(st);
@@ -221,12 +195,12 @@ static void test_bad_records(const char *dir)
 	err = err ?: store_add_parent(st, &(struct store_parent){ .pid = 7, .ppid = 3, .start = 5, .seen = 6 });
 	err = err ?: store_add_parent(st, &(struct store_parent){ .pid = 7, .ppid = 4, .start = 5, .seen = 7 });
 	err = err ?: store_commit(st);
-	CHECK(err == 0 && sql_int(path, "SELECT count(*) FROM parents") == 1 &&
-		      sql_int(path, "SELECT seen FROM parents") == 9 &&
-		      sql_int(path, "SELECT ppid FROM parents") == 3,
+	CHECK(err == 0 && sql_value(path, "SELECT count(*) FROM parents") == 1 &&
+		      sql_value(path, "SELECT seen FROM parents") == 9 &&
+		      sql_value(path, "SELECT ppid FROM parents") == 3,
 	      "one record per (pid, start): the latest seen, the first parent other than init");
 	err = err ?: store_prune(st, 10, 0, NULL);
-	CHECK(err == 0 && sql_int(path, "SELECT count(*) FROM parents") == 0,
+	CHECK(err == 0 && sql_value(path, "SELECT count(*) FROM parents") == 0,
 	      "retention deletes records not seen since its cut");
 	store_close(st);
 }
@@ -250,8 +224,8 @@ static void test_older(const char *dir)
 	      "read-only, version 5: sh with its children is sh alone (no parents recorded)");
 	store_close(st);
 	err = store_open(path, STORE_READ_WRITE, &st);
-	CHECK(err == 0 && sql_int(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 6 &&
-		      sql_int(path, "SELECT count(*) FROM parents") == 0,
+	CHECK(err == 0 && sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 6 &&
+		      sql_value(path, "SELECT count(*) FROM parents") == 0,
 	      "read-write: upgraded to version 6 with an empty parents table");
 	store_close(st);
 }

@@ -17,6 +17,7 @@
 
 #include "check.h"
 #include "testutil.h"
+#include "testsql.h"
 #include "render/folded.h"
 #include "util/hash.h"
 #include "store/store.h"
@@ -142,32 +143,6 @@ static int query(struct store *st, int64_t pid, int64_t tid, int64_t from, int64
 
 	memset(c, 0, sizeof(*c));
 	return store_query_stacks(st, &f, collect_cb, c);
-}
-
-/* One integer from SQL run on the database directly; -1 on any error. */
-static int64_t sql_value(const char *path, const char *sql)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *stmt = NULL;
-	int64_t v = -1;
-
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
-	    sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) == SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW)
-		v = sqlite3_column_int64(stmt, 0);
-	sqlite3_finalize(stmt);
-	sqlite3_close(db);
-	return v;
-}
-
-/* Runs SQL on the database directly; true on success. */
-static bool sql_run(const char *path, const char *sql)
-{
-	sqlite3 *db = NULL;
-	bool ok = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) == SQLITE_OK &&
-		  sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK;
-
-	sqlite3_close(db);
-	return ok;
 }
 
 static bool exists(const char *path)
