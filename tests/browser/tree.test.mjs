@@ -3,7 +3,8 @@
 // children (shorter-lived) did too. The parent shows with its children under it and totals that add up, folds
 // and unfolds; picking it takes its children (children=1 in the URL and in every request about it, a root frame
 // per process in the flame graph) and zooms to when they ran; picking a child zooms to its lifetime; a link as
-// `flamectl record` prints opens exactly that run. Prints "PASS: step" or "FAIL: step: why" per step, saves
+// `flamectl record` prints opens exactly that run; "as one tree" (merge=1, a link of `record --merge` too) folds the
+// family into one flame graph. Prints "PASS: step" or "FAIL: step: why" per step, saves
 // screenshots under --shots, exits 1 on any failure.
 //
 // node tree.test.mjs --url http://127.0.0.1:PORT --pid PARENT --kids KID,KID --from T --to T --shots DIR
@@ -160,6 +161,34 @@ await step('the family\'s flame graph has a root frame per process, "NAME [PID]"
   await settle();
 });
 
+await step('"as one tree": merge=1 in the URL, the flame graph and its downloads, one root under the parent\'s name', 'merged', async () => {
+  assert(await T('merge-label').isVisible(), 'no "as one tree" box with the family picked');
+  since = apiRequests.length;
+  await T('merge').check();
+  await until(() => hash().get('merge') === '1', `the URL does not say merge=1: ${page.url()}`);
+  await until(() => asked(since, 'profile').some((u) => u.searchParams.get('merge') === '1' && u.searchParams.get('children') === '1'),
+    `the flame graph is asked for as ${asked(since, 'profile').map(shown).join(' ')}`);
+  await frame(parent.comm).first().waitFor();
+  for (const p of [parent, ...kids])
+    await until(async () => (await frame(`${p.comm} [${p.pid}]`).count()) === 0, `the root frame of ${p.pid} is still drawn`);
+  for (const id of ['download-folded', 'download-svg', 'download-pprof'])
+    assert((await T(id).getAttribute('href')).includes('merge=1'), `${id} does not download the merged tree`);
+  assert((await T('download-folded').getAttribute('download')).includes('-merged-'), 'the folded download is not named merged');
+  assert(!asked(since, 'top').concat(asked(since, 'timeline')).some((u) => u.searchParams.has('merge')),
+    'top or the timeline is asked with merge= (it changes only the flame graph)');
+  await settle();
+  await T('merge').uncheck();
+  await until(() => !hash().has('merge'), `the URL still says merge: ${page.url()}`);
+  for (const p of [parent, ...kids]) await frame(`${p.comm} [${p.pid}]`).first().waitFor();
+});
+
+await step('"as one tree" is offered only with the family: gone with "with its children" off', null, async () => {
+  await T('with-children').uncheck();
+  await until(async () => !(await T('merge-label').isVisible()), 'the "as one tree" box shows without children');
+  await T('with-children').check();
+  await until(async () => T('merge-label').isVisible(), 'the "as one tree" box is not back with children');
+});
+
 await step('Compare takes the family too: the diff and its downloads ask with children=1', null, async () => {
   since = apiRequests.length;
   await T('mode-compare').click();
@@ -251,6 +280,20 @@ await step('a link as flamectl record prints opens exactly that run: its window,
   assert(h.get('from') === String(S) && h.get('to') === String(E) && h.get('pid') === String(PID) && h.get('children') === '1' &&
     !h.has('wfrom') && h.get('preset') === 'custom', `the URL became ${page.url()}`);
   await until(async () => (await T('selection').textContent()).includes(parent.comm), 'the picked process is not named');
+  await settle();
+});
+
+await step('a link as `flamectl record --merge` prints opens that run as one tree', 'link-merged', async () => {
+  const S = Math.min(...family.map((p) => p.first_seen)), E = Math.max(...family.map((p) => p.last_seen)) + 1;
+  await page.goto('about:blank');
+  since = apiRequests.length;
+  await page.goto(`${arg.url}/#preset=custom&from=${S}&to=${E}&pid=${PID}&children=1&merge=1`);
+  await frame(parent.comm).first().waitFor();
+  assert(asked(since, 'profile').every((u) => u.searchParams.get('merge') === '1'),
+    `the flame graph is asked for as ${asked(since, 'profile').map(shown).join(' ')}`);
+  for (const p of [parent, ...kids]) assert((await frame(`${p.comm} [${p.pid}]`).count()) === 0, `the root frame of ${p.pid} is drawn`);
+  assert(await T('merge').isChecked(), 'the "as one tree" box is not checked');
+  await until(async () => (await T('flame-panel-title').textContent()).includes('as one tree'), 'the flame graph title does not say one tree');
   await settle();
 });
 

@@ -1,15 +1,15 @@
 // downloads.js - links that download what the page shows (CPU, off-CPU or wall-clock) as folded text, SVG or pprof, straight from the API.
 import { h, fill } from './dom.js';
 import { apiUrl, authFetch, token } from './api.js';
-import { family, filter } from './who.js';
+import { family, filter, merged } from './who.js';
 import { KIND } from './kind.js';
 import * as S from './state.js';
 
-// "flamed-pid123-1700000000-1700000600.svg" ("pid123-children": with its children); a time kind is named: "flamed-offcpu-pid123-...".
+// "flamed-pid123-1700000000-1700000600.svg" ("pid123-children": with its children, "pid123-merged": as one tree); a time kind is named: "flamed-offcpu-pid123-...".
 const kindPart = (st) => (st.kind === 'cpu' ? '' : `${st.kind}-`);
 
 function name(st, from, to, ext) {
-  const who = st.pid === null ? 'host' : st.tid !== null ? `pid${st.pid}-tid${st.tid}` : `pid${st.pid}${family(st) ? '-children' : ''}`;
+  const who = st.pid === null ? 'host' : st.tid !== null ? `pid${st.pid}-tid${st.tid}` : `pid${st.pid}${merged(st) ? '-merged' : family(st) ? '-children' : ''}`;
   return `flamed-${kindPart(st)}${who}-${from}-${to}.${ext}`;
 }
 
@@ -38,14 +38,14 @@ const LINK = (testid, text, href, download) => {
 export function profileDownloads(el) {
   const draw = (st) => {
     const { from, to } = S.view();
-    const q = { ...filter(st), from, to }; // filter() holds the kind
+    const q = { ...filter(st), merge: merged(st), from, to }; // filter() holds the kind
     const svg = { ...q, format: 'svg', reverse: st.inverted, minwidth: st.minwidth, title: `${KIND[st.kind].label}: ${name(st, from, to, 'svg')}` };
     fill(el, h('span', { class: 'muted' }, 'Download'),
       LINK('download-folded', 'folded', apiUrl('/api/v1/profile', { ...q, format: 'folded' }), name(st, from, to, 'folded')),
       LINK('download-svg', 'SVG', apiUrl('/api/v1/profile', svg), name(st, from, to, 'svg')),
       LINK('download-pprof', 'pprof', apiUrl('/api/v1/profile', { ...q, format: 'pprof' }), name(st, from, to, 'pb.gz')));
   };
-  S.subscribe(['kind', 'pid', 'children', 'tid', 'from', 'to', 'wfrom', 'wto', 'inverted', 'minwidth'], draw);
+  S.subscribe(['kind', 'pid', 'children', 'merge', 'tid', 'from', 'to', 'wfrom', 'wto', 'inverted', 'minwidth'], draw);
   draw(S.get());
 }
 

@@ -60,12 +60,12 @@ export async function pickProcess(node) {
   const back = before(now);
   const win = life && lifetimeWindow(life[0], life[1], range);
   zoom = win ? { pid: node.pid, comm: node.comm, children, ...win, before: back } : null;
-  S.set({ pid: node.pid, comm: node.comm, children, tid: null, tname: '', ...(win || back) });
+  S.set({ pid: node.pid, comm: node.comm, children, merge: false, tid: null, tname: '', ...(win || back) });
 }
 
 // Back to the whole host, and to the window the pick's zoom replaced.
 export function unpick() {
   const back = before(S.get());
   zoom = null;
-  S.set({ pid: null, comm: '', children: false, tid: null, tname: '', ...back });
+  S.set({ pid: null, comm: '', children: false, merge: false, tid: null, tname: '', ...back });
 }

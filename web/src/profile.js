@@ -8,7 +8,7 @@ import { profileDownloads } from './downloads.js';
 import { KINDS, kindColor } from './colors.js';
 import { amount, span } from './format.js';
 import { KIND, emptyHint } from './kind.js';
-import { filter, who } from './who.js';
+import { filter, merged, who } from './who.js';
 import * as S from './state.js';
 
 // The legend of frame colours.
@@ -42,13 +42,14 @@ export function profilePanel(root, hooks = {}) {
     if (st.mode !== 'profile') return;
     const { from, to } = S.view();
     if (changed && changed.has('inverted')) view.forgetZoom();
-    const key = JSON.stringify([filter(st), from, to, st.inverted]); // filter() holds the kind
-    const title = `${KIND[st.kind].flame} of ${who(st)}`;
+    const q = { ...filter(st), merge: merged(st) }; // filter() holds the kind
+    const key = JSON.stringify([q, from, to, st.inverted]);
+    const title = `${KIND[st.kind].flame} of ${who(st)}${q.merge ? ', as one tree' : ''}`;
     fill(p.title, title, h('span', { class: 'sub' }, span(from, to)));
     p.busy(true);
     if (!view.tree || key !== shown) p.status('loading', 'Loading the profile…');
     try {
-      const tree = await request('/api/v1/profile', { format: 'json', ...filter(st), from, to, reverse: st.inverted });
+      const tree = await request('/api/v1/profile', { format: 'json', ...q, from, to, reverse: st.inverted });
       p.busy(false);
       const text = JSON.stringify(tree);
       if (key === shown && text === shownText && view.tree && view.fits()) return; // a refresh that changed nothing
@@ -61,7 +62,7 @@ export function profilePanel(root, hooks = {}) {
         return;
       }
       p.status('');
-      fill(p.title, `${KIND[st.kind].flame} of ${who(st)}`, h('span', { class: 'sub' }, `${span(from, to)} · ${amount(tree.value, tree.unit)}`));
+      fill(p.title, title, h('span', { class: 'sub' }, `${span(from, to)} · ${amount(tree.value, tree.unit)}`));
       view.render(tree, { inverted: st.inverted, minWidth: st.minwidth });
     } catch (e) {
       if (isAbort(e)) return;
@@ -72,7 +73,7 @@ export function profilePanel(root, hooks = {}) {
     }
   }
 
-  S.subscribe(['kind', 'pid', 'children', 'tid', 'from', 'to', 'wfrom', 'wto', 'inverted', 'tick', 'mode'], load);
+  S.subscribe(['kind', 'pid', 'children', 'merge', 'tid', 'from', 'to', 'wfrom', 'wto', 'inverted', 'tick', 'mode'], load);
   S.subscribe(['minwidth'], (st) => view.setMinWidth(st.minwidth));
   S.subscribe(['mode'], (st) => { p.el.hidden = st.mode !== 'profile'; });
   p.el.hidden = S.get().mode !== 'profile';

@@ -4,6 +4,7 @@ import { getJSON } from './api.js';
 import { count, duration, span } from './format.js';
 import { offCpuStatus } from './kind.js';
 import { zoomedTo, unpick } from './pick.js';
+import { family } from './who.js';
 import * as S from './state.js';
 
 export function selectionBar(el) {
@@ -13,7 +14,11 @@ export function selectionBar(el) {
   // The picked process with its children or alone: made once, so it keeps the focus while the line is drawn again.
   const kids = h('input', { type: 'checkbox', testid: 'with-children', onchange: () => S.set({ children: kids.checked }) });
   const withKids = h('label', { class: 'with-children', testid: 'with-children-label' }, kids, 'with its children');
-  el.append(h('span', { class: 'muted' }, 'Showing '), who, withKids, where);
+  const one = h('input', { type: 'checkbox', testid: 'merge', onchange: () => S.set({ merge: one.checked }) });
+  const asOne = h('label', { class: 'with-children', testid: 'merge-label',
+    title: 'The flame graph folds the family into one tree under the process picked, without a root frame per process (the API\'s merge=1)' },
+  one, 'as one tree');
+  el.append(h('span', { class: 'muted' }, 'Showing '), who, withKids, asOne, where);
   const draw = (st) => {
     const parts = [crumb('Host', null)];
     if (st.pid !== null) parts.push(' › ', crumb(`${st.comm || 'process'} (${st.pid})`, 'clear-pid', unpick, 'Show the whole host'));
@@ -23,6 +28,8 @@ export function selectionBar(el) {
     withKids.hidden = st.pid === null;
     kids.checked = st.children;
     kids.disabled = st.tid !== null;
+    asOne.hidden = !family(st);
+    one.checked = st.merge;
     withKids.title = st.tid !== null ? 'A thread is picked: the views show that thread alone'
       : 'Every view takes the process with its descendants (the API\'s children=1); the flame graph has a root frame per process';
     const { from, to } = S.view();
@@ -33,7 +40,7 @@ export function selectionBar(el) {
         'clear-window', () => S.set({ wfrom: null, wto: null }), 'Show the whole range')
       : crumb(`range ${span(from, to)}`, null));
   };
-  S.subscribe(['pid', 'tid', 'comm', 'tname', 'children', 'from', 'to', 'wfrom', 'wto', 'mode'], draw);
+  S.subscribe(['pid', 'tid', 'comm', 'tname', 'children', 'merge', 'from', 'to', 'wfrom', 'wto', 'mode'], draw);
   draw(S.get());
 }
 

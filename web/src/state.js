@@ -11,6 +11,7 @@ const state = {
   wfrom: null, wto: null, // the window dragged on the timeline (null: the whole range)
   pid: null, comm: '',    // the process selected (null: the whole host)
   children: false,  // the process with its descendants (its children, theirs, ...); a thread picked takes that thread alone
+  merge: false,     // with children: the flame graph folds the family into one tree (no root frame per process)
   tid: null, tname: '',   // its thread selected (null: every thread)
   inverted: false,  // icicle view: hot leaves on top, their callers below
   minwidth: 0.5,    // frames narrower than this many pixels are not drawn
@@ -55,7 +56,7 @@ export function presetRange(preset, now = Date.now() / 1000) {
   return { from: to - PRESETS[preset], to };
 }
 
-const HASHED = ['kind', 'preset', 'from', 'to', 'wfrom', 'wto', 'pid', 'comm', 'children', 'tid', 'tname', 'inverted', 'minwidth', 'mode',
+const HASHED = ['kind', 'preset', 'from', 'to', 'wfrom', 'wto', 'pid', 'comm', 'children', 'merge', 'tid', 'tname', 'inverted', 'minwidth', 'mode',
   'bfrom', 'bto', 'nfrom', 'nto', 'auto'];
 const NUMERIC = new Set(['from', 'to', 'wfrom', 'wto', 'pid', 'tid', 'minwidth', 'bfrom', 'bto', 'nfrom', 'nto']);
 const DEFAULTS = { ...state };

@@ -5,6 +5,9 @@ import * as S from './state.js';
 // thread of it (the API takes children= with a pid, never with a tid).
 export const family = (st = S.get()) => st.children && st.pid !== null && st.tid === null;
 
+// Whether the flame graph folds the family into one tree (the API's merge=1, which needs children=1).
+export const merged = (st = S.get()) => family(st) && st.merge;
+
 // kind, pid, tid and children parameters of the current selection (pid, tid absent: any).
 export function filter(st = S.get()) {
   return { kind: st.kind, pid: st.pid, tid: st.pid !== null ? st.tid : null, children: family(st) };
