@@ -391,8 +391,8 @@ int record_main(struct options *o)
 		fprintf(stderr, "flamectl: no samples of it: it ran %.2f s, and at %u Hz a CPU is sampled every %.0f ms "
 			"(record a longer run, or pass --frequency)\n", took, src.hz, 1000.0 / src.hz);
 	if (src.url)
-		fprintf(stderr, "flamectl: in the dashboard: %.*s/#preset=custom&from=%lld&to=%lld&pid=%d&children=1%s%s\n",
-			(int)(strlen(src.url) - (src.url[strlen(src.url) - 1] == '/')), src.url, (long long)from, (long long)to, (int)pid, o->kind != STORE_CPU ? "&kind=" : "",
-			o->kind != STORE_CPU ? query_kind_name(o->kind) : "");
+		fprintf(stderr, "flamectl: in the dashboard: %.*s/#preset=custom&from=%lld&to=%lld&pid=%d&children=1%s%s%s\n",
+			(int)(strlen(src.url) - (src.url[strlen(src.url) - 1] == '/')), src.url, (long long)from, (long long)to, (int)pid,
+			o->merge ? "&merge=1" : "", o->kind != STORE_CPU ? "&kind=" : "", o->kind != STORE_CPU ? query_kind_name(o->kind) : "");
 	return status;
 }

@@ -95,10 +95,13 @@ check "daemon: the parent's frames are there too, under a third root (${parent:-
 	eval '[ "$(echo "$roots" | wc -l)" -ge 3 ] && [ -n "$parent" ] && [ "$(echo "$parent" | wc -l)" -eq 1 ] &&
 	      ! echo "$spinroots" | grep -qxF "$parent"'
 
-"$FLAMECTL" --server "$URL" record --merge --format folded -o "$TMP/merged.folded" -- "$PY" "$W/pypool.py" 2 > /dev/null 2>&1
+"$FLAMECTL" --server "$URL" record --merge --format folded -o "$TMP/merged.folded" -- "$PY" "$W/pypool.py" 2 > "$TMP/merged.out" 2>&1
 mroots=$(awk '{ split($0, f, ";"); print f[1] }' "$TMP/merged.folded" | sort -u)
 check "daemon: --merge gives one tree (one root: ${mroots:-none})" \
 	eval '[ -n "$mroots" ] && [ "$(echo "$mroots" | wc -l)" -eq 1 ] && grep -q "pool_spin (pypool.py)" "$TMP/merged.folded"'
+check "daemon: --merge's dashboard link opens the family as one tree (merge=1)" \
+	grep -q "in the dashboard: $URL/#preset=custom&from=[0-9]*&to=[0-9]*&pid=[0-9]*&children=1&merge=1" "$TMP/merged.out"
+check "daemon: the link without --merge does not merge" not grep -q "merge=1" "$TMP/pool.out"
 
 check "daemon: it says how many processes and samples it recorded" \
 	grep -q "(3 processes, [1-9][0-9]* samples): $TMP/pool.folded" "$TMP/pool.out"
