@@ -128,19 +128,22 @@ void term_size(const struct term *t, unsigned *rows, unsigned *cols)
 	*cols = ws.ws_col < MAX_COLS ? ws.ws_col : MAX_COLS;
 }
 
-int term_wait(struct term *t, int timeout_ms, char *keys, size_t cap, size_t *nkeys)
+int term_wait(struct term *t, int timeout_ms, int fd, char *keys, size_t cap, size_t *nkeys)
 {
-	struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+	/* stdin when keys are read (else a negative fd, which poll skips), then fd */
+	struct pollfd pfd[2] = { { .fd = t->keys ? STDIN_FILENO : -1, .events = POLLIN }, { .fd = fd, .events = POLLIN } };
 	struct timespec ts = { .tv_sec = timeout_ms / 1000, .tv_nsec = (long)(timeout_ms % 1000) * 1000000 };
 	int n, events;
 
 	*nkeys = 0;
-	n = ppoll(&pfd, t->keys ? 1 : 0, timeout_ms < 0 ? NULL : &ts, &t->wait_mask);
+	n = ppoll(pfd, 2, timeout_ms < 0 ? NULL : &ts, &t->wait_mask);
 	if (n < 0 && errno != EINTR)
 		return -errno;
 	events = pending;
 	pending = 0;
-	if (n > 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR))) {
+	if (n > 0 && fd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)))
+		events |= TERM_READY;
+	if (n > 0 && t->keys && (pfd[0].revents & (POLLIN | POLLHUP | POLLERR))) {
 		ssize_t got = read(STDIN_FILENO, keys, cap);
 
 		if (got > 0) {

@@ -15,6 +15,7 @@ enum {
 	TERM_SUSPEND = 4, /* SIGTSTP (Ctrl-Z): call term_suspend */
 	TERM_REDRAW = 8,  /* SIGCONT: continued after a stop, the screen may be anything */
 	TERM_KEYS = 16,   /* keys were read */
+	TERM_READY = 32,  /* the fd given to term_wait is readable */
 };
 
 #define TERM_SIGNALS 7
@@ -49,10 +50,10 @@ void term_done(struct term *t);
 /* The terminal's rows and columns (24 x 80 when it cannot say), each at least 1 and bounded. */
 void term_size(const struct term *t, unsigned *rows, unsigned *cols);
 
-/* Waits up to timeout_ms (-1: until something happens) for a key or a signal. Keys read go to keys
- * (up to cap bytes; *nkeys says how many). Returns the TERM_* bits of what happened (0: the time
- * passed), or -errno. */
-int term_wait(struct term *t, int timeout_ms, char *keys, size_t cap, size_t *nkeys);
+/* Waits up to timeout_ms (-1: until something happens) for a key, a signal or fd (>= 0) to be
+ * readable. Keys read go to keys (up to cap bytes; *nkeys says how many). Returns the TERM_* bits of
+ * what happened (0: the time passed), or -errno. */
+int term_wait(struct term *t, int timeout_ms, int fd, char *keys, size_t cap, size_t *nkeys);
 
 /* Ctrl-Z: gives the terminal back, stops until continued, then takes it again (term_enter). Returns
  * 0 or -errno. */
