@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "bgfetch.h"
 #include "cli.h"
 #include "render/unit.h"
 #include "term.h"
@@ -30,6 +32,7 @@ struct view {
 	const struct options *o;
 	struct term term;
 	struct topsource *src;
+	struct bgfetch *bg;        /* the fetches after the first, on a thread: keys are read meanwhile */
 	struct top_snapshot snap;  /* the last one that arrived, sorted as asked */
 	time_t snap_time;          /* when it arrived; 0: none yet */
 	char error[512];           /* why the last fetch failed; "": it worked */
@@ -353,19 +356,50 @@ static int draw(struct view *v)
 
 /* --- the loop -------------------------------------------------------------------------------------------- */
 
-/* A new snapshot replaces the one shown; on failure the old one stays, with the error. */
+/* What a fetch ended with: a new snapshot replaces the one shown; on failure (err) the old one stays,
+ * with the error already in v->error. */
+static void landed(struct view *v, struct top_snapshot *snap, int err)
+{
+	if (err) {
+		topsource_clear(snap);
+		return;
+	}
+	topsource_clear(&v->snap);
+	v->snap = *snap;
+	v->snap_time = time(NULL);
+	sort_snapshot(v);
+}
+
+/* The first fetch, waited for. Returns 0 or its error. */
 static int fetch(struct view *v)
 {
 	struct top_snapshot snap = { 0 };
 	int err = topsource_fetch(v->src, &snap, v->error, sizeof(v->error));
 
+	landed(v, &snap, err);
+	return err;
+}
+
+/* Starts the next fetch. Returns true when it started; else the error is shown. */
+static bool start_fetch(struct view *v)
+{
+	int err = bgfetch_start(v->bg);
+
 	if (err)
-		return err;
-	topsource_clear(&v->snap);
-	v->snap = snap;
-	v->snap_time = time(NULL);
-	sort_snapshot(v);
-	return 0;
+		snprintf(v->error, sizeof(v->error), "cannot start a request: %s", strerror(-err));
+	return !err;
+}
+
+/* Takes the fetch that ended, if it did. Returns true when one was taken. */
+static bool take_fetch(struct view *v)
+{
+	struct top_snapshot snap = { 0 };
+	int err = bgfetch_take(v->bg, &snap, v->error, sizeof(v->error));
+
+	if (err == -EAGAIN)
+		return false;
+	landed(v, &snap, err);
+	return true;
 }
 
 /* Acts on the keys read. Returns true to quit. */
@@ -389,21 +423,24 @@ static bool keys(struct view *v, const char *k, size_t n, int64_t *next)
 	return false;
 }
 
-/* Refreshes every second until a key or a signal ends it. Returns the exit code. */
+/* Refreshes every second until a key or a signal ends it: a fetch runs on its own thread while keys
+ * and signals are waited for, so q and Ctrl-C act at once even while the daemon is slow to answer.
+ * Returns the exit code. */
 static int loop(struct view *v, int64_t next)
 {
 	char k[KEYS_MAX];
 	size_t nk;
-	bool dirty = true;
-	int64_t now;
-	int ev, err;
+	bool dirty = true, busy;
+	int64_t now, started = 0;
+	int ev, err, timeout;
 
 	for (;;) {
-		if (!v->paused && now_ms() >= next) {
-			now = now_ms();
-			fetch(v);
-			next = now + REFRESH_MS > now_ms() + MIN_GAP_MS ? now + REFRESH_MS : now_ms() + MIN_GAP_MS;
-			dirty = true;
+		if (!v->paused && !bgfetch_busy(v->bg) && now_ms() >= next) {
+			started = now_ms();
+			if (!start_fetch(v)) {
+				next = started + REFRESH_MS;
+				dirty = true;
+			}
 		}
 		if (dirty && (err = draw(v))) {
 			if (err == -EPIPE)
@@ -414,7 +451,9 @@ static int loop(struct view *v, int64_t next)
 		}
 		dirty = false;
 		now = now_ms();
-		ev = term_wait(&v->term, v->paused ? -1 : next > now ? (int)(next - now) : 0, k, sizeof(k), &nk);
+		busy = bgfetch_busy(v->bg);
+		timeout = busy || v->paused ? -1 : next > now ? (int)(next - now) : 0;
+		ev = term_wait(&v->term, timeout, busy ? bgfetch_fd(v->bg) : -1, k, sizeof(k), &nk);
 		if (ev < 0) {
 			term_leave(&v->term);
 			fprintf(stderr, "flamectl: cannot wait for keys: %s\n", strerror(-ev));
@@ -422,6 +461,11 @@ static int loop(struct view *v, int64_t next)
 		}
 		if (ev & TERM_QUIT)
 			return EXIT_OK;
+		if ((ev & TERM_READY) && take_fetch(v)) {
+			now = now_ms();
+			next = started + REFRESH_MS > now + MIN_GAP_MS ? started + REFRESH_MS : now + MIN_GAP_MS;
+			dirty = true;
+		}
 		if ((ev & TERM_KEYS) && keys(v, k, nk, &next))
 			return EXIT_OK;
 		if (ev & (TERM_SUSPEND | TERM_REDRAW)) {
@@ -448,21 +492,27 @@ int watch_main(const struct options *o)
 		fprintf(stderr, "flamectl: %s\n", err == -ENOMEM ? "out of memory" : v.error);
 		return EXIT_ERROR;
 	}
-	if ((err = term_init(&v.term))) {
-		fprintf(stderr, "flamectl: cannot catch signals: %s\n", strerror(-err));
-		goto out;
-	}
 	/* a reader that goes away ends the view quietly (-EPIPE), not by the signal; the process ends soon
 	 * after, so it is not restored */
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16); /* one write per frame */
-	/* The first snapshot before the screen, so that what no retry mends (a bad URL, no database) is
-	 * said plainly; what may mend (flamed down or restarting) is shown and retried. */
+	/* The first snapshot before the screen (and before the signals are caught: Ctrl-C meanwhile just
+	 * ends flamectl), so that what no retry mends (a bad URL, no database) is said plainly; what may
+	 * mend (flamed down or restarting) is shown and retried. */
 	start = now_ms();
 	err = fetch(&v);
 	if (err == -EINVAL || (err && topsource_local(v.src))) {
 		fprintf(stderr, "flamectl: %s\n", v.error);
 		code = err == -EINVAL && !topsource_local(v.src) ? EXIT_USAGE : EXIT_ERROR;
+		goto out;
+	}
+	/* the signals blocked before the fetch thread starts, so that they come to term_wait alone */
+	if ((err = term_init(&v.term))) {
+		fprintf(stderr, "flamectl: cannot catch signals: %s\n", strerror(-err));
+		goto out;
+	}
+	if ((err = bgfetch_new(v.src, &v.bg))) {
+		fprintf(stderr, "flamectl: %s\n", strerror(-err));
 		goto out;
 	}
 	if ((err = term_enter(&v.term))) {
@@ -474,6 +524,12 @@ int watch_main(const struct options *o)
 out:
 	term_done(&v.term);
 	topsource_clear(&v.snap);
+	if (!bgfetch_free(v.bg)) {
+		/* A fetch still in flight (q while the daemon is slow to answer) uses the source and o: the
+		 * process ends here, the thread with it, without unwinding what it reads. */
+		fflush(stdout);
+		_exit(code);
+	}
 	topsource_free(v.src);
 	return code;
 }

@@ -2,7 +2,8 @@
 # test_watch.sh - flamectl top --watch for real: tests/workloads/branches.c's hot leaf_spin on a live
 # screen in a pseudo-terminal (tmux) within 3 s though flamed stores only every 10 s (flush=1 at work),
 # the sort keys, q giving the terminal back as it was; plain blocks when piped, ended by SIGINT or by
-# the reader leaving; --children, --tid and --db; a daemon that is down, then restarted.
+# the reader leaving; --children, --tid and --db; a daemon that hangs (q and Ctrl-C still end the watch
+# at once); a daemon that is down, then restarted.
 . "$(dirname "$0")/lib.sh"
 
 need_root watch
@@ -11,6 +12,7 @@ run_flamed watch --db "$TMP/flamed.db" --frequency 99 --listen 127.0.0.1:0 # the
 started=$(date +%s%N)
 port=${URL##*:}
 F=("$BUILD/flamectl" --server "$URL")
+W=$(cd "$(dirname "$0")/../workloads" && pwd)
 TMUX_CMD=(env -u TMUX tmux -L "flamed-watch-$$") # its own server, even when run inside tmux
 PIDS=()
 ESC=$'\033'
@@ -145,6 +147,46 @@ check "--db: nothing on stderr" [ ! -s "$TMP/db.err" ]
 "$BUILD/flamectl" --db "$TMP/nothing.db" top --watch > /dev/null 2> "$TMP/nodb.err"
 rc=$?
 check "--db with no database: exit 1 and why" eval '[ $rc -eq 1 ] && grep -q "no database at" "$TMP/nodb.err"'
+
+# --- a daemon that answers once and then hangs (a byte a second: no read times out): q and Ctrl-C
+# end the watch while the request is in flight, not when it ends ---
+curl -sf "$URL/api/v1/top?pid=$wpid&from=-5s&format=json&flush=1" > "$TMP/top.json"
+slow() { # slow NAME: starts tests/workloads/slowhttp.py, logging to $TMP/NAME.log; sets slowpid and SLOW
+	coproc SLOWSRV { exec python3 "$W/slowhttp.py" "$TMP/top.json" "$TMP/$1.log"; }
+	slowpid=$SLOWSRV_PID
+	PIDS+=("$slowpid")
+	read -r -t 10 _ slowport <&"${SLOWSRV[0]}"
+	SLOW="http://127.0.0.1:$slowport"
+}
+# waits up to 30 s for LOG to hold LINE
+logged() { for _ in $(seq 300); do grep -qx "$2" "$1" 2> /dev/null && return 0; sleep 0.1; done; return 1; }
+slow hang-piped
+"$BUILD/flamectl" --server "$SLOW" top --watch --pid $wpid > "$TMP/hang-piped.txt" 2>&1 & watch=$!
+PIDS+=("$watch")
+logged "$TMP/hang-piped.log" hanging
+kill -INT $watch
+for _ in $(seq 100); do kill -0 $watch 2> /dev/null || break; sleep 0.1; done
+still=$(kill -0 $watch 2> /dev/null && echo yes)
+wait $watch
+rc=$?
+check "slow daemon, piped: the first answer is shown (leaf_spin)" grep -q ' leaf_spin$' "$TMP/hang-piped.txt"
+check "slow daemon, piped: SIGINT ends the watch while a request hangs, with status 0 (got $rc${still:+, still running after 10 s})" \
+	eval '[ -z "$still" ] && [ $rc -eq 0 ] && logged "$TMP/hang-piped.log" "client left"'
+kill $slowpid 2> /dev/null; wait $slowpid 2> /dev/null
+if command -v tmux > /dev/null; then
+	slow hang-tmux
+	rm -f "$TMP/rc"
+	"${TMUX_CMD[@]}" new-session -d -s hang -x 160 -y 40 "$TMP/shell.sh $TMP $BUILD/flamectl --server $SLOW top --watch --pid $wpid"
+	logged "$TMP/hang-tmux.log" hanging
+	"${TMUX_CMD[@]}" send-keys -t hang q
+	for _ in $(seq 100); do [ -s "$TMP/rc" ] && break; sleep 0.1; done
+	check "slow daemon, terminal: q ends the watch while a request hangs, with status 0" \
+		eval '[ "$(cat "$TMP/rc" 2> /dev/null)" = 0 ] && logged "$TMP/hang-tmux.log" "client left"'
+	check "slow daemon, terminal: the normal screen is back" \
+		[ "$("${TMUX_CMD[@]}" display -p -t hang '#{alternate_on}#{cursor_flag}')" = 01 ]
+	"${TMUX_CMD[@]}" kill-server 2> /dev/null
+	kill $slowpid 2> /dev/null; wait $slowpid 2> /dev/null
+fi
 
 # --- flamed goes away and comes back on the same port: the watch says so, retries, and goes on ---
 "${F[@]}" top --watch --pid $wpid --limit 1 > "$TMP/restart.txt" 2>&1 & watch=$!
