@@ -387,9 +387,12 @@ int record_main(struct options *o)
 	fprintf(stderr, "flamectl: recorded %s for %.1f s%s (%u process%s, %llu %s): %s\n", what, took,
 		stop_signal ? ", stopped by a signal" : "", procs, procs == 1 ? "" : "es", (unsigned long long)total,
 		o->kind == STORE_CPU ? "samples" : "us", path);
-	if (!total && src.hz)
+	if (!total && src.hz && took * src.hz < 10)
 		fprintf(stderr, "flamectl: no samples of it: it ran %.2f s, and at %u Hz a CPU is sampled every %.0f ms "
 			"(record a longer run, or pass --frequency)\n", took, src.hz, 1000.0 / src.hz);
+	else if (!total && src.hz)
+		fprintf(stderr, "flamectl: no samples of it: in %.1f s it was hardly ever on a CPU%s\n", took,
+			o->kind == STORE_CPU ? " (it waited: --off-cpu records where)" : "");
 	if (src.url)
 		fprintf(stderr, "flamectl: in the dashboard: %.*s/#preset=custom&from=%lld&to=%lld&pid=%d&children=1%s%s%s\n",
 			(int)(strlen(src.url) - (src.url[strlen(src.url) - 1] == '/')), src.url, (long long)from, (long long)to, (int)pid,
