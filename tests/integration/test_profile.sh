@@ -59,8 +59,9 @@ echo "syscalls workload: $k of $st samples with kernel frames under main"
 check "kernel frames are named and marked _[k] under the user stack" \
 	grep -qE ';main;.*;(ksys_write|vfs_write|__x64_sys_write)_\[k\]' "$TMP/s.folded"
 # Not most: in this VM 40 to 50% of them land on the instruction after the syscall, in libc's write
-# (likely timer interrupts held off until the syscall returns), so runs here saw 45 to 62% in the kernel.
-check "at least a third of the samples of a write(2) loop are in the kernel ($k of $st)" [ $((3 * k)) -ge "$st" ]
+# (likely timer interrupts held off until the syscall returns), so runs here saw 45 to 62% in the kernel;
+# a quarter leaves room for sampling noise (198 samples: 3.5 points a sigma).
+check "at least a quarter of the samples of a write(2) loop are in the kernel ($k of $st)" [ $((4 * k)) -ge "$st" ]
 # Every sample has a user and a kernel stack here, thousands of distinct kernel ones: none may be
 # dropped for want of room (a BPF stack-trace map's bucket collisions lost whole hot stacks).
 lost=$(sum_samples "$TMP/s.folded" '\[unknown\]')

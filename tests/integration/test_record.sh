@@ -105,10 +105,24 @@ check "daemon: the link without --merge does not merge" not grep -q "merge=1" "$
 
 check "daemon: it says how many processes and samples it recorded" \
 	grep -q "(3 processes, [1-9][0-9]* samples): $TMP/pool.folded" "$TMP/pool.out"
+# `true` runs about half a millisecond: at 99 Hz one run in 20 or so is sampled once, and then says nothing.
 "$FLAMECTL" --server "$URL" record -o "$TMP/true.folded" -- true > "$TMP/true.out" 2>&1
 rc=$?
-check "a command too short for a sample: exit 0, and it says why the profile is empty" \
-	eval '[ $rc -eq 0 ] && grep -q "no samples of it" "$TMP/true.out"'
+n=$(sed -n 's/.*recorded .*, \([0-9]*\) samples): .*/\1/p' "$TMP/true.out")
+if [ "$n" = 0 ]; then
+	check "a command too short for a sample: exit 0, and it says why the profile is empty" \
+		eval '[ $rc -eq 0 ] && grep -q "no samples of it: it ran 0.[0-9]* s, and at 99 Hz a CPU is sampled every 10 ms" "$TMP/true.out"'
+else
+	check "a command too short for a sample (sampled ${n:-?} times this run): exit 0, and no word of an empty profile" \
+		eval '[ $rc -eq 0 ] && [ -n "$n" ] && ! grep -q "no samples of it" "$TMP/true.out"'
+fi
+# A process asleep all along: never sampled, and said so.
+sleep 60 & asleep=$!
+"$FLAMECTL" --server "$URL" record --pid $asleep --duration 1s -o "$TMP/asleep.folded" > "$TMP/asleep.out" 2>&1
+rc=$?
+kill $asleep; wait $asleep 2> /dev/null
+check "a process asleep all along: exit 0, and it says it was hardly ever on a CPU (--off-cpu)" \
+	eval '[ $rc -eq 0 ] && grep -q "no samples of it: in 1.[0-9] s it was hardly ever on a CPU (it waited: --off-cpu records where)" "$TMP/asleep.out"'
 
 # --off-cpu of a flamed without it: a private one with --off-cpu, a wall-clock profile by default.
 "$FLAMECTL" --server "$URL" record --off-cpu --format folded -o "$TMP/wall.folded" -- "$PY" "$W/pynap.py" 1.5 \
