@@ -182,11 +182,15 @@ await step('"as one tree": merge=1 in the URL, the flame graph and its downloads
   for (const p of [parent, ...kids]) await frame(`${p.comm} [${p.pid}]`).first().waitFor();
 });
 
-await step('"as one tree" is offered only with the family: gone with "with its children" off', null, async () => {
+await step('"as one tree" is offered only with the family: gone with "with its children" off, and off after it', null, async () => {
+  await T('merge').check();
+  await until(() => hash().get('merge') === '1', `the URL does not say merge=1: ${page.url()}`);
   await T('with-children').uncheck();
   await until(async () => !(await T('merge-label').isVisible()), 'the "as one tree" box shows without children');
+  await until(() => !hash().has('merge'), `the URL still says merge without children: ${page.url()}`);
   await T('with-children').check();
   await until(async () => T('merge-label').isVisible(), 'the "as one tree" box is not back with children');
+  assert(!(await T('merge').isChecked()), 'the "as one tree" box comes back checked');
 });
 
 await step('Compare takes the family too: the diff and its downloads ask with children=1', null, async () => {

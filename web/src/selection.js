@@ -12,7 +12,7 @@ export function selectionBar(el) {
     clear ? h('button', { type: 'button', class: 'x', testid, title, 'aria-label': title, onclick: clear }, '×') : null);
   const who = h('span'), where = h('span');
   // The picked process with its children or alone: made once, so it keeps the focus while the line is drawn again.
-  const kids = h('input', { type: 'checkbox', testid: 'with-children', onchange: () => S.set({ children: kids.checked }) });
+  const kids = h('input', { type: 'checkbox', testid: 'with-children', onchange: () => S.set({ children: kids.checked, ...(kids.checked ? {} : { merge: false }) }) });
   const withKids = h('label', { class: 'with-children', testid: 'with-children-label' }, kids, 'with its children');
   const one = h('input', { type: 'checkbox', testid: 'merge', onchange: () => S.set({ merge: one.checked }) });
   const asOne = h('label', { class: 'with-children', testid: 'merge-label',
