@@ -608,7 +608,7 @@ static int write_point(const struct store_point *p, void *ctx)
 
 	fprintf(c->out, "%s{\"t\":%" PRId64 ",", c->n++ ? "," : "", p->ts);
 	if (c->per_thread)
-		fprintf(c->out, "\"tid\":%u,", p->tid);
+		fprintf(c->out, "\"pid\":%u,\"tid\":%u,", p->pid, p->tid);
 	fprintf(c->out, "\"count\":%llu}", (unsigned long long)p->count);
 	return 0;
 }

@@ -99,7 +99,8 @@ struct store_thread {
 /* Samples in one time step [ts, ts + step), of one thread when asked per thread (else tid 0). */
 struct store_point {
 	int64_t ts;
-	uint32_t tid;
+	uint32_t tid;  /* per_thread: the thread, else 0 */
+	uint32_t pid;  /* per_thread: its process, else 0 */
 	uint64_t count;
 };
 
@@ -225,7 +226,7 @@ int store_query_processes(struct store *st, const struct store_filter *f, store_
 int store_query_threads(struct store *st, const struct store_filter *f, store_thread_cb cb, void *ctx);
 
 /* Samples matching f per step seconds (>= 1), steps aligned to f->from, in time order; only steps
- * with samples are reported. per_thread: one point per (step, thread). */
+ * with samples are reported. per_thread: one point per (step, thread), with the thread's pid. */
 /* A step starts at f->from + ((ts - f->from) / step) * step, computed without overflow (f NULL:
  * every sample, from INT64_MIN). Points of one step are ordered by tid; tid is 0 unless
  * per_thread. Rollups answer only where their buckets fit the steps (the step a multiple of the

@@ -55,12 +55,13 @@ static const char *const query_sql[QK_MAX][QV_MAX] = {
 			   " GROUP BY t",
 			   "SELECT flamed_step(ts, ?7, ?8) AS t, 0, sum(" WEIGHED("count") ")" RAW_WHERE(AND_FAMILY)
 			   " GROUP BY t" },
-	[QK_RAW_STEPS_TID] = { "SELECT flamed_step(ts, ?7, ?8) AS t, tid, sum(" WEIGHED("count") ")" RAW_WHERE("")
-			       " GROUP BY t, tid",
-			       "SELECT flamed_step(ts, ?7, ?8) AS t, tid, sum(" WEIGHED("count") ")" RAW_WHERE(AND_PID)
-			       " GROUP BY t, tid",
-			       "SELECT flamed_step(ts, ?7, ?8) AS t, tid, sum(" WEIGHED("count") ")" RAW_WHERE(AND_FAMILY)
-			       " GROUP BY t, tid" },
+	/* per thread: its pid too (a host's or a family's threads are of many processes) */
+	[QK_RAW_STEPS_TID] = { "SELECT flamed_step(ts, ?7, ?8) AS t, tid, sum(" WEIGHED("count") "), pid" RAW_WHERE("")
+			       " GROUP BY t, pid, tid",
+			       "SELECT flamed_step(ts, ?7, ?8) AS t, tid, sum(" WEIGHED("count") "), pid" RAW_WHERE(AND_PID)
+			       " GROUP BY t, pid, tid",
+			       "SELECT flamed_step(ts, ?7, ?8) AS t, tid, sum(" WEIGHED("count") "), pid" RAW_WHERE(AND_FAMILY)
+			       " GROUP BY t, pid, tid" },
 	[QK_ROLLUP_STEPS] = { "SELECT flamed_step(bucket, ?7, ?8) AS t, 0, sum(" WEIGHED("total") ")" ROLLUP_WHERE
 			      " GROUP BY t",
 			      ROLLUP_PID("flamed_step(r.bucket, ?7, ?8) AS t, 0, sum(r.total * CASE r.kind WHEN 0 THEN ?11"
@@ -675,9 +676,11 @@ int store_query_threads(struct store *st, const struct store_filter *f, store_th
 }
 
 /* Adds a row (step, tid, count) to the map ctx. */
+/* A row of steps: (t, tid or 0, sum[, pid]) into a cell keyed (t, tid, pid in comm_id's place). */
 static int step_row(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *p, void *ctx)
 {
-	int err = rollup_map_add(ctx, sqlite3_column_int64(s, 0), (uint32_t)sqlite3_column_int64(s, 1), 0, 0, 0,
+	int64_t pid = sqlite3_column_count(s) > 3 ? sqlite3_column_int64(s, 3) : 0;
+	int err = rollup_map_add(ctx, sqlite3_column_int64(s, 0), (uint32_t)sqlite3_column_int64(s, 1), pid, 0, 0,
 				 (uint64_t)sqlite3_column_int64(s, 2), 0);
 
 	(void)p;
@@ -709,7 +712,8 @@ int store_query_timeline(struct store *st, const struct store_filter *f, int64_t
 		rollup_cells_sort(m.cells, n);
 	}
 	for (size_t i = 0; !err && i < n; i++) {
-		struct store_point p = { .ts = m.cells[i].bucket, .tid = m.cells[i].pid, .count = m.cells[i].count };
+		struct store_point p = { .ts = m.cells[i].bucket, .tid = m.cells[i].pid, .pid = (uint32_t)m.cells[i].comm_id,
+					 .count = m.cells[i].count };
 
 		err = cb(&p, ctx);
 	}

@@ -73,7 +73,8 @@ curl -sf "$URL/api/v1/timeline?pid=$wpid&$W&step=1" > "$TMP/tl.json"
 check "timeline: per-second points add up to the profile" jq -e "[.points[].count] | add == $total" "$TMP/tl.json"
 check "timeline: no second holds more than one CPU's 99 samples" jq -e "[.points[].count] | max > 0 and max <= 101" "$TMP/tl.json"
 curl -sf "$URL/api/v1/timeline?pid=$wpid&$W&step=1&per_thread=1" > "$TMP/tlt.json"
-check "timeline per_thread: points carry the tid" jq -e "[.points[].tid] | unique == [$wpid]" "$TMP/tlt.json"
+check "timeline per_thread: points carry the tid and its pid" \
+	jq -e "([.points[].tid] | unique == [$wpid]) and ([.points[].pid] | unique == [$wpid])" "$TMP/tlt.json"
 
 curl -sf "$URL/api/v1/threads?pid=$wpid&$W" > "$TMP/th.json"
 check "threads: the one thread with all samples" jq -e ".threads == [{\"tid\": $wpid, \"name\": \"branches\", \"samples\": $total}]" "$TMP/th.json"

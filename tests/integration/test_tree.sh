@@ -61,6 +61,11 @@ check "profile merge=1: one tree (root ${roots//$'\n'/, }), the same total" \
 	eval '[ "$(echo "$roots" | wc -l)" -eq 1 ] && [ "$(sum_samples "$TMP/merged.folded")" -eq "$fam" ]'
 curl -sf "$URL/api/v1/timeline?pid=$root&children=1&$W&step=1" > "$TMP/tl.json"
 check "timeline children=1: adds up to the family's profile" jq -e "[.points[].count] | add == $fam" "$TMP/tl.json"
+curl -sf "$URL/api/v1/timeline?pid=$root&children=1&$W&step=1&per_thread=1" > "$TMP/tlt.json"
+pids=$(jq -r '[.points[].pid] | unique | join(" ")' "$TMP/tlt.json")
+check "timeline children=1 per_thread: each thread with its pid, the busy children's among them ($pids)" \
+	eval 'for p in $kids; do jq -e "[.points[] | select(.pid == $p and .tid == $p)] | length > 0" "$TMP/tlt.json" > /dev/null || exit 1; done &&
+	      jq -e "([.points[].count] | add == $fam) and all(.points[]; .pid > 0)" "$TMP/tlt.json" > /dev/null'
 curl -sf "$URL/api/v1/top?pid=$root&children=1&$W" > "$TMP/top.json"
 check "top children=1: leaf_spin first, the family's total" \
 	jq -e ".total == $fam and .functions[0].name == \"leaf_spin\"" "$TMP/top.json"

@@ -128,12 +128,15 @@ static int thread_cb(const struct store_thread *t, void *ctx)
 	return collect_printf(ctx, "%u|%s|%" PRIu64 "\n", t->tid, t->name, t->samples);
 }
 
-/* "ts|tid|count", ts less base. */
+/* "ts|tid|count", ts less base; "ts|tid@pid|count" when the point names its pid (per thread). */
 static int point_cb(const struct store_point *p, void *ctx)
 {
 	const struct collect *c = ctx;
+	char pid[16] = "";
 
-	return collect_printf(ctx, "%" PRId64 "|%u|%" PRIu64 "\n", p->ts - c->base, p->tid, p->count);
+	if (p->pid)
+		snprintf(pid, sizeof(pid), "@%u", p->pid);
+	return collect_printf(ctx, "%" PRId64 "|%u%s|%" PRIu64 "\n", p->ts - c->base, p->tid, pid, p->count);
 }
 
 /* Runs a query and returns its lines (in a static-free caller buffer). */
@@ -1196,11 +1199,14 @@ static void test_timeline(struct store *st)
 	err = timeline(st, 100, -1, T0, T0 + 61, 30, 0, &c);
 	CHECK(err == 0 && same(c.buf, "0|0|14\n30|0|1\n60|0|1\n"), "timeline step 30 sums its seconds");
 	err = timeline(st, 100, -1, T0, T0 + 61, 30, 1, &c);
-	CHECK(err == 0 && same(c.buf, "0|100|9\n0|101|5\n30|100|1\n60|102|1\n"), "timeline per thread, time then tid");
+	CHECK(err == 0 && same(c.buf, "0|100@100|9\n0|101@100|5\n30|100@100|1\n60|102@100|1\n"),
+	      "timeline per thread, time then tid, each with its pid");
 	err = timeline(st, -1, -1, T0, T0 + 61, 10, 0, &c);
 	CHECK(err == 0 && same(c.buf, "0|0|15\n10|0|2\n20|0|4\n30|0|1\n60|0|1\n"), "timeline of the whole host");
 	err = timeline(st, -1, 101, T0, T0 + 61, 10, 1, &c);
-	CHECK(err == 0 && same(c.buf, "0|101|3\n10|101|2\n"), "timeline of one tid");
+	CHECK(err == 0 && same(c.buf, "0|101@100|3\n10|101@100|2\n"), "timeline of one tid");
+	err = timeline(st, -1, -1, T0, T0 + 61, 30, 1, &c);
+	CHECK(err == 0 && same(c.buf, "0|100@100|9\n0|101@100|5\n0|200@200|7\n30|100@100|1\n60|102@100|1\n"), "timeline of the whole host per thread: each with its pid");
 	{
 		struct store_filter f = { .pid = 100, .tid = -1, .from = T0, .to = T0 + 61, .comm = "sh" };
 
