@@ -9,6 +9,7 @@
 
 #include "httpget.h"
 #include "topsource.h"
+#include "util/utf8.h"
 
 #define MAX_DEPTH 32 /* nesting of a JSON value skipped */
 
@@ -129,31 +130,6 @@ static int hex4(const char **p, unsigned *cp)
 	return 0;
 }
 
-/* Code point cp as UTF-8 into enc; returns its length. */
-static size_t utf8_put(unsigned cp, char *enc)
-{
-	if (cp < 0x80) {
-		enc[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		enc[0] = (char)(0xc0 | cp >> 6);
-		enc[1] = (char)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		enc[0] = (char)(0xe0 | cp >> 12);
-		enc[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		enc[2] = (char)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	enc[0] = (char)(0xf0 | cp >> 18);
-	enc[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-	enc[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-	enc[3] = (char)(0x80 | (cp & 0x3f));
-	return 4;
-}
-
 /* One \u escape (after the "\u"), a surrogate pair whole; a lone surrogate reads as U+FFFD. */
 static int unicode_escape(const char **p, unsigned *cp)
 {
@@ -183,7 +159,7 @@ static int parse_string(const char **p, char *out, size_t cap)
 		return -EPROTO;
 	for (;;) {
 		unsigned char c = (unsigned char)*(*p)++;
-		char enc[4];
+		unsigned char enc[4];
 		size_t len = 1;
 		unsigned cp;
 
@@ -191,11 +167,11 @@ static int parse_string(const char **p, char *out, size_t cap)
 			break;
 		if (c < 0x20) /* the NUL at the end among them */
 			return -EPROTO;
-		enc[0] = (char)c;
+		enc[0] = c;
 		if (c == '\\') {
 			c = (unsigned char)*(*p)++;
 			switch (c) {
-			case '"': case '\\': case '/': enc[0] = (char)c; break;
+			case '"': case '\\': case '/': enc[0] = c; break;
 			case 'b': enc[0] = '\b'; break;
 			case 'f': enc[0] = '\f'; break;
 			case 'n': enc[0] = '\n'; break;
@@ -204,7 +180,7 @@ static int parse_string(const char **p, char *out, size_t cap)
 			case 'u':
 				if (unicode_escape(p, &cp))
 					return -EPROTO;
-				len = utf8_put(cp, enc);
+				len = utf8_encode(cp, enc);
 				break;
 			default: return -EPROTO;
 			}

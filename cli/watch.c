@@ -16,6 +16,7 @@
 #include "render/unit.h"
 #include "term.h"
 #include "topsource.h"
+#include "util/utf8.h"
 
 #define REFRESH_MS 1000
 #define MIN_GAP_MS 200      /* from the end of a fetch to the next, however long it took */
@@ -55,28 +56,15 @@ static int64_t now_ms(void)
  * '?' (a control character, or not UTF-8). */
 static size_t char_at(const unsigned char *s, size_t *cols, bool *bad)
 {
-	size_t len = 1;
-	unsigned cp = s[0], min = 0;
+	uint32_t cp;
+	size_t len;
 
 	*cols = 1;
 	*bad = false;
 	if (!s[0])
 		return 0;
-	if (s[0] >= 0xf0 && s[0] < 0xf8)
-		len = 4, cp = s[0] & 0x07, min = 0x10000;
-	else if (s[0] >= 0xe0 && s[0] < 0xf0)
-		len = 3, cp = s[0] & 0x0f, min = 0x800;
-	else if (s[0] >= 0xc0 && s[0] < 0xe0)
-		len = 2, cp = s[0] & 0x1f, min = 0x80;
-	else if (s[0] >= 0x80)
-		*bad = true;
-	for (size_t i = 1; i < len && !*bad; i++) { /* stops at the NUL: it is no continuation byte */
-		if ((s[i] & 0xc0) != 0x80)
-			*bad = true;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if (*bad || cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp < 0xe000) || cp < 0x20 ||
-	    (cp >= 0x7f && cp < 0xa0)) {
+	len = utf8_decode(s, &cp);
+	if (!len || cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) {
 		*bad = true;
 		return 1;
 	}

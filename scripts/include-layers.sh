@@ -19,7 +19,7 @@ allowed() {
 	lib/query/*) echo "query/ store/ render/ util/" ;;
 	daemon/http/*) echo "http/ query/ store/store.h render/json.h status.h" ;;
 	daemon/*) echo "*" ;;
-	cli/*) echo "httpget.h query/ store/store.h render/unit.h" ;;
+	cli/*) echo "httpget.h query/ store/store.h render/unit.h util/utf8.h" ;;
 	esac
 }
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "python/pycode.h"
+#include "util/utf8.h"
 
 #define HEADER_MAX 256        /* bytes of a code object, str or bytes header read at most */
 #define STR_KIND(state) (((state) >> 2) & 7) /* PyASCIIObject.state: bytes per code point */
@@ -37,25 +38,7 @@ static bool put_utf8(char *out, size_t size, size_t *n, uint32_t cp)
 
 	if (cp == 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
 		cp = REPLACEMENT;
-	if (cp < 0x80) {
-		b[0] = (unsigned char)cp;
-		k = 1;
-	} else if (cp < 0x800) {
-		b[0] = (unsigned char)(0xc0 | cp >> 6);
-		b[1] = (unsigned char)(0x80 | (cp & 0x3f));
-		k = 2;
-	} else if (cp < 0x10000) {
-		b[0] = (unsigned char)(0xe0 | cp >> 12);
-		b[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
-		b[2] = (unsigned char)(0x80 | (cp & 0x3f));
-		k = 3;
-	} else {
-		b[0] = (unsigned char)(0xf0 | cp >> 18);
-		b[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
-		b[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
-		b[3] = (unsigned char)(0x80 | (cp & 0x3f));
-		k = 4;
-	}
+	k = utf8_encode(cp, b);
 	if (*n + k >= size)
 		return false;
 	memcpy(out + *n, b, k);

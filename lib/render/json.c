@@ -4,39 +4,16 @@
 #include <stdint.h>
 
 #include "render/json.h"
-
-/* Length of the valid UTF-8 sequence at s, or 0 when it is not one. */
-static int utf8_len(const unsigned char *s)
-{
-	int n;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	for (int i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0)))
-		return 0; /* overlong, or a UTF-16 surrogate */
-	if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90)))
-		return 0; /* overlong, or beyond U+10FFFF */
-	return n;
-}
+#include "util/utf8.h"
 
 void json_write_string(FILE *out, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)str;
+	uint32_t cp;
 
 	fputc('"', out);
 	while (*s) {
-		int n = utf8_len(s);
+		size_t n = utf8_decode(s, &cp);
 
 		if (n == 0) {
 			fputs("\\ufffd", out);
