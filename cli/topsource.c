@@ -9,6 +9,7 @@
 
 #include "httpget.h"
 #include "topsource.h"
+#include "util/capstream.h"
 #include "util/utf8.h"
 
 #define MAX_DEPTH 32 /* nesting of a JSON value skipped */
@@ -19,43 +20,6 @@ struct topsource {
 	const char *url;
 	char token[512];  /* "": none */
 };
-
-/* A FILE's memory: what was written, up to TOPSOURCE_MAX_BODY bytes (a write past that fails). */
-struct capbuf {
-	char *data;
-	size_t len, alloc;
-	bool full, nomem;
-};
-
-static ssize_t cap_write(void *cookie, const char *p, size_t n)
-{
-	struct capbuf *b = cookie;
-
-	if (n > TOPSOURCE_MAX_BODY - b->len) {
-		b->full = true;
-		errno = EFBIG;
-		return 0; /* fopencookie(3): 0 on error, never negative */
-	}
-	if (b->len + n + 1 > b->alloc) {
-		size_t alloc = b->alloc ? b->alloc : 65536;
-		char *data;
-
-		while (alloc < b->len + n + 1)
-			alloc *= 2;
-		data = realloc(b->data, alloc);
-		if (!data) {
-			b->nomem = true;
-			errno = ENOMEM;
-			return 0;
-		}
-		b->data = data;
-		b->alloc = alloc;
-	}
-	memcpy(b->data + b->len, p, n);
-	b->len += n;
-	b->data[b->len] = '\0';
-	return (ssize_t)n;
-}
 
 __attribute__((format(printf, 3, 4))) static void say(char *why, size_t len, const char *fmt, ...)
 {
@@ -428,14 +392,13 @@ static int fetch_db(struct topsource *s, FILE *out, char *why, size_t whylen)
 
 int topsource_fetch(struct topsource *s, struct top_snapshot *snap, char *why, size_t whylen)
 {
-	static const cookie_io_functions_t io = { .write = cap_write };
-	struct capbuf buf = { 0 };
+	struct capstream buf;
 	FILE *out;
 	int err;
 
 	topsource_clear(snap);
 	why[0] = '\0';
-	out = fopencookie(&buf, "w", io);
+	out = capstream_open(&buf, TOPSOURCE_MAX_BODY);
 	if (!out) {
 		say(why, whylen, "out of memory");
 		return -ENOMEM;

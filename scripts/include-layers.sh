@@ -17,9 +17,9 @@ allowed() {
 	lib/store/*) echo "store/ util/" ;;
 	lib/render/*) echo "render/ util/ lib/render/pprof.pb-c.h" ;;
 	lib/query/*) echo "query/ store/ render/ util/" ;;
-	daemon/http/*) echo "http/ query/ store/store.h render/json.h status.h" ;;
+	daemon/http/*) echo "http/ query/ store/store.h render/json.h status.h util/capstream.h" ;;
 	daemon/*) echo "*" ;;
-	cli/*) echo "httpget.h query/ store/store.h render/unit.h util/utf8.h" ;;
+	cli/*) echo "httpget.h query/ store/store.h render/unit.h util/utf8.h util/capstream.h" ;;
 	esac
 }
 

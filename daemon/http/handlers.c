@@ -57,7 +57,7 @@ static struct store *open_store(struct http *h, struct request *rq)
 /* Turns a query's result into the error reply when it failed, and closes the store. */
 static void end_query(struct request *rq, struct store *st, int err)
 {
-	if (err && !rq->body.overflow)
+	if (err && !rq->body.full)
 		http_fail(rq, err == -EBUSY ? 503 : 500, "query failed: %s (%s)", store_errmsg(st),
 		     strerror(err < 0 ? -err : EIO));
 	store_close(st);

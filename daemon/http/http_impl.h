@@ -18,6 +18,7 @@
 #include "query/query.h"
 #include "status.h"
 #include "store/store.h"
+#include "util/capstream.h"
 
 #define CODES 600                    /* HTTP status codes counted: 0..599 */
 
@@ -52,13 +53,6 @@ enum param {
 };
 
 
-/* A response body being written: grows by doubling, refuses to pass BODY_MAX. (A cookie stream, not
- * open_memstream, so an oversized answer fails as it passes the cap instead of after allocating it.) */
-struct body {
-	char *buf;
-	size_t len, cap;
-	bool overflow;
-};
 
 struct request;
 
@@ -82,7 +76,7 @@ struct request {
 	const char *csp;          /* Content-Security-Policy, or NULL */
 	const char *challenge;    /* WWW-Authenticate (401), or NULL */
 	char error[384];          /* the message of an error reply (status >= 400) */
-	struct body body;
+	struct capstream body;    /* the response being written, up to BODY_MAX bytes (full: it would pass) */
 	FILE *out;                /* writes into body */
 };
 
@@ -97,7 +91,7 @@ int http_fail(struct request *rq, unsigned status, const char *fmt, ...);
 const char *http_shown(const char *v, char *buf, size_t size);
 
 /* A stream writing into b (empty). NULL with errno on failure. */
-FILE *http_body_open(struct body *b);
+FILE *http_body_open(struct capstream *b);
 
 /* Finishes rq's body (or replaces it by the error) and queues the response. */
 enum MHD_Result http_respond(struct http *h, struct MHD_Connection *conn, struct request *rq);

@@ -45,40 +45,10 @@ const char *http_shown(const char *v, char *buf, size_t size)
 	return buf;
 }
 
-static ssize_t body_write(void *cookie, const char *data, size_t n)
+/* A stream writing into b (empty), up to BODY_MAX bytes. NULL with errno on failure. */
+FILE *http_body_open(struct capstream *b)
 {
-	struct body *b = cookie;
-	size_t cap = b->cap ? b->cap : 4096;
-	char *p;
-
-	if (n > BODY_MAX - b->len) {
-		b->overflow = true;
-		errno = EFBIG;
-		return 0;
-	}
-	while (cap - b->len < n)
-		cap = cap > BODY_MAX / 2 ? BODY_MAX : cap * 2;
-	if (cap != b->cap) {
-		p = realloc(b->buf, cap);
-		if (!p) {
-			errno = ENOMEM;
-			return 0;
-		}
-		b->buf = p;
-		b->cap = cap;
-	}
-	memcpy(b->buf + b->len, data, n);
-	b->len += n;
-	return (ssize_t)n;
-}
-
-/* A stream writing into b (empty). NULL with errno on failure. */
-FILE *http_body_open(struct body *b)
-{
-	static const cookie_io_functions_t io = { .write = body_write };
-
-	memset(b, 0, sizeof(*b));
-	return fopencookie(b, "w", io);
+	return capstream_open(b, BODY_MAX);
 }
 
 /* Replaces the body with {"error": rq->error}. Returns 0 or -ENOMEM. */
@@ -86,7 +56,7 @@ static int error_body(struct request *rq)
 {
 	FILE *out;
 
-	free(rq->body.buf);
+	free(rq->body.data);
 	out = http_body_open(&rq->body);
 	if (!out)
 		return -ENOMEM;
@@ -126,7 +96,7 @@ enum MHD_Result http_respond(struct http *h, struct MHD_Connection *conn, struct
 	bool closed = !rq->out || fclose(rq->out) == 0;
 
 	rq->out = NULL;
-	if (rq->body.overflow) {
+	if (rq->body.full) {
 		atomic_fetch_add_explicit(&h->too_large, 1, memory_order_relaxed);
 		http_fail(rq, 500, "the response would pass %zu MiB: ask for a shorter window, one pid or a limit",
 		     BODY_MAX >> 20);
@@ -134,12 +104,12 @@ enum MHD_Result http_respond(struct http *h, struct MHD_Connection *conn, struct
 		http_fail(rq, 500, "out of memory writing the response");
 	}
 	if (rq->status >= 400 && error_body(rq) < 0) {
-		free(rq->body.buf);
+		free(rq->body.data);
 		return MHD_NO;
 	}
-	resp = MHD_create_response_from_buffer(rq->body.len, rq->body.buf, MHD_RESPMEM_MUST_FREE);
+	resp = MHD_create_response_from_buffer(rq->body.len, rq->body.data, MHD_RESPMEM_MUST_FREE);
 	if (!resp) {
-		free(rq->body.buf);
+		free(rq->body.data);
 		return MHD_NO;
 	}
 	ret = add_headers(resp, rq) ? MHD_queue_response(conn, rq->status, resp) : MHD_NO;
