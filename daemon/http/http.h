@@ -70,8 +70,9 @@ int http_parse_listen(const char *s, struct sockaddr_storage *out, unsigned *len
 
 /* Starts serving. Returns 0, -EINVAL (bad listen address), -EADDRINUSE, or -errno. */
 /* Also -EINVAL without opts or db_path (which may not exist yet: data requests are 503 until it
- * does). Other errors are what bind() or thread creation left in errno (-EACCES, -EADDRNOTAVAIL),
- * -EIO when libmicrohttpd gave no reason. opts' strings are copied. On failure *out is NULL. */
+ * does). An address that cannot be bound gives bind()'s error (-EADDRINUSE, -EACCES, -EADDRNOTAVAIL)
+ * with every libmicrohttpd; other errors are what thread creation left in errno, -EIO when
+ * libmicrohttpd gave no reason. opts' strings are copied. On failure *out is NULL. */
 int http_new(const struct http_opts *opts, struct http **out);
 
 /* The port actually bound (useful with port 0). */

@@ -247,6 +247,24 @@ static int http_init(struct http *h, const struct http_opts *opts)
 	return -err;
 }
 
+/* Whether the listen address can be bound, tried as MHD binds it (SO_REUSEADDR; an IPv6 address for
+ * IPv6 only) on a socket closed at once: 0, or -errno of the bind (-EADDRINUSE, -EACCES,
+ * -EADDRNOTAVAIL) or of the socket. */
+static int bind_error(const struct sockaddr_storage *addr, unsigned addr_len)
+{
+	int one = 1, err = 0;
+	int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    (addr->ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
+	    bind(fd, (const struct sockaddr *)addr, addr_len) < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
 int http_new(const struct http_opts *opts, struct http **out)
 {
 	struct sockaddr_storage addr;
@@ -266,6 +284,12 @@ int http_new(const struct http_opts *opts, struct http **out)
 		return err;
 	if (addr.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	/* The address is tried first: MHD does not say why a bind failed (below), and libmicrohttpd 1.0.1
+	 * closes the socket of a failed bind twice, which may close a descriptor another thread has just
+	 * opened. */
+	err = bind_error(&addr, addr_len);
+	if (err)
+		return err;
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
@@ -289,8 +313,16 @@ int http_new(const struct http_opts *opts, struct http **out)
 				  MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 				  MHD_OPTION_END);
-	/* MHD says nothing of why it failed; errno is what bind() or pthread_create() left. */
-	err = !h->mhd ? (errno ? -errno : -EIO) : 0;
+	/* MHD says nothing of why it failed, and its errno cannot be trusted: 0.9.75 leaves what bind() or
+	 * pthread_create() left, 1.0.1 the EBADF of closing a failed bind's socket twice. The address is
+	 * tried again (it may have been taken since): its error first, else MHD's errno but EBADF. */
+	if (!h->mhd) {
+		int saved = errno;
+
+		err = bind_error(&addr, addr_len);
+		if (!err)
+			err = saved && saved != EBADF ? -saved : -EIO;
+	}
 	info = h->mhd ? MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_BIND_PORT) : NULL;
 	if (!err && !info)
 		err = -EIO;
