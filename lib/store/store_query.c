@@ -22,7 +22,10 @@
  * both, for STORE_WALL), ?11 what a CPU row's count is worth (1; for STORE_WALL the sampling period in
  * microseconds), ?12 1 to keep only the processes of temp.family (the processes listing). Raw rows are
  * found by samples(ts), a pid filters them; a one-pid variant of rollups walks the piece's buckets and
- * seeks (span, bucket, pid) in each, instead of reading every process's rows of those buckets. The
+ * seeks (span, bucket, pid) in each, instead of reading every process's rows of those buckets. Its
+ * CROSS JOIN keeps the buckets the outer loop, which SQLite honours whatever its costs say: without it
+ * SQLite 3.46 (Debian 13) puts the rollups outside, SEARCH r USING PRIMARY KEY (span=?), a read of
+ * every process's rows of the span with the buckets scanned for each, where 3.40 chose the seeks. The
  * family variant keeps the rows of the processes in temp.family, each within its seconds (a rollup
  * bucket when it overlaps them). */
 #define AND_PID " AND pid = ?3"
@@ -39,7 +42,7 @@
 #define ROLLUP_WHERE " FROM rollups WHERE span = ?6 AND bucket >= ?1 AND bucket < ?2 AND (?5 IS NULL OR comm_id = ?5)" \
 		     AND_KIND
 #define ROLLUP_PID(cols) "WITH RECURSIVE b(x) AS (SELECT ?9 WHERE ?9 < ?2 UNION ALL SELECT x + ?6 FROM b"   \
-			 " WHERE x + ?6 < ?2) SELECT " cols " FROM b JOIN rollups AS r ON r.span = ?6"       \
+			 " WHERE x + ?6 < ?2) SELECT " cols " FROM b CROSS JOIN rollups AS r ON r.span = ?6" \
 			 " AND r.bucket = b.x AND r.pid = ?3 AND (?5 IS NULL OR r.comm_id = ?5)"             \
 			 " AND (?10 < 0 OR r.kind = ?10)"
 
