@@ -41,15 +41,6 @@ struct {
 	__type(value, struct offcpu_task);
 } offcpu_tasks SEC(".maps");
 
-/* Stacks taken at a block, by key: a wait may end (or be counted) in a later generation, whose stacks
- * map is then given them again from here. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 8192); /* sized by the daemon before load */
-	__type(key, __u64);
-	__type(value, struct stack_trace);
-} offcpu_frames SEC(".maps");
-
 /* Nanoseconds blocked per key, per CPU (no atomics, no contention), two generations as counts0/1. */
 struct offcpu_map {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -59,6 +50,15 @@ struct offcpu_map {
 };
 struct offcpu_map offcpu0 SEC(".maps");
 struct offcpu_map offcpu1 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__array(values, struct offcpu_map);
+} offcpu_gen SEC(".maps") = {
+	.values = { &offcpu0, &offcpu1 },
+};
 
 /* Puts the stack under h back into stacks from offcpu_frames; false when it is gone from there. */
 static __always_inline bool offcpu_restore(void *stacks, __u64 h)
@@ -79,11 +79,14 @@ static __always_inline bool offcpu_restore(void *stacks, __u64 h)
 static __always_inline void offcpu_count(struct task_struct *task, struct offcpu_task *s, __u64 ns, __u32 sec,
 					 __u32 gen)
 {
-	void *stacks = gen ? (void *)&stacks1 : (void *)&stacks0;
-	void *counts = gen ? (void *)&offcpu1 : (void *)&offcpu0;
+	void *stacks = bpf_map_lookup_elem(&stacks_gen, &gen);
+	void *counts = bpf_map_lookup_elem(&offcpu_gen, &gen);
 	struct sample_key key = {};
 	__u64 *v;
 	long err;
+
+	if (!stacks || !counts)
+		return;
 
 	key.pid = task->tgid;
 	key.tid = task->pid;
@@ -141,7 +144,6 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, __
 	struct sample_key key = {};
 	struct uregs r = {};
 	__u64 where = 0;
-	void *stacks;
 
 	stat_inc(STAT_OFFCPU_BLOCKS);
 	if (!s) {
@@ -166,9 +168,8 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, __
 		if (python_walk && bpf_map_lookup_elem(&py_procs, &key.pid))
 			where = 0;
 		offcpu_flush(prev, s, gen); /* what it gathered belongs to its old stacks */
-		stacks = gen ? (void *)&stacks1 : (void *)&stacks0;
-		key.kstack = capture(ctx, stacks, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key, &offcpu_frames);
-		key.ustack = prev->mm ? user_stack(ctx, &r, prev, stacks, &key, &offcpu_frames) : 0;
+		key.kstack = capture(ctx, gen, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key, true);
+		key.ustack = prev->mm ? user_stack(ctx, &r, prev, gen, &key, true) : 0;
 		if (key.ustack)
 			note_process(prev, key.pid);
 		if (key.flags & SAMPLE_WALK_PARTIAL)

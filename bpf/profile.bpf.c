@@ -48,6 +48,27 @@ struct stacks_map {
 struct stacks_map stacks0 SEC(".maps");
 struct stacks_map stacks1 SEC(".maps");
 
+/* The generation being filled is found through these arrays of maps, indexed by active_gen: one map
+ * pointer, whichever generation it is, so the verifier checks what follows once (a map chosen by a
+ * branch would have it check everything after the choice once per map). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__array(values, struct counts_map);
+} counts_gen SEC(".maps") = {
+	.values = { &counts0, &counts1 },
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__array(values, struct stacks_map);
+} stacks_gen SEC(".maps") = {
+	.values = { &stacks0, &stacks1 },
+};
+
 /* Where bpf_get_stack() writes: a stack is too large for the BPF stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -55,6 +76,15 @@ struct {
 	__type(key, __u32);
 	__type(value, struct stack_trace);
 } scratch SEC(".maps");
+
+/* Stacks taken at an off-CPU block (offcpu.h), by key: a wait may end (or be counted) in a later
+ * generation, whose stacks map is then given them again from here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192); /* sized by the daemon before load */
+	__type(key, __u64);
+	__type(value, struct stack_trace);
+} offcpu_frames SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -180,39 +210,44 @@ static __always_inline __u64 hash_frames(const struct stack_trace *st, __u32 n)
 	return h ? h : 1;
 }
 
-/* Stores the first n frames of st in the stacks map (and, keep not NULL, in keep: off-CPU stacks
- * outlive a generation). Returns its key, or 0 when it was lost (counted, and lost_flag set in
- * key->flags). */
-static __always_inline __u64 store_stack(void *stacks, struct stack_trace *st, __u32 n, __u32 lost_flag,
-					 struct sample_key *key, void *keep)
+/* Stores the first n frames of the scratch stack in generation gen's stacks map (and, with keep, in
+ * offcpu_frames: off-CPU stacks outlive a generation). Returns its key, or 0 when it was lost (counted).
+ * A global function, as the walk is: the verifier checks it once per program, not once per call. */
+__noinline __u64 stack_store(__u32 gen, __u32 n, __u32 keep)
 {
-	__u64 h = hash_frames(st, n);
+	__u32 zero = 0;
+	struct stack_trace *st = bpf_map_lookup_elem(&scratch, &zero);
+	void *stacks = bpf_map_lookup_elem(&stacks_gen, &gen);
+	__u64 h;
 	long err;
 
+	if (!st || !stacks)
+		return 0;
+	h = hash_frames(st, n);
 	/* An LRU map: never full. Only a stack it does not hold is written: an update of one it holds
 	 * would take a fresh entry each time (and so push out the stacks of long waits sooner). */
-	if (keep && !bpf_map_lookup_elem(keep, &h))
-		bpf_map_update_elem(keep, &h, st, BPF_NOEXIST);
+	if (keep && !bpf_map_lookup_elem(&offcpu_frames, &h))
+		bpf_map_update_elem(&offcpu_frames, &h, st, BPF_NOEXIST);
 	if (bpf_map_lookup_elem(stacks, &h))
 		return h;
 	err = bpf_map_update_elem(stacks, &h, st, BPF_NOEXIST);
 	if (err && err != -EEXIST) { /* -EEXIST: another CPU stored the same stack first */
-		key->flags |= lost_flag;
 		stat_inc(err == -ENOMEM ? STAT_STACK_NOMEM : STAT_STACK_MAP_FULL);
 		return 0;
 	}
 	return h;
 }
 
-/* Reads the kernel or user stack (flags) with bpf_get_stack() into the stacks map. Returns its key, or 0
- * when there is no such stack (a kernel thread has no user stack, user code no kernel stack) or it was
- * lost (counted, and lost_flag set in key->flags). */
-static __always_inline __u64 capture(void *ctx, void *stacks, __u64 flags, __u32 lost_flag, __u32 err_stat,
-				     struct sample_key *key, void *keep)
+/* Reads the kernel or user stack (flags) with bpf_get_stack() into generation gen's stacks map. Returns
+ * its key, or 0 when there is no such stack (a kernel thread has no user stack, user code no kernel
+ * stack) or it was lost (counted, and lost_flag set in key->flags). */
+static __always_inline __u64 capture(void *ctx, __u32 gen, __u64 flags, __u32 lost_flag, __u32 err_stat,
+				     struct sample_key *key, bool keep)
 {
 	__u32 zero = 0;
 	struct stack_trace *st = bpf_map_lookup_elem(&scratch, &zero);
 	long len;
+	__u64 h;
 
 	if (!st)
 		return 0;
@@ -231,7 +266,10 @@ static __always_inline __u64 capture(void *ctx, void *stacks, __u64 flags, __u32
 			stat_inc(STAT_UNWIND_TRUNCATED);
 		}
 	}
-	return store_stack(stacks, st, (__u32)len / sizeof(__u64), lost_flag, key, keep);
+	h = stack_store(gen, (__u32)len / sizeof(__u64), keep);
+	if (!h)
+		key->flags |= lost_flag;
+	return h;
 }
 
 /* x86-64 user addresses are below this (canonical lower half); kernel ones above. */
@@ -248,6 +286,7 @@ struct walk {
 	__u64 ip, sp, bp; /* registers of the frame being unwound */
 	__u32 pid;
 	__u32 n;          /* frames written to scratch */
+	__u32 key_flags;  /* SAMPLE_* flags of the stack walked, for the caller */
 	__u32 done;       /* WALK_* once the walk stopped */
 	__u32 used;       /* USED_* ways frames were unwound */
 	__u32 unwound;    /* native frames unwound so far (0: ip is the leaf's) */
@@ -291,14 +330,17 @@ struct walk_ctx {
 };
 enum { USED_TABLE = 1, USED_FP = 2, USED_UNKNOWN = 4 /* an address in no known mapping */ };
 
-/* The mapping of p holding addr, or NULL. */
-static __always_inline const struct unwind_mapping *find_mapping(const struct unwind_proc *p, __u64 addr)
+/* The index in p->m of the mapping holding addr, or -1. A global function, as row_find: checked once,
+ * and its answer an index the verifier knows nothing of, so the walk after it is checked once, not
+ * once for each step of the search it could have ended at. */
+__noinline int mapping_find(const struct unwind_proc *p, __u64 addr)
 {
-	__u32 lo = 0, hi = p->n, mid;
+	__u32 lo = 0, hi, mid;
 
-	if (hi > UNWIND_MAX_MAPPINGS)
-		hi = UNWIND_MAX_MAPPINGS;
-	for (int i = 0; i < 9; i++) { /* log2(UNWIND_MAX_MAPPINGS) + 1 */
+	if (!p)
+		return -1;
+	hi = p->n < UNWIND_MAX_MAPPINGS ? p->n : UNWIND_MAX_MAPPINGS;
+	for (int i = 0; i < UNWIND_MAPPING_STEPS; i++) {
 		if (lo >= hi)
 			break;
 		mid = (lo + hi) / 2;
@@ -308,31 +350,40 @@ static __always_inline const struct unwind_mapping *find_mapping(const struct un
 		else if (addr >= m->end)
 			lo = mid + 1;
 		else
-			return m;
+			return mid & (UNWIND_MAX_MAPPINGS - 1);
 	}
-	return NULL;
+	return -1;
 }
 
-/* The row of table (nrows rows) covering ELF address pc, or NULL. */
-static __always_inline const struct unwind_row *find_row(void *table, __u32 nrows, __u32 pc)
+/* Finds the row of unwind table `table` (nrows rows) covering ELF address pc and caches it in c.
+ * Returns 0, or -1 when the table holds none. */
+__noinline int row_find(__u32 table, __u32 nrows, __u32 pc, struct row_cache_slot *c)
 {
-	__u32 lo = 0, hi = nrows, mid;
+	__u32 slot = UNWIND_SLOT(table), lo = 0, hi = nrows, mid;
 	const struct unwind_row *r;
+	void *rows = bpf_map_lookup_elem(&unwind_tables, &slot);
 
+	if (!rows || !c)
+		return -1;
 	for (int i = 0; i < UNWIND_ROW_STEPS; i++) {
 		if (lo + 1 >= hi)
 			break;
 		mid = lo + (hi - lo) / 2;
-		r = bpf_map_lookup_elem(table, &mid);
+		r = bpf_map_lookup_elem(rows, &mid);
 		if (!r)
-			return NULL;
+			return -1;
 		if (r->pc <= pc)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	r = bpf_map_lookup_elem(table, &lo);
-	return r && r->pc <= pc ? r : NULL;
+	r = bpf_map_lookup_elem(rows, &lo);
+	if (!r || r->pc > pc)
+		return -1;
+	c->table = table;
+	c->pc = pc;
+	c->row = *r;
+	return 0;
 }
 
 /* Reads size bytes (8 or 16) of the user stack at addr: from the walk's copy when it holds them all,
@@ -434,15 +485,14 @@ static __always_inline long native_done(struct walk *w, const struct walk_ctx *w
 static long walk_step(__u64 index, void *ctx)
 {
 	const struct walk_ctx *wc = ctx;
-	__u32 zero = 0, n, table, slot, rpc;
+	__u32 zero = 0, n, table, rpc;
 	struct stack_trace *st = bpf_map_lookup_elem(&scratch, &zero);
 	struct row_cache *cache = bpf_map_lookup_elem(&row_cache, &zero);
 	struct walk *w = bpf_map_lookup_elem(&walks, &zero);
 	const struct unwind_mapping *m;
-	const struct unwind_row *r;
 	struct row_cache_slot *c;
-	void *rows;
 	__u64 pc;
+	int i;
 
 	(void)index;
 	if (!st || !cache || !w || !wc->proc)
@@ -457,7 +507,8 @@ static long walk_step(__u64 index, void *ctx)
 	if (w->py_state == PY_DONE || n >= PROFILE_MAX_DEPTH)
 		return 1;
 	pc = w->unwound ? w->ip - 1 : w->ip; /* a return address may be past the end of its call's function */
-	m = find_mapping(wc->proc, pc);
+	i = mapping_find(wc->proc, pc);
+	m = i >= 0 ? &wc->proc->m[i & (UNWIND_MAX_MAPPINGS - 1)] : NULL;
 	if (wc->py && w->py_state == PY_NATIVE) {
 		if (w->py_frame && py_in_eval(wc->py, pc)) {
 			w->py_state = PY_EMIT; /* its Python frames go in its place */
@@ -484,16 +535,8 @@ static long walk_step(__u64 index, void *ctx)
 	table = m->table;
 	rpc = (__u32)(pc - m->bias);
 	c = &cache->s[(rpc * 0x9e3779b1u ^ table) & (ROW_CACHE - 1)];
-	if (c->table != table || c->pc != rpc) {
-		slot = UNWIND_SLOT(table);
-		rows = bpf_map_lookup_elem(&unwind_tables, &slot);
-		r = rows ? find_row(rows, m->nrows, rpc) : NULL;
-		if (!r)
-			return native_done(w, wc, fp_step(w));
-		c->table = table;
-		c->pc = rpc;
-		c->row = *r;
-	}
+	if ((c->table != table || c->pc != rpc) && row_find(table, m->nrows, rpc, c))
+		return native_done(w, wc, fp_step(w));
 	return native_done(w, wc, table_step(w, &c->row));
 }
 
@@ -539,21 +582,24 @@ static __always_inline void entry_uregs(struct uregs *r)
 	r->bp = BPF_CORE_READ(regs, bp);
 }
 
-/* Walks the user stack of the current task from r with the unwind tables of its process (and frame
- * pointers where they have none) into the stacks map (and keep). Returns its key, or 0 (none, or
- * lost). Used only when the process has tables (unwind_procs). */
-static __always_inline __u64 walk_user(const struct uregs *r, const struct unwind_proc *p, void *stacks,
-				       struct sample_key *key, void *keep)
+/* Walks the current task's user stack from the registers r with the unwind tables of its process p
+ * (and frame pointers where they have none) into generation gen's stacks map (and offcpu_frames, for
+ * an off-CPU block). Returns its key, or 0 (none, or lost); the SAMPLE_* flags the walk sets are left
+ * in the walk's key_flags. A global function: the verifier checks it once per program, with any
+ * arguments, however many places call it. */
+__noinline __u64 walk_user(const struct uregs *r, const struct unwind_proc *p, __u32 gen, __u32 block)
 {
-	__u32 zero = 0;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 zero = 0, pid = id >> 32, tid = (__u32)id, copy, n;
 	struct stack_trace *st = bpf_map_lookup_elem(&scratch, &zero);
 	struct walk *w = bpf_map_lookup_elem(&walks, &zero);
 	struct walk_ctx wc = { .proc = p };
-	__u32 copy, n;
+	__u64 h;
 
-	if (!st || !w)
+	if (!st || !w || !r || !p)
 		return 0;
-	w->pid = key->pid;
+	w->pid = pid;
+	w->key_flags = 0;
 	w->n = w->done = w->used = w->unwound = 0;
 	w->py_state = PY_NATIVE;
 	w->py_frame = 0;
@@ -568,15 +614,14 @@ static __always_inline __u64 walk_user(const struct uregs *r, const struct unwin
 		return 0;
 	/* A Python process: its interpreter (read for this image) and the thread's innermost frame. */
 	if (python_walk) {
-		wc.py = bpf_map_lookup_elem(&py_procs, &key->pid);
+		wc.py = bpf_map_lookup_elem(&py_procs, &pid);
 		if (wc.py && wc.py->token != p->token)
 			wc.py = NULL;
 		if (wc.py)
 			/* A block's walk searches even where none was found lately: a thread that starts
 			 * and blocks at once (its thread state not yet its own) keeps that stack for as
 			 * long as it waits. */
-			w->py_frame = py_current_frame(wc.py, w, key->tid, bpf_get_current_task_btf()->thread.fsbase,
-						       keep != NULL);
+			w->py_frame = py_current_frame(wc.py, w, tid, bpf_get_current_task_btf()->thread.fsbase, block);
 	}
 	/* The rest of the stack pointer's page, in one read (frames beyond it are read one by one). */
 	copy = STACK_COPY - (w->sp & (STACK_COPY - 1));
@@ -588,13 +633,13 @@ static __always_inline __u64 walk_user(const struct uregs *r, const struct unwin
 		stat_inc(STAT_PY_STACKS);
 	if (w->py_frame && w->py_state == PY_NATIVE && w->done == WALK_END)
 		stat_inc(STAT_PY_UNMATCHED); /* an eval-loop call not recognised, or a thread state that lies */
-	if (!w->n)
-		return 0;
 	n = w->n;
+	if (!n || n > PROFILE_MAX_DEPTH)
+		return 0;
 	if (n < PROFILE_MAX_DEPTH)
 		st->ips[n] = 0; /* the end; what follows is an earlier stack's, and nobody reads it */
 	if (w->done == WALK_ON) {
-		key->flags |= SAMPLE_USTACK_TRUNCATED;
+		w->key_flags |= SAMPLE_USTACK_TRUNCATED;
 		stat_inc(STAT_UNWIND_TRUNCATED);
 	} else if (w->done == WALK_FAILED) {
 		stat_inc(STAT_UNWIND_FAILED);
@@ -602,31 +647,41 @@ static __always_inline __u64 walk_user(const struct uregs *r, const struct unwin
 	stat_inc((w->used & (USED_TABLE | USED_FP)) == USED_TABLE ? STAT_UNWIND_DWARF :
 		 (w->used & USED_TABLE) ? STAT_UNWIND_MIXED : STAT_UNWIND_FP);
 	if (w->used & USED_UNKNOWN) {
-		key->flags |= SAMPLE_WALK_PARTIAL;
-		ask_refresh(key->pid);
+		w->key_flags |= SAMPLE_WALK_PARTIAL;
+		ask_refresh(pid);
 	}
-	return store_stack(stacks, st, w->n, SAMPLE_USTACK_LOST, key, keep);
+	h = stack_store(gen, n, block);
+	if (!h)
+		w->key_flags |= SAMPLE_USTACK_LOST;
+	return h;
 }
 
 /* The user stack from r: walked with unwind tables when the process has them (and the mode allows),
- * else with bpf_get_stack(ctx). */
-static __always_inline __u64 user_stack(void *ctx, const struct uregs *r, struct task_struct *task,
-					void *stacks, struct sample_key *key, void *keep)
+ * else with bpf_get_stack(ctx). The current task's, in generation gen (and offcpu_frames with block). */
+static __always_inline __u64 user_stack(void *ctx, const struct uregs *r, struct task_struct *task, __u32 gen,
+					struct sample_key *key, bool block)
 {
-	const struct unwind_proc *p;
-
 	const struct seen_process *known;
+	const struct unwind_proc *p;
+	struct walk *w;
+	__u32 zero = 0;
+	__u64 h;
 
 	if (unwind_mode != UNWIND_MODE_FP && task->mm) {
 		p = bpf_map_lookup_elem(&unwind_procs, &key->pid);
 		known = p ? bpf_map_lookup_elem(&seen, &key->pid) : NULL;
 		/* Only tables read for this image: not those of the program it exec'd from, or of a process
 		 * that had the pid before. */
-		if (known && known->token == p->token)
-			return walk_user(r, p, stacks, key, keep);
+		if (known && known->token == p->token) {
+			h = walk_user(r, p, gen, block);
+			w = bpf_map_lookup_elem(&walks, &zero);
+			if (w)
+				key->flags |= w->key_flags;
+			return h;
+		}
 		key->flags |= SAMPLE_WALK_PARTIAL; /* its tables are not built yet */
 	}
-	return capture(ctx, stacks, BPF_F_USER_STACK, SAMPLE_USTACK_LOST, STAT_USTACK_ERROR, key, keep);
+	return capture(ctx, gen, BPF_F_USER_STACK, SAMPLE_USTACK_LOST, STAT_USTACK_ERROR, key, block);
 }
 
 static __always_inline void count(void *counts, struct sample_key *key)
@@ -695,6 +750,7 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 	struct sample_key key = {};
 	__u32 gen = *(volatile __u32 *)&active_gen;
 	struct uregs r;
+	void *counts;
 	bool kernel;
 
 	key.pid = id >> 32;
@@ -719,20 +775,14 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 		r.sp = ctx->regs.sp;
 		r.bp = ctx->regs.bp;
 	}
-	if (gen == 0) {
-		key.kstack = kernel ? capture(ctx, &stacks0, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key, NULL) : 0;
-		key.ustack = user_stack(ctx, &r, task, &stacks0, &key, NULL);
-	} else {
-		key.kstack = kernel ? capture(ctx, &stacks1, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key, NULL) : 0;
-		key.ustack = user_stack(ctx, &r, task, &stacks1, &key, NULL);
-	}
-
+	counts = bpf_map_lookup_elem(&counts_gen, &gen);
+	if (!counts)
+		return 0;
+	key.kstack = kernel ? capture(ctx, gen, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key, false) : 0;
+	key.ustack = user_stack(ctx, &r, task, gen, &key, false);
 	if (key.ustack)
 		note_process(task, key.pid);
-	if (gen == 0)
-		count(&counts0, &key);
-	else
-		count(&counts1, &key);
+	count(counts, &key);
 	return 0;
 }
 

@@ -105,8 +105,30 @@ static int alloc_buffers(struct sampler *s)
 	return 0;
 }
 
-/* Opens the skeleton, sets its knobs and map sizes, and loads it. Returns 0 or -errno. */
-static int open_and_load(struct sampler *s, const struct sampler_opts *opts, bool prealloc)
+/* Gives the array of maps outer (a generation's maps by number) the template its inner maps must match:
+ * inner's type, key, value and flags, with one entry. libbpf's own would take the size and flags the
+ * BPF object declares: as much memory as a preallocated map of that size while it loads, and the wrong
+ * flags once the stacks maps are preallocated. Returns the template's descriptor (closed by the caller
+ * after the load) or -errno. */
+static int set_template(struct bpf_map *outer, const struct bpf_map *inner)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = bpf_map__map_flags(inner));
+	int fd = bpf_map_create(bpf_map__type(inner), NULL, bpf_map__key_size(inner), bpf_map__value_size(inner), 1, &o);
+	int err;
+
+	if (fd < 0)
+		return -errno;
+	err = bpf_map__set_inner_map_fd(outer, fd);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* Opens the skeleton, sets its knobs and map sizes, and loads it. Returns 0 or -errno. The templates of
+ * the arrays of maps (set_template) are left in templates[3], for the caller to close. */
+static int open_and_load(struct sampler *s, const struct sampler_opts *opts, bool prealloc, int templates[3])
 {
 	int err;
 
@@ -141,8 +163,22 @@ static int open_and_load(struct sampler *s, const struct sampler_opts *opts, boo
 			 (err = bpf_map__set_map_flags(s->skel->maps.stacks1, 0)) ||
 			 (err = bpf_map__set_map_flags(s->skel->maps.unwind_procs, 0))))
 		return err;
+	if ((templates[0] = set_template(s->skel->maps.counts_gen, s->skel->maps.counts0)) < 0)
+		return templates[0];
+	if ((templates[1] = set_template(s->skel->maps.stacks_gen, s->skel->maps.stacks0)) < 0)
+		return templates[1];
+	if ((templates[2] = set_template(s->skel->maps.offcpu_gen, s->skel->maps.offcpu0)) < 0)
+		return templates[2];
 	/* 3. Load: create the maps, pass the verifier. */
 	return profile__load(s->skel);
+}
+
+static void close_templates(int templates[3])
+{
+	for (int i = 0; i < 3; i++)
+		if (templates[i] >= 0)
+			close(templates[i]);
+	templates[0] = templates[1] = templates[2] = -1;
 }
 
 /* ring_buffer callback: hands one event to the caller of sampler_read_events. */
@@ -178,12 +214,16 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **out)
 
 	/* 1-3. Open, configure, load; kernels that refuse on-demand allocation in perf_event programs
 	 * (before 6.1) get preallocated stacks maps. */
-	err = open_and_load(s, opts, false);
+	int templates[3] = { -1, -1, -1 };
+
+	err = open_and_load(s, opts, false, templates);
+	close_templates(templates);
 	if (err == -EINVAL || err == -EACCES) {
 		profile__destroy(s->skel);
 		s->skel = NULL;
 		s->preallocated = true;
-		err = open_and_load(s, opts, true);
+		err = open_and_load(s, opts, true, templates);
+		close_templates(templates);
 	}
 	if (err)
 		goto fail;

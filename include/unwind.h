@@ -37,6 +37,9 @@ struct unwind_row {
 /* Mappings kept per process; a process with more keeps the first ones (the rest unwind with frame
  * pointers). A power of two. */
 #define UNWIND_MAX_MAPPINGS 256
+/* Binary-search steps over a process's mappings: log2(UNWIND_MAX_MAPPINGS) + 1. */
+#define UNWIND_MAPPING_STEPS 9
+_Static_assert(1u << (UNWIND_MAPPING_STEPS - 1) == UNWIND_MAX_MAPPINGS, "UNWIND_MAPPING_STEPS follows UNWIND_MAX_MAPPINGS");
 /* Binary-search steps: enough for 2^24 rows in a table. */
 #define UNWIND_ROW_STEPS 24
 #define UNWIND_MAX_ROWS (1u << UNWIND_ROW_STEPS)
