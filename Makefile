@@ -40,7 +40,7 @@ LDLIBS   += -lbpf -ldw -lelf -lz -lsqlite3 -lmicrohttpd -lprotobuf-c -lpthread -
 # lib/ is the library (libflamed.a: flamed, flamectl, the tests and the bench link it); daemon/ is
 # flamed: DAEMON_SRCS are linked into it alone, the rest of daemon/ (the HTTP API, the dashboard, the
 # fold cache, systemd notification) goes into libflamed-daemon.a for the unit tests too.
-DAEMON_SRCS := daemon/main.c daemon/options.c daemon/sampler.c daemon/ingest.c
+DAEMON_SRCS := daemon/main.c daemon/options.c daemon/sampler.c daemon/bpfload.c daemon/ingest.c
 DAEMON_LIB_SRCS := $(filter-out $(DAEMON_SRCS),$(wildcard daemon/*.c daemon/*/*.c))
 DAEMON_LIB_OBJS := $(DAEMON_LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/daemon/dashboard.o
 LIB_SRCS := $(wildcard lib/*/*.c)
@@ -86,7 +86,7 @@ $(BUILD)/%.o: %.c Makefile | $(BUILD)/.deps
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(FLAMED_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/daemon/sampler.o: $(BUILD)/profile.skel.h
+$(BUILD)/daemon/sampler.o $(BUILD)/daemon/bpfload.o: $(BUILD)/profile.skel.h
 
 # protobuf-c: lib/render/x.proto -> $(BUILD)/lib/render/x.pb-c.{c,h} (#include "lib/render/x.pb-c.h").
 $(BUILD)/%.pb-c.c $(BUILD)/%.pb-c.h: %.proto | $(BUILD)/.deps

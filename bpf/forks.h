@@ -21,7 +21,7 @@ int BPF_PROG(process_fork, struct task_struct *parent, struct task_struct *child
 	struct fork_info f;
 	__u32 pid = child->tgid;
 
-	if (child->pid != child->tgid)
+	if (test_refused(REFUSE_PROCESS_FORK) || child->pid != child->tgid)
 		return 0; /* a new thread of a process */
 	f.start_ns = child->start_time;
 	f.ppid = parent->tgid;

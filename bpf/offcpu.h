@@ -218,6 +218,8 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 	__u32 gen = *(volatile __u32 *)&active_gen;
 	__u64 now = bpf_ktime_get_boot_ns();
 
+	if (test_refused(REFUSE_OFFCPU_SWITCH))
+		return 0;
 	/* Blocked: not preempted, and asleep (a task preempted while going to sleep is still runnable). */
 	if (!preempt && prev->pid && (prev_state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE)) &&
 	    (offcpu_kthreads || !(prev->flags & PF_KTHREAD)))
@@ -231,8 +233,11 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(offcpu_exit, struct task_struct *task)
 {
-	struct offcpu_task *s = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
+	struct offcpu_task *s;
 
+	if (test_refused(REFUSE_OFFCPU_EXIT))
+		return 0;
+	s = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
 	if (s)
 		offcpu_flush(task, s, *(volatile __u32 *)&active_gen);
 	return 0;
@@ -248,7 +253,7 @@ int offcpu_ongoing(struct bpf_iter__task *ctx)
 	__u64 since, now;
 	__u32 gen;
 
-	if (!task)
+	if (test_refused(REFUSE_OFFCPU_ONGOING) || !task)
 		return 0;
 	s = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
 	if (!s)

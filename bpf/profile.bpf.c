@@ -25,6 +25,7 @@
 const volatile bool include_idle = false;
 const volatile __u32 unwind_mode = UNWIND_MODE_FP; /* enum unwind_mode */
 const volatile bool python_walk = false;           /* write Python frames (python_walk.h) */
+const volatile __u32 test_refuse = 0;              /* tests only: REFUSE_* programs the verifier refuses */
 
 /* Generation being filled: 0 or 1. Written by the daemon through the mmaped .bss. */
 __u32 active_gen = 0;
@@ -193,6 +194,20 @@ static __always_inline void stat_inc(__u32 which)
 
 	if (v)
 		*v += 1; /* per-CPU slot: no other writer */
+}
+
+/* Tests only: a program test_refuse names (REFUSE_* bit what) reads a hash map's value without the NULL
+ * check the verifier demands, so the kernel refuses it as it would a program too complex for it. Otherwise
+ * the verifier knows the branch is never taken (test_refuse is read-only) and never looks into it. */
+static __always_inline bool test_refused(__u32 what)
+{
+	__u32 zero = 0;
+	struct seen_process *v;
+
+	if (!(test_refuse & what))
+		return false;
+	v = bpf_map_lookup_elem(&seen, &zero); /* a hash map: the lookup may miss (an array's may not) */
+	return *(volatile __u64 *)&v->start != 0;
 }
 
 /* A 64-bit hash of the first n frames; never 0 (0 means "no stack"). */
@@ -614,6 +629,8 @@ __noinline __u64 walk_user(const struct uregs *r, const struct unwind_proc *p, _
 		return 0;
 	/* A Python process: its interpreter (read for this image) and the thread's innermost frame. */
 	if (python_walk) {
+		if (test_refused(REFUSE_PYTHON))
+			return 0;
 		wc.py = bpf_map_lookup_elem(&py_procs, &pid);
 		if (wc.py && wc.py->token != p->token)
 			wc.py = NULL;
@@ -753,6 +770,8 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 	void *counts;
 	bool kernel;
 
+	if (test_refused(REFUSE_PROFILE_TICK))
+		return 0;
 	key.pid = id >> 32;
 	key.tid = (__u32)id;
 	if (key.tid == 0 && !include_idle) {
@@ -794,6 +813,8 @@ int process_exec(void *ctx)
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 
 	(void)ctx;
+	if (test_refused(REFUSE_PROCESS_EXEC))
+		return 0;
 	bpf_map_delete_elem(&unwind_procs, &pid);
 	bpf_map_delete_elem(&seen, &pid);
 	return 0;

@@ -10,6 +10,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpfload.h"
 #include "sampler.h"
 #include "profile.skel.h"
 
@@ -45,7 +46,6 @@ struct sampler {
 	__u64 *stash_frames;     /* STASH_FRAMES, mapped during a drain */
 	unsigned stash_n, stash_used;
 	uint64_t stacks_stashed, stacks_looked_up;
-	bool preallocated;       /* the kernel refused on-demand stacks maps */
 	struct ring_buffer *events;
 	sampler_process_cb event_cb; /* during sampler_read_events */
 	void *event_ctx;
@@ -85,6 +85,29 @@ static int attach_all(struct sampler *s, unsigned freq)
 	return s->cpus_attached ? 0 : -ENODEV;
 }
 
+/* Attaches the optional programs that loaded; one that cannot be attached leaves its feature off. */
+static void attach_features(struct sampler *s, struct bpfload_report *rep)
+{
+	struct bpf_feature_state *f = rep->feature;
+
+	if (f[BPF_FEATURE_FORKS].on && !(s->fork_link = bpf_program__attach(s->skel->progs.process_fork)))
+		bpfload_detached(rep, BPF_FEATURE_FORKS, "process_fork", -errno);
+	if (f[BPF_FEATURE_OFFCPU].on) {
+		if (!(s->switch_link = bpf_program__attach(s->skel->progs.offcpu_switch)))
+			bpfload_detached(rep, BPF_FEATURE_OFFCPU, "offcpu_switch", -errno);
+		else if (!(s->exit_link = bpf_program__attach(s->skel->progs.offcpu_exit)))
+			bpfload_detached(rep, BPF_FEATURE_OFFCPU, "offcpu_exit", -errno);
+		if (!f[BPF_FEATURE_OFFCPU].on) { /* neither half without the other */
+			bpf_link__destroy(s->switch_link);
+			s->switch_link = NULL;
+			f[BPF_FEATURE_OFFCPU_ONGOING].on = false;
+		}
+	}
+	if (f[BPF_FEATURE_OFFCPU_ONGOING].on &&
+	    !(s->ongoing_link = bpf_program__attach_iter(s->skel->progs.offcpu_ongoing, NULL)))
+		bpfload_detached(rep, BPF_FEATURE_OFFCPU_ONGOING, "offcpu_ongoing", -errno);
+}
+
 static int alloc_buffers(struct sampler *s)
 {
 	s->links = calloc(s->ncpus_possible, sizeof(*s->links));
@@ -105,82 +128,6 @@ static int alloc_buffers(struct sampler *s)
 	return 0;
 }
 
-/* Gives the array of maps outer (a generation's maps by number) the template its inner maps must match:
- * inner's type, key, value and flags, with one entry. libbpf's own would take the size and flags the
- * BPF object declares: as much memory as a preallocated map of that size while it loads, and the wrong
- * flags once the stacks maps are preallocated. Returns the template's descriptor (closed by the caller
- * after the load) or -errno. */
-static int set_template(struct bpf_map *outer, const struct bpf_map *inner)
-{
-	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = bpf_map__map_flags(inner));
-	int fd = bpf_map_create(bpf_map__type(inner), NULL, bpf_map__key_size(inner), bpf_map__value_size(inner), 1, &o);
-	int err;
-
-	if (fd < 0)
-		return -errno;
-	err = bpf_map__set_inner_map_fd(outer, fd);
-	if (err) {
-		close(fd);
-		return err;
-	}
-	return fd;
-}
-
-/* Opens the skeleton, sets its knobs and map sizes, and loads it. Returns 0 or -errno. The templates of
- * the arrays of maps (set_template) are left in templates[3], for the caller to close. */
-static int open_and_load(struct sampler *s, const struct sampler_opts *opts, bool prealloc, int templates[3])
-{
-	int err;
-
-	/* 1. Open: parse the embedded object, nothing in the kernel yet. */
-	s->skel = profile__open();
-	if (!s->skel)
-		return -errno;
-	/* 2. Configure: read-only knobs, map sizes and flags must be set before load. */
-	s->skel->rodata->include_idle = opts->include_idle;
-	s->skel->rodata->unwind_mode = opts->unwind_mode;
-	s->skel->rodata->python_walk = opts->python && opts->unwind_mode != UNWIND_MODE_FP;
-	if ((err = bpf_map__set_max_entries(s->skel->maps.py_procs, opts->max_python_procs ?: 1)) ||
-	    (err = bpf_map__set_max_entries(s->skel->maps.py_threads, opts->max_python_threads ?: 1)) ||
-	    (err = bpf_map__set_max_entries(s->skel->maps.unwind_tables, opts->max_unwind_tables ?: 1)) ||
-	    (err = bpf_map__set_max_entries(s->skel->maps.unwind_procs, opts->max_unwind_procs ?: 1)) ||
-	    (err = bpf_map__set_max_entries(s->skel->maps.counts0, opts->max_keys)) ||
-	    (err = bpf_map__set_max_entries(s->skel->maps.counts1, opts->max_keys)) ||
-	    (err = bpf_map__set_max_entries(s->skel->maps.stacks0, opts->max_stacks)) ||
-	    (err = bpf_map__set_max_entries(s->skel->maps.stacks1, opts->max_stacks)))
-		return err;
-	/* Off-CPU: its programs load only when asked for, its maps take room only then. */
-	s->skel->rodata->offcpu_min_ns = opts->off_cpu_min_ns;
-	if ((err = bpf_program__set_autoload(s->skel->progs.offcpu_switch, opts->off_cpu)) ||
-	    (err = bpf_program__set_autoload(s->skel->progs.offcpu_ongoing, opts->off_cpu)) ||
-	    (err = bpf_program__set_autoload(s->skel->progs.offcpu_exit, opts->off_cpu)) ||
-	    (err = bpf_map__set_max_entries(s->skel->maps.offcpu0, opts->off_cpu ? opts->max_keys : 1)) ||
-	    (err = bpf_map__set_max_entries(s->skel->maps.offcpu1, opts->off_cpu ? opts->max_keys : 1)) ||
-	    (err = bpf_map__set_max_entries(s->skel->maps.offcpu_frames,
-					    opts->off_cpu ? (opts->max_off_cpu_stacks ?: 1) : 1)))
-		return err;
-	if (prealloc && ((err = bpf_map__set_map_flags(s->skel->maps.stacks0, 0)) ||
-			 (err = bpf_map__set_map_flags(s->skel->maps.stacks1, 0)) ||
-			 (err = bpf_map__set_map_flags(s->skel->maps.unwind_procs, 0))))
-		return err;
-	if ((templates[0] = set_template(s->skel->maps.counts_gen, s->skel->maps.counts0)) < 0)
-		return templates[0];
-	if ((templates[1] = set_template(s->skel->maps.stacks_gen, s->skel->maps.stacks0)) < 0)
-		return templates[1];
-	if ((templates[2] = set_template(s->skel->maps.offcpu_gen, s->skel->maps.offcpu0)) < 0)
-		return templates[2];
-	/* 3. Load: create the maps, pass the verifier. */
-	return profile__load(s->skel);
-}
-
-static void close_templates(int templates[3])
-{
-	for (int i = 0; i < 3; i++)
-		if (templates[i] >= 0)
-			close(templates[i]);
-	templates[0] = templates[1] = templates[2] = -1;
-}
-
 /* ring_buffer callback: hands one event to the caller of sampler_read_events. */
 static int on_event(void *ctx, void *data, size_t size)
 {
@@ -192,7 +139,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-int sampler_new(const struct sampler_opts *opts, struct sampler **out)
+int sampler_new(const struct sampler_opts *opts, struct sampler **out, struct bpfload_report *rep)
 {
 	struct sampler *s;
 	int err;
@@ -212,19 +159,8 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **out)
 	if (err)
 		goto fail;
 
-	/* 1-3. Open, configure, load; kernels that refuse on-demand allocation in perf_event programs
-	 * (before 6.1) get preallocated stacks maps. */
-	int templates[3] = { -1, -1, -1 };
-
-	err = open_and_load(s, opts, false, templates);
-	close_templates(templates);
-	if (err == -EINVAL || err == -EACCES) {
-		profile__destroy(s->skel);
-		s->skel = NULL;
-		s->preallocated = true;
-		err = open_and_load(s, opts, true, templates);
-		close_templates(templates);
-	}
+	/* 1-3. Open, configure, load: the CPU sampler, and each feature the kernel accepts. */
+	err = bpfload_load(opts, &s->skel, rep);
 	if (err)
 		goto fail;
 	/* 4. Listen for events of processes (first samples, Python code), then attach: one cpu-clock event
@@ -238,23 +174,14 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **out)
 	if (err)
 		goto fail;
 	s->exec_link = bpf_program__attach(s->skel->progs.process_exec);
-	s->fork_link = s->exec_link ? bpf_program__attach(s->skel->progs.process_fork) : NULL;
-	if (!s->exec_link || !s->fork_link) {
+	if (!s->exec_link) {
 		err = -errno;
 		goto fail;
 	}
 	err = attach_all(s, opts->frequency);
 	if (err)
 		goto fail;
-	if (opts->off_cpu) {
-		s->switch_link = bpf_program__attach(s->skel->progs.offcpu_switch);
-		s->exit_link = s->switch_link ? bpf_program__attach(s->skel->progs.offcpu_exit) : NULL;
-		s->ongoing_link = s->exit_link ? bpf_program__attach_iter(s->skel->progs.offcpu_ongoing, NULL) : NULL;
-		if (!s->switch_link || !s->exit_link || !s->ongoing_link) {
-			err = -errno;
-			goto fail;
-		}
-	}
+	attach_features(s, rep);
 	*out = s;
 	return 0;
 fail:

@@ -53,9 +53,13 @@ typedef int (*sampler_cb)(const struct sampler_sample *s, void *ctx);
  * (PROCESS_PY_CODE); e->token names the program image. */
 typedef void (*sampler_process_cb)(const struct process_event *e, void *ctx);
 
-/* Opens, sizes, loads and attaches the BPF program on every online CPU (offline ones skipped).
+struct bpfload_report;
+
+/* Opens, sizes, loads and attaches the BPF program on every online CPU (offline ones skipped), with
+ * each optional feature opts ask for that the kernel accepts (bpfload.h). rep (the caller's) says what
+ * loaded and what was left out and why, and on failure which program the kernel refused, if one was.
  * Returns 0 or -errno: -EPERM without CAP_BPF/CAP_PERFMON, -ENODEV when no CPU could be attached. */
-int sampler_new(const struct sampler_opts *opts, struct sampler **out);
+int sampler_new(const struct sampler_opts *opts, struct sampler **out, struct bpfload_report *rep);
 
 /* Counts the waits going on (with off_cpu) up to now, switches generations, waits until no program
  * writes the old one, then calls cb for every key it counted (CPU samples, then off-CPU time) and

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include "profile.h"
+#include "bpfload.h"
 #include "lineage.h"
 #include "python/pynames.h"
 #include "python/pyprocs.h"
@@ -46,6 +47,7 @@ struct daemon_status {
 	uint64_t offcpu_us_stored;   /* microseconds off CPU written to the database */
 	uint64_t offcpu_us_unstored; /* drained but lost to a failed transaction */
 	struct lineage_stats lineage; /* who started whom (lineage.h) */
+	struct bpfload_report bpf;    /* the BPF programs loaded, the features left out and why */
 };
 
 #endif

@@ -18,6 +18,15 @@
  * its stack may be short. An off-CPU block does not reuse such a stack. */
 #define SAMPLE_WALK_PARTIAL 16u
 
+/* Tests only (FLAMED_TEST_REFUSE, the BPF program's test_refuse): what the verifier is made to refuse, so
+ * a test sees flamed load without it. */
+#define REFUSE_PROFILE_TICK 1u
+#define REFUSE_PROCESS_EXEC 2u
+#define REFUSE_PROCESS_FORK 4u
+#define REFUSE_OFFCPU_SWITCH 8u
+#define REFUSE_OFFCPU_EXIT 16u
+#define REFUSE_OFFCPU_ONGOING 32u
+#define REFUSE_PYTHON 64u   /* the Python walk, in the programs that walk stacks */
 /* How user stacks are walked (the BPF program's unwind_mode). */
 enum unwind_mode {
 	UNWIND_MODE_FP = 0,    /* frame pointers only (bpf_get_stack) */

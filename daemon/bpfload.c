@@ -1,0 +1,333 @@
+/* bpfload.c - opens, sizes and loads profile.bpf.c. The CPU sampler must load; each optional feature
+ * (unwind tables, Python frames, the fork hook, off-CPU time and its task iterator) whose program the
+ * kernel refuses is left out and the object loaded again without it, and what was refused and why is
+ * kept in a report. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bpfload.h"
+#include "profile.skel.h"
+
+/* A refused program's verifier log: from Linux 6.4 the kernel keeps its end when it does not fit. */
+#define LOG_SIZE (1u << 20)
+/* Loads tried at most: the first, one with preallocated maps, one per feature left out. */
+#define MAX_LOADS (2 + BPF_FEATURE_MAX)
+#define LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The programs: the feature each serves (BPF_FEATURE_MAX: the CPU sampler itself, which must load),
+ * and its REFUSE_* bit for tests. */
+static const struct {
+	const char *name;
+	int feature;
+	unsigned refuse;
+} programs[] = {
+	{ "profile_tick", BPF_FEATURE_MAX, REFUSE_PROFILE_TICK },
+	{ "process_exec", BPF_FEATURE_MAX, REFUSE_PROCESS_EXEC },
+	{ "process_fork", BPF_FEATURE_FORKS, REFUSE_PROCESS_FORK },
+	{ "offcpu_switch", BPF_FEATURE_OFFCPU, REFUSE_OFFCPU_SWITCH },
+	{ "offcpu_exit", BPF_FEATURE_OFFCPU, REFUSE_OFFCPU_EXIT },
+	{ "offcpu_ongoing", BPF_FEATURE_OFFCPU_ONGOING, REFUSE_OFFCPU_ONGOING },
+};
+
+static const char *const feature_names[BPF_FEATURE_MAX] = {
+	[BPF_FEATURE_UNWIND] = "unwind_tables",
+	[BPF_FEATURE_PYTHON] = "python",
+	[BPF_FEATURE_FORKS] = "fork_hook",
+	[BPF_FEATURE_OFFCPU] = "off_cpu",
+	[BPF_FEATURE_OFFCPU_ONGOING] = "off_cpu_ongoing",
+};
+
+const char *bpfload_feature_name(enum bpf_feature f)
+{
+	return f < BPF_FEATURE_MAX ? feature_names[f] : "cpu";
+}
+
+/* The REFUSE_* bits FLAMED_TEST_REFUSE names (program names and "python", comma-separated). */
+static unsigned test_refuse(void)
+{
+	const char *env = getenv("FLAMED_TEST_REFUSE"), *p = env;
+	unsigned bits = 0;
+
+	while (p && *p) {
+		size_t n = strcspn(p, ",");
+
+		if (n == 6 && !strncmp(p, "python", 6))
+			bits |= REFUSE_PYTHON;
+		for (size_t i = 0; i < LEN(programs); i++)
+			if (strlen(programs[i].name) == n && !strncmp(p, programs[i].name, n))
+				bits |= programs[i].refuse;
+		p += n + (p[n] == ',');
+	}
+	return bits;
+}
+
+/* Gives the array of maps outer (a generation's maps by number) the template its inner maps must match:
+ * inner's type, key, value and flags, with one entry. libbpf's own would take the size and flags the
+ * BPF object declares: as much memory as a preallocated map of that size while it loads, and the wrong
+ * flags once the stacks maps are preallocated. Returns the template's descriptor (closed by the caller
+ * after the load) or -errno. */
+static int set_template(struct bpf_map *outer, const struct bpf_map *inner)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = bpf_map__map_flags(inner));
+	int fd = bpf_map_create(bpf_map__type(inner), NULL, bpf_map__key_size(inner), bpf_map__value_size(inner), 1, &o);
+	int err;
+
+	if (fd < 0)
+		return -errno;
+	err = bpf_map__set_inner_map_fd(outer, fd);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* Sets the knobs, map sizes and programs of the opened skel for what rep still has on. */
+static int configure(struct profile *skel, const struct sampler_opts *opts, const struct bpfload_report *rep,
+		     int templates[3])
+{
+	const struct bpf_feature_state *f = rep->feature;
+	bool off_cpu = f[BPF_FEATURE_OFFCPU].on;
+	int err;
+
+	skel->rodata->include_idle = opts->include_idle;
+	skel->rodata->unwind_mode = f[BPF_FEATURE_UNWIND].on ? opts->unwind_mode : UNWIND_MODE_FP;
+	skel->rodata->python_walk = f[BPF_FEATURE_PYTHON].on;
+	skel->rodata->test_refuse = test_refuse();
+	if ((err = bpf_map__set_max_entries(skel->maps.py_procs, opts->max_python_procs ?: 1)) ||
+	    (err = bpf_map__set_max_entries(skel->maps.py_threads, opts->max_python_threads ?: 1)) ||
+	    (err = bpf_map__set_max_entries(skel->maps.unwind_tables, opts->max_unwind_tables ?: 1)) ||
+	    (err = bpf_map__set_max_entries(skel->maps.unwind_procs, opts->max_unwind_procs ?: 1)) ||
+	    (err = bpf_map__set_max_entries(skel->maps.counts0, opts->max_keys)) ||
+	    (err = bpf_map__set_max_entries(skel->maps.counts1, opts->max_keys)) ||
+	    (err = bpf_map__set_max_entries(skel->maps.stacks0, opts->max_stacks)) ||
+	    (err = bpf_map__set_max_entries(skel->maps.stacks1, opts->max_stacks)))
+		return err;
+	/* Off-CPU: its programs load only when asked for, its maps take room only then. */
+	skel->rodata->offcpu_min_ns = opts->off_cpu_min_ns;
+	if ((err = bpf_program__set_autoload(skel->progs.process_fork, f[BPF_FEATURE_FORKS].on)) ||
+	    (err = bpf_program__set_autoload(skel->progs.offcpu_switch, off_cpu)) ||
+	    (err = bpf_program__set_autoload(skel->progs.offcpu_exit, off_cpu)) ||
+	    (err = bpf_program__set_autoload(skel->progs.offcpu_ongoing, f[BPF_FEATURE_OFFCPU_ONGOING].on)) ||
+	    (err = bpf_map__set_max_entries(skel->maps.offcpu0, off_cpu ? opts->max_keys : 1)) ||
+	    (err = bpf_map__set_max_entries(skel->maps.offcpu1, off_cpu ? opts->max_keys : 1)) ||
+	    (err = bpf_map__set_max_entries(skel->maps.offcpu_frames, off_cpu ? (opts->max_off_cpu_stacks ?: 1) : 1)))
+		return err;
+	if (rep->preallocated && ((err = bpf_map__set_map_flags(skel->maps.stacks0, 0)) ||
+				  (err = bpf_map__set_map_flags(skel->maps.stacks1, 0)) ||
+				  (err = bpf_map__set_map_flags(skel->maps.unwind_procs, 0))))
+		return err;
+	if ((templates[0] = set_template(skel->maps.counts_gen, skel->maps.counts0)) < 0)
+		return templates[0];
+	if ((templates[1] = set_template(skel->maps.stacks_gen, skel->maps.stacks0)) < 0)
+		return templates[1];
+	if ((templates[2] = set_template(skel->maps.offcpu_gen, skel->maps.offcpu0)) < 0)
+		return templates[2];
+	return 0;
+}
+
+/* Copies the last lines of a verifier log (up to BPFLOAD_LOG_TAIL bytes, whole lines) into out. */
+static void log_tail(const char *log, char *out)
+{
+	size_t n = strlen(log);
+	const char *p;
+
+	while (n && log[n - 1] == '\n')
+		n--;
+	p = log + n;
+	while (p > log && (size_t)(log + n - p) < BPFLOAD_LOG_TAIL - 1 && p[-1] != '\0')
+		p--;
+	if (p > log && log + n - p >= BPFLOAD_LOG_TAIL - 1) { /* cut: start at a line */
+		const char *nl = memchr(p, '\n', (size_t)(log + n - p));
+
+		if (nl)
+			p = nl + 1;
+	}
+	snprintf(out, BPFLOAD_LOG_TAIL, "%.*s", (int)(log + n - p), p);
+}
+
+/* After a refused load: the program that was refused (its log has the verifier's words), or -1. */
+static int refused_program(char *const logs[])
+{
+	for (size_t i = 0; i < LEN(programs); i++)
+		if (logs[i][0])
+			return (int)i;
+	return -1;
+}
+
+/* Leaves feature f out, as it needs feature other, which is out. */
+static void needs(struct bpfload_report *rep, int f, int other)
+{
+	if (rep->feature[f].on) {
+		rep->feature[f].on = false;
+		rep->feature[f].needs = other;
+	}
+}
+
+/* Leaves feature f out after program i was refused with err. */
+static void leave_out(struct bpfload_report *rep, int f, int i, int err, const char *log)
+{
+	struct bpf_feature_state *s = &rep->feature[f];
+
+	s->on = false;
+	s->error = err;
+	s->attach = false;
+	snprintf(s->program, sizeof(s->program), "%s", programs[i].name);
+	log_tail(log, s->log);
+	/* Off-CPU time without its programs has no waits for the iterator to count; Python frames are
+	 * found by the walk with unwind tables. */
+	if (f == BPF_FEATURE_OFFCPU)
+		needs(rep, BPF_FEATURE_OFFCPU_ONGOING, f);
+	if (f == BPF_FEATURE_UNWIND)
+		needs(rep, BPF_FEATURE_PYTHON, f);
+}
+
+/* What to do after program i was refused with err: 1 when something was left out (or the maps made
+ * preallocated) and another load may pass, 0 when the CPU sampler itself cannot load. */
+static int after_refusal(struct bpfload_report *rep, int i, int err, const char *log)
+{
+	int f = programs[i].feature;
+
+	/* Kernels before 6.1 take only preallocated hash maps in perf_event programs. */
+	if (!rep->preallocated && strstr(log, "preallocated")) {
+		rep->preallocated = true;
+		return 1;
+	}
+	if (f < BPF_FEATURE_MAX) {
+		leave_out(rep, f, i, err, log);
+		return 1;
+	}
+	/* The CPU sampler: without Python frames, then without unwind tables (frame pointers only). */
+	if (i == 0 && rep->feature[BPF_FEATURE_PYTHON].on) {
+		leave_out(rep, BPF_FEATURE_PYTHON, i, err, log);
+		return 1;
+	}
+	if (i == 0 && rep->feature[BPF_FEATURE_UNWIND].on) {
+		leave_out(rep, BPF_FEATURE_UNWIND, i, err, log);
+		return 1;
+	}
+	return 0;
+}
+
+/* Reads what the verifier did for each loaded program of skel into rep. */
+static void note_programs(struct profile *skel, struct bpfload_report *rep)
+{
+	struct bpf_program *p;
+
+	rep->nprogs = 0;
+	bpf_object__for_each_program(p, skel->obj) {
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+		struct bpf_program_state *ps;
+		int fd = bpf_program__fd(p);
+
+		if (fd < 0 || rep->nprogs >= BPFLOAD_MAX_PROGS)
+			continue;
+		ps = &rep->prog[rep->nprogs++];
+		snprintf(ps->name, sizeof(ps->name), "%s", bpf_program__name(p));
+		if (!bpf_obj_get_info_by_fd(fd, &info, &len)) {
+			ps->verified_insns = len > offsetof(struct bpf_prog_info, verified_insns) ? info.verified_insns : 0;
+			ps->insns = info.xlated_prog_len / 8;
+		}
+	}
+}
+
+/* One load as rep has it now. Returns 0, or -errno with *refused the program refused (-1: none known). */
+static int load_once(const struct sampler_opts *opts, struct bpfload_report *rep, char *const logs[],
+		     struct profile **out, int *refused)
+{
+	int templates[3] = { -1, -1, -1 }, err;
+	struct profile *skel;
+
+	*refused = -1;
+	/* 1. Open: parse the embedded object, nothing in the kernel yet. */
+	skel = profile__open();
+	if (!skel)
+		return -errno;
+	/* 2. Configure: knobs, map sizes and flags, the programs to load; a log buffer for each. */
+	err = configure(skel, opts, rep, templates);
+	for (size_t i = 0; !err && i < LEN(programs); i++) {
+		struct bpf_program *p = bpf_object__find_program_by_name(skel->obj, programs[i].name);
+
+		logs[i][0] = '\0';
+		err = p ? bpf_program__set_log_buf(p, logs[i], LOG_SIZE) : -ENOENT;
+	}
+	/* 3. Load: create the maps, pass the verifier. */
+	if (!err) {
+		err = profile__load(skel);
+		if (err)
+			*refused = refused_program(logs);
+	}
+	for (int i = 0; i < 3; i++)
+		if (templates[i] >= 0)
+			close(templates[i]);
+	if (err) {
+		profile__destroy(skel);
+		return err;
+	}
+	note_programs(skel, rep);
+	*out = skel;
+	return 0;
+}
+
+int bpfload_load(const struct sampler_opts *opts, struct profile **out, struct bpfload_report *rep)
+{
+	char *logs[LEN(programs)] = { 0 };
+	int err = -ENOMEM, refused;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->feature[BPF_FEATURE_UNWIND].asked = opts->unwind_mode != UNWIND_MODE_FP;
+	rep->feature[BPF_FEATURE_PYTHON].asked = opts->python && opts->unwind_mode != UNWIND_MODE_FP;
+	rep->feature[BPF_FEATURE_FORKS].asked = true;
+	rep->feature[BPF_FEATURE_OFFCPU].asked = opts->off_cpu;
+	rep->feature[BPF_FEATURE_OFFCPU_ONGOING].asked = opts->off_cpu;
+	for (int f = 0; f < BPF_FEATURE_MAX; f++) {
+		rep->feature[f].on = rep->feature[f].asked;
+		rep->feature[f].needs = -1;
+	}
+	/* Untouched pages of a buffer cost nothing: only a refused program's log is written. */
+	for (size_t i = 0; i < LEN(programs); i++)
+		if (!(logs[i] = malloc(LOG_SIZE)))
+			goto out;
+	for (rep->loads = 1; rep->loads <= MAX_LOADS; rep->loads++) {
+		err = load_once(opts, rep, logs, out, &refused);
+		if (!err || refused < 0 || !after_refusal(rep, refused, err, logs[refused]))
+			break;
+	}
+	if (err && refused >= 0) { /* the CPU sampler itself: which program and why */
+		rep->cpu.error = err;
+		snprintf(rep->cpu.program, sizeof(rep->cpu.program), "%s", programs[refused].name);
+		log_tail(logs[refused], rep->cpu.log);
+	}
+out:
+	for (size_t i = 0; i < LEN(programs); i++)
+		free(logs[i]);
+	return err;
+}
+
+void bpfload_detached(struct bpfload_report *rep, enum bpf_feature f, const char *program, int err)
+{
+	struct bpf_feature_state *s = &rep->feature[f];
+
+	s->on = false;
+	s->error = err;
+	s->attach = true;
+	s->log[0] = '\0';
+	snprintf(s->program, sizeof(s->program), "%s", program);
+	if (f == BPF_FEATURE_OFFCPU)
+		needs(rep, BPF_FEATURE_OFFCPU_ONGOING, f);
+}
+
+void bpfload_why(const struct bpf_feature_state *f, char *buf, size_t len)
+{
+	if (!f->program[0] && f->needs >= 0)
+		snprintf(buf, len, "it needs %s, which is off", feature_names[f->needs]);
+	else
+		snprintf(buf, len, "the kernel %s %s: %s", f->attach ? "could not attach" : "refused", f->program,
+			 strerror(f->error < 0 ? -f->error : f->error));
+}
