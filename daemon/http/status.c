@@ -16,6 +16,7 @@
 
 #include "http/http_impl.h"
 #include "render/json.h"
+#include "http/status_bpf.h"
 #include "http/status_lineage.h"
 #include "http/status_offcpu.h"
 #include "http/status_python.h"
@@ -115,6 +116,7 @@ void http_handle_status(struct http *h, struct request *rq)
 		status_python_text(o, &s);
 		status_offcpu_text(o, &s);
 		status_lineage_text(o, &s);
+		status_bpf_text(o, &s);
 		return;
 	}
 	rq->type = "application/json";
@@ -145,6 +147,7 @@ void http_handle_status(struct http *h, struct request *rq)
 	status_python_json(o, &s);
 	status_offcpu_json(o, &s);
 	status_lineage_json(o, &s);
+	status_bpf_json(o, &s);
 	fputs("}\n", o);
 }
 
@@ -287,6 +290,7 @@ void http_handle_metrics(struct http *h, struct request *rq)
 	metrics_unwind(o, &s);
 	status_python_metrics(o, &s);
 	status_offcpu_metrics(o, &s);
+	status_bpf_metrics(o, &s);
 	status_lineage_metrics(o, &s);
 	http_metric_u64(o, "flamed_database_bytes", "gauge", "Size of the database.", s.db_bytes);
 	http_metric_u64(o, "flamed_stacks_stored", "gauge", "Distinct stacks in the database.", s.stacks_stored);

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 
 #include "http/http_impl.h"
+#include "http/status_bpf.h"
 #include "http/status_offcpu.h"
 
 /* What the sched_switch program counted (bpf/offcpu.h), by its JSON name and its metric. */
@@ -36,8 +37,10 @@ static const struct {
 
 void status_offcpu_json(FILE *o, const struct daemon_status *s)
 {
-	fprintf(o, ", \"off_cpu\": {\"enabled\": %s, \"min_wait_us\": %u, \"max_stacks\": %u",
-		s->off_cpu ? "true" : "false", s->off_cpu_min_us, s->off_cpu_max_stacks);
+	fprintf(o, ", \"off_cpu\": {\"enabled\": %s, \"asked\": %s", s->off_cpu ? "true" : "false",
+		s->bpf.feature[BPF_FEATURE_OFFCPU].asked ? "true" : "false");
+	status_bpf_refused_json(o, s, BPF_FEATURE_OFFCPU);
+	fprintf(o, ", \"min_wait_us\": %u, \"max_stacks\": %u", s->off_cpu_min_us, s->off_cpu_max_stacks);
 	for (size_t i = 0; i < LEN(counters); i++)
 		fprintf(o, ", \"%s\": %" PRIu64, counters[i].name, s->lost[counters[i].stat]);
 	fputs(", \"lost\": {", o);

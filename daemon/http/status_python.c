@@ -2,6 +2,7 @@
 #include <inttypes.h>
 
 #include "http/http_impl.h"
+#include "http/status_bpf.h"
 #include "http/status_python.h"
 
 /* Why Python walks came up short, as counted by the BPF program (enum profile_stat). */
@@ -27,9 +28,10 @@ static const char *const unnamed_kinds[] = { "process_gone", "unreadable", "not_
 
 void status_python_json(FILE *o, const struct daemon_status *s)
 {
-	fprintf(o, ", \"python\": {\"enabled\": %s, \"max_frames\": %u, \"stacks\": %" PRIu64 ", \"truncated\": %" PRIu64
-		", \"walk_errors\": {", s->python ? "true" : "false", s->python_frames, s->lost[STAT_PY_STACKS],
-		s->lost[STAT_PY_TRUNCATED]);
+	fprintf(o, ", \"python\": {\"enabled\": %s", s->python ? "true" : "false");
+	status_bpf_refused_json(o, s, BPF_FEATURE_PYTHON);
+	fprintf(o, ", \"max_frames\": %u, \"stacks\": %" PRIu64 ", \"truncated\": %" PRIu64 ", \"walk_errors\": {",
+		s->python_frames, s->lost[STAT_PY_STACKS], s->lost[STAT_PY_TRUNCATED]);
 	for (size_t i = 0; i < sizeof(walk_errors) / sizeof(walk_errors[0]); i++)
 		fprintf(o, "%s\"%s\": %" PRIu64, i ? ", " : "", walk_errors[i].name, s->lost[walk_errors[i].stat]);
 	fprintf(o, "}, \"processes\": %" PRIu64 ", \"processes_refused\": %" PRIu64 ", \"interpreters\": %" PRIu64

@@ -1,0 +1,121 @@
+/* status_bpf.c - the BPF programs as the status and the metrics show them: each program loaded with the
+ * instructions the verifier processed for it (against the kernel's bound), and each optional feature,
+ * asked for or not, on or off, and when off though asked, the program the kernel refused and why. */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "http/http_impl.h"
+#include "http/status_bpf.h"
+#include "render/json.h"
+
+/* The kernel's error as its symbol ("E2BIG"), or its number when it has none. */
+static const char *error_name(int err, char *buf, size_t len)
+{
+	const char *name = strerrorname_np(err < 0 ? -err : err);
+
+	if (name)
+		return name;
+	snprintf(buf, len, "%d", err < 0 ? -err : err);
+	return buf;
+}
+
+/* One feature's object: {"asked": .., "on": .., and when refused "program", "error", "errno", "attach",
+ * "log"}. */
+static void feature_json(FILE *o, const struct bpf_feature_state *f)
+{
+	char num[16];
+
+	fprintf(o, "{\"asked\": %s, \"on\": %s", f->asked ? "true" : "false", f->on ? "true" : "false");
+	if (f->program[0]) {
+		fputs(", \"program\": ", o);
+		json_write_string(o, f->program);
+		fputs(", \"error\": ", o);
+		json_write_string(o, strerror(f->error < 0 ? -f->error : f->error));
+		fputs(", \"errno\": ", o);
+		json_write_string(o, error_name(f->error, num, sizeof(num)));
+		fprintf(o, ", \"attach\": %s, \"log\": ", f->attach ? "true" : "false");
+		json_write_string(o, f->log);
+	}
+	fputc('}', o);
+}
+
+void status_bpf_json(FILE *o, const struct daemon_status *s)
+{
+	const struct bpfload_report *r = &s->bpf;
+
+	fprintf(o, ", \"bpf\": {\"verified_insns_limit\": %u, \"loads\": %u, \"preallocated_maps\": %s, \"programs\": [",
+		BPFLOAD_INSNS_LIMIT, r->loads, r->preallocated ? "true" : "false");
+	for (unsigned i = 0; i < r->nprogs; i++) {
+		fputs(i ? ", {\"name\": " : "{\"name\": ", o);
+		json_write_string(o, r->prog[i].name);
+		fprintf(o, ", \"verified_insns\": %u, \"insns\": %u}", r->prog[i].verified_insns, r->prog[i].insns);
+	}
+	fputs("], \"features\": {", o);
+	for (int f = 0; f < BPF_FEATURE_MAX; f++) {
+		fprintf(o, "%s\"%s\": ", f ? ", " : "", bpfload_feature_name(f));
+		feature_json(o, &r->feature[f]);
+	}
+	fputs("}}", o);
+}
+
+void status_bpf_refused_json(FILE *o, const struct daemon_status *s, enum bpf_feature f)
+{
+	const struct bpf_feature_state *st = &s->bpf.feature[f];
+	char why[160];
+
+	if (!st->asked || st->on)
+		return;
+	bpfload_why(st, why, sizeof(why));
+	fputs(", \"refused\": ", o);
+	json_write_string(o, why);
+}
+
+void status_bpf_text(FILE *o, const struct daemon_status *s)
+{
+	const struct bpfload_report *r = &s->bpf;
+	char why[160];
+
+	for (unsigned i = 0; i < r->nprogs; i++)
+		fprintf(o, "bpf_verified_insns_%s %u\n", r->prog[i].name, r->prog[i].verified_insns);
+	for (int f = 0; f < BPF_FEATURE_MAX; f++) {
+		const struct bpf_feature_state *st = &r->feature[f];
+
+		fprintf(o, "feature_%s %s\n", bpfload_feature_name(f), st->on ? "on" : st->asked ? "refused" : "off");
+		if (st->asked && !st->on) {
+			bpfload_why(st, why, sizeof(why));
+			fprintf(o, "feature_%s_refused %s\n", bpfload_feature_name(f), why);
+		}
+	}
+}
+
+void status_bpf_metrics(FILE *o, const struct daemon_status *s)
+{
+	const struct bpfload_report *r = &s->bpf;
+	char num[16];
+
+	http_metric(o, "flamed_bpf_verified_instructions", "gauge",
+		    "Instructions the kernel's verifier processed to accept each BPF program; it refuses a program "
+		    "past flamed_bpf_verified_instructions_limit.");
+	for (unsigned i = 0; i < r->nprogs; i++)
+		fprintf(o, "flamed_bpf_verified_instructions{program=\"%s\"} %u\n", r->prog[i].name,
+			r->prog[i].verified_insns);
+	http_metric_u64(o, "flamed_bpf_verified_instructions_limit", "gauge",
+			"The most instructions the kernel's verifier processes for one program.", BPFLOAD_INSNS_LIMIT);
+	http_metric(o, "flamed_bpf_feature_enabled", "gauge",
+		    "1: the optional feature runs; 0: it does not (not asked for, or its program refused: see "
+		    "flamed_bpf_feature_refused).");
+	for (int f = 0; f < BPF_FEATURE_MAX; f++)
+		fprintf(o, "flamed_bpf_feature_enabled{feature=\"%s\"} %d\n", bpfload_feature_name(f),
+			r->feature[f].on ? 1 : 0);
+	http_metric(o, "flamed_bpf_feature_refused", "gauge",
+		    "1 for each feature asked for and left out: the program the kernel refused (or could not "
+		    "attach) and its error.");
+	for (int f = 0; f < BPF_FEATURE_MAX; f++) {
+		const struct bpf_feature_state *st = &r->feature[f];
+
+		if (st->asked && !st->on)
+			fprintf(o, "flamed_bpf_feature_refused{feature=\"%s\",program=\"%s\",error=\"%s\"} 1\n",
+				bpfload_feature_name(f), st->program, error_name(st->error, num, sizeof(num)));
+	}
+}
