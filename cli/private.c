@@ -28,6 +28,7 @@ struct private_flamed {
 	char db[PATH_MAX];
 	char log[96], sock[96];
 	bool keep_db;
+	char refused[PRIVATE_REFUSED_MAX][160]; /* "feature: why", from its X_FLAMED_REFUSED= lines */
 	int sock_fd;
 	pid_t pid;           /* 0: not running */
 };
@@ -133,11 +134,26 @@ static void exec_flamed(const struct private_flamed *p, const struct private_opt
 	_exit(127);
 }
 
+/* Keeps the X_FLAMED_REFUSED=feature: why lines of flamed's READY=1 message: what it left out. */
+static void note_refused(struct private_flamed *p, const char *msg)
+{
+	const char *line = msg;
+	unsigned n = 0;
+
+	while (line && *line && n < PRIVATE_REFUSED_MAX) {
+		size_t len = strcspn(line, "\n");
+
+		if (!strncmp(line, "X_FLAMED_REFUSED=", 17))
+			snprintf(p->refused[n++], sizeof(p->refused[0]), "%.*s", (int)(len - 17), line + 17);
+		line += len + (line[len] == '\n');
+	}
+}
+
 /* Waits for READY=1 on the socket, or flamed's exit, or the timeout. */
 static int wait_ready(struct private_flamed *p, unsigned timeout_s)
 {
 	struct timespec t0, now;
-	char msg[256];
+	char msg[2048];
 	int status;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -150,8 +166,10 @@ static int wait_ready(struct private_flamed *p, unsigned timeout_s)
 
 			if (n > 0) {
 				msg[n] = '\0';
-				if (strstr(msg, "READY=1"))
+				if (strstr(msg, "READY=1")) {
+					note_refused(p, msg);
 					return 0;
+				}
 			}
 		} else if (r < 0 && errno != EINTR) {
 			return -errno;
@@ -225,6 +243,16 @@ int private_start(const struct private_opts *o, struct private_flamed **out)
 const char *private_db(const struct private_flamed *p)
 {
 	return p->db;
+}
+
+const char *private_refused(const struct private_flamed *p, const char *feature)
+{
+	size_t len = strlen(feature);
+
+	for (unsigned i = 0; i < PRIVATE_REFUSED_MAX; i++)
+		if (!strncmp(p->refused[i], feature, len) && !strncmp(p->refused[i] + len, ": ", 2))
+			return p->refused[i] + len + 2;
+	return NULL;
 }
 
 /* Waits up to timeout_s for flamed to exit; its wait status, or -ETIMEDOUT. */

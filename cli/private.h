@@ -23,6 +23,13 @@ int private_start(const struct private_opts *o, struct private_flamed **out);
 /* The database it writes. */
 const char *private_db(const struct private_flamed *p);
 
+/* Features flamed names at most as left out. */
+#define PRIVATE_REFUSED_MAX 8
+
+/* Why flamed left out the feature named so (as its status names it: "off_cpu", "python", ...) when it
+ * was asked for and the kernel refused its program; NULL when it runs. */
+const char *private_refused(const struct private_flamed *p, const char *feature);
+
 /* Stops it (SIGTERM: it stores what is pending, then exits) and waits for it. Returns 0, or -EIO
  * when it did not exit cleanly (its log's last lines printed). */
 int private_stop(struct private_flamed *p);

@@ -52,9 +52,34 @@ static double now_mono(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* What the flamed at url does, from its status: answered (0), its frequency and whether it counts
- * off-CPU time; -errno when none answers (-EACCES: it wants a token we lack). */
-static int probe(const struct options *o, const char *url, unsigned *hz, bool *off_cpu)
+/* Copies the JSON string value of key (searched from p on, within the object p starts) into buf,
+ * its escapes dropped; "" when it is not there. */
+static void json_text(const char *p, const char *key, char *buf, size_t len)
+{
+	const char *end = p ? strchr(p, '}') : NULL, *v = p ? strstr(p, key) : NULL;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (!v || (end && v > end))
+		return;
+	v += strlen(key);
+	while (*v == ' ' || *v == ':')
+		v++;
+	if (*v++ != '"')
+		return;
+	for (; *v && *v != '"' && n + 1 < len; v++) {
+		if (*v == '\\' && v[1])
+			v++;
+		buf[n++] = *v;
+	}
+	buf[n] = '\0';
+}
+
+/* What the flamed at url does, from its status: answered (0), its frequency, whether it counts off-CPU
+ * time, and why not when it was asked to but the kernel refused (refused, "" otherwise); -errno when
+ * none answers (-EACCES: it wants a token we lack). */
+static int probe(const struct options *o, const char *url, unsigned *hz, bool *off_cpu, char *refused,
+		 size_t refused_len)
 {
 	char *body = NULL, err_body[512];
 	size_t len = 0;
@@ -75,6 +100,7 @@ static int probe(const struct options *o, const char *url, unsigned *hz, bool *o
 		*hz = p ? (unsigned)strtoul(p + 12, NULL, 10) : 0;
 		p = strstr(body, "\"off_cpu\": {\"enabled\":");
 		*off_cpu = p && !strncmp(p + 23, " true", 5);
+		json_text(p, "\"refused\"", refused, refused_len);
 	}
 	free(body);
 	return err;
@@ -221,6 +247,15 @@ struct source {
 	unsigned hz;                     /* its sampling frequency (0: not known) */
 };
 
+/* Off-CPU time cannot be recorded (who, the flamed, says why): says so, and records CPU samples. */
+static void cpu_only(struct options *o, const char *who, const char *why)
+{
+	fprintf(stderr, "flamectl: off-CPU time cannot be recorded on this host: %s was started with --off-cpu, but "
+		"%s; recording CPU samples only\n", who, why);
+	o->off_cpu = false;
+	o->kind = STORE_CPU;
+}
+
 /* Picks the flamed to ask: the one at the API URL when it answers and records what is asked (else
  * ours, when root), or a private one for --db. Returns 0 or an exit code's negation. */
 static int pick_source(struct options *o, struct source *src)
@@ -228,9 +263,9 @@ static int pick_source(struct options *o, struct source *src)
 	const char *url = server_url(o);
 	unsigned hz = 0;
 	bool off_cpu = false;
-	int err = o->db ? -ENOENT : probe(o, url, &hz, &off_cpu);
+	char reason[256], refused[256] = "";
+	int err = o->db ? -ENOENT : probe(o, url, &hz, &off_cpu, refused, sizeof(refused));
 	const char *why = NULL;
-	char reason[256];
 
 	if (err == -EACCES) {
 		fprintf(stderr, "flamectl: %s wants a token: pass --token-file PATH or set FLAMED_TOKEN\n", url);
@@ -238,6 +273,11 @@ static int pick_source(struct options *o, struct source *src)
 	}
 	if (err == -EBADF)
 		return -EXIT_ERROR;
+	/* Started with --off-cpu, but its program refused: a flamed of ours would be refused too. */
+	if (!err && o->off_cpu && !off_cpu && refused[0]) {
+		snprintf(reason, sizeof(reason), "the flamed at %s", url);
+		cpu_only(o, reason, refused);
+	}
 	if (!err && o->off_cpu && !off_cpu)
 		why = "it does not record off-CPU time (flamed --off-cpu)";
 	else if (!err && o->frequency > 0 && (unsigned)o->frequency != hz)
@@ -261,7 +301,11 @@ static int pick_source(struct options *o, struct source *src)
 	src->hz = o->frequency > 0 ? (unsigned)o->frequency : DEFAULT_HZ;
 	err = private_start(&(struct private_opts){ .db = o->db, .off_cpu = o->off_cpu, .frequency = src->hz },
 			    &src->private);
-	return err ? -EXIT_ERROR : 0;
+	if (err)
+		return -EXIT_ERROR;
+	if (o->off_cpu && private_refused(src->private, "off_cpu"))
+		cpu_only(o, "flamectl's own flamed", private_refused(src->private, "off_cpu"));
+	return 0;
 }
 
 /* Writes the profile of pid's family over [from, to) to path. Returns the exit code. */
