@@ -1,14 +1,17 @@
 // offcpu-hint.test.mjs - the dashboard of a flamed started without --off-cpu (a fresh database): picking
 // Off-CPU or Wall says that off-CPU time is not recorded and how to record it, instead of an empty graph.
+// With --refused PROGRAM: a flamed started with --off-cpu whose off-CPU program the kernel refused says so,
+// with the program and the kernel's error.
 // Prints "PASS: step" or "FAIL: step: why" per step, exits 1 on any failure.
-// node offcpu-hint.test.mjs --url http://127.0.0.1:PORT --shots DIR [--chromium PATH]
+// node offcpu-hint.test.mjs --url http://127.0.0.1:PORT --shots DIR [--refused PROGRAM] [--chromium PATH]
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { TIMEOUT, assert, collectErrors, launch, stepper } from './harness.mjs';
 
 const { values: arg } = parseArgs({
-  options: { url: { type: 'string' }, shots: { type: 'string' }, chromium: { type: 'string', default: '/usr/bin/chromium' } },
+  options: { url: { type: 'string' }, shots: { type: 'string' }, refused: { type: 'string' },
+    chromium: { type: 'string', default: '/usr/bin/chromium' } },
 });
 for (const k of ['url', 'shots']) {
   if (!arg[k]) {
@@ -25,6 +28,31 @@ const T = (id) => page.locator(`[data-testid="${id}"]`);
 
 const { step, until, failed } = stepper(page, (shot) => join(arg.shots, `dashboard-${shot}.png`));
 const hint = () => T('kind-hint').evaluate((e) => (e.hidden ? '' : e.textContent));
+
+if (arg.refused) {
+  await step(`with --off-cpu refused by the kernel, Off-CPU says so and names ${arg.refused}`, 'offcpu-refused', async () => {
+    await page.goto(`${arg.url}/#kind=offcpu`);
+    const text = await until(async () => (await hint()).includes('refused') && (await hint()), 'no hint says the kernel refused');
+    assert(/started with --off-cpu, but the kernel refused its off-CPU program/.test(text), `the hint reads "${text}"`);
+    const why = await T('offcpu-refused').textContent();
+    assert(why.includes(arg.refused) && /: \S/.test(why), `the reason reads "${why}"`);
+    await until(async () => (await T('flame-panel-status').getAttribute('data-kind')) === 'empty', 'the flame graph does not say it is empty');
+    const empty = await T('flame-panel-status').textContent();
+    assert(empty.includes('refused'), `the empty flame graph does not say why: "${empty}"`);
+    assert((await T('daemon-status').textContent()).includes('off-CPU refused by the kernel'), 'the header does not say off-CPU was refused');
+    assert(/unrecorded/.test(await T('kind-wall').getAttribute('class')), 'Wall is not marked as lacking off-CPU time');
+  });
+  await step('CPU still shows the samples, without the hint', null, async () => {
+    await T('kind-cpu').click();
+    await until(async () => (await hint()) === '', 'the hint stays with CPU picked');
+    await page.locator('[data-testid="process-row"]').first().waitFor();
+  });
+  await step('no script error, no console error', null, async () => {
+    assert(!errors.page.length && !errors.console.length, [...errors.page, ...errors.console].join(' | '));
+  });
+  await browser.close();
+  process.exit(failed() ? 1 : 0);
+}
 
 await step('without --off-cpu, Off-CPU says it is not recorded and how to record it', 'offcpu-hint', async () => {
   await page.goto(`${arg.url}/#kind=offcpu`);

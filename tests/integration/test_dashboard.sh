@@ -133,4 +133,12 @@ run_flamed dashboard --db "$TMP/plain.db" --frequency 99 --flush-interval 1 --li
 sleep 2.5 # CPU samples stored
 browser_test offcpu-hint.test.mjs --url "$URL" --shots "$SHOTS" --chromium "$CHROMIUM"
 stop_flamed
+
+# A flamed started with --off-cpu whose off-CPU program the kernel refuses (made to, as only tests can):
+# it samples CPU, and Off-CPU and Wall say why there is no off-CPU time.
+FLAMED_TEST_REFUSE=offcpu_switch run_flamed dashboard --db "$TMP/refused.db" --frequency 99 --flush-interval 1 \
+	--listen 127.0.0.1:0 --off-cpu
+sleep 2.5 # CPU samples stored
+browser_test offcpu-hint.test.mjs --url "$URL" --shots "$SHOTS" --chromium "$CHROMIUM" --refused offcpu_switch
+stop_flamed
 exit $FAILED

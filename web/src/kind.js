@@ -15,8 +15,10 @@ export const KIND = {
 };
 
 // Whether flamed records off-CPU time: /api/v1/status's off_cpu.enabled, or null while unknown (no status
-// yet, or a flamed whose status does not say).
+// yet, or a flamed whose status does not say); and when it was started with --off-cpu but the kernel refused
+// the off-CPU program, why (off_cpu.refused), else ''.
 let recorded = null;
+let refused = '';
 const listeners = [];
 
 export const offCpuRecorded = () => recorded;
@@ -25,16 +27,20 @@ export const offCpuRecorded = () => recorded;
 export function offCpuStatus(status) {
   const o = status && status.off_cpu;
   const now = o && typeof o.enabled === 'boolean' ? o.enabled : null;
-  if (now === recorded) return;
+  const why = o && !now && typeof o.refused === 'string' ? o.refused : '';
+  if (now === recorded && why === refused) return;
   recorded = now;
+  refused = why;
   for (const fn of listeners) fn();
 }
 
 const START = 'start flamed with --off-cpu';
+const REFUSED = 'it was started with --off-cpu, but the kernel refused its off-CPU program';
 
 // What an empty view of kind adds to its "nothing here" text: why off-CPU time may be missing.
 export function emptyHint(kind) {
   if (kind === 'cpu') return '';
+  if (refused) return ` This flamed records no off-CPU time: ${REFUSED} (${refused}).`;
   if (recorded === false) return ` This flamed does not record off-CPU time: ${START}.`;
   if (recorded === true) return '';
   return ` Off-CPU time is recorded only when flamed runs with --off-cpu.`;
@@ -60,12 +66,17 @@ export function kindSwitch(hintEl) {
       b.classList.toggle('unrecorded', recorded === false && b.dataset.testid !== 'kind-cpu');
     }
     const why = st.kind === 'cpu' ? ''
+      : refused ? `This flamed records no off-CPU time: ${REFUSED}.`
       : recorded === false ? 'This flamed was started without --off-cpu: it records no off-CPU time.'
       : recorded === null && none ? 'No off-CPU time is recorded in this range: is flamed running with --off-cpu?'
       : '';
     hintEl.hidden = !why;
     hintEl.dataset.kind = st.kind;
-    if (why) {
+    if (why && refused) {
+      fill(hintEl, h('strong', {}, why), ' ', h('code', { testid: 'offcpu-refused' }, refused), '. ',
+        st.kind === 'wall' ? 'Wall-clock views show CPU time alone (no waiting). ' : '',
+        'flamed\'s status (/api/v1/status, bpf.features.off_cpu) holds the verifier\'s last words.');
+    } else if (why) {
       fill(hintEl, h('strong', {}, why), st.kind === 'wall'
         ? ' Wall-clock views show CPU time alone (no waiting). To see where threads wait, '
         : ' To see where threads wait, ', h('code', {}, START), '.');

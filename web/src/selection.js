@@ -52,7 +52,8 @@ export function daemonStatus(el, banner) {
       banner.hidden = true;
       const flushed = s.last_flush_time ? `last stored ${duration(Math.max(0, Date.now() / 1000 - s.last_flush_time))} ago` : 'nothing stored yet';
       offCpuStatus(s);
-      const off = s.off_cpu && typeof s.off_cpu.enabled === 'boolean' ? ` · off-CPU ${s.off_cpu.enabled ? 'on' : 'off'}` : '';
+      const off = s.off_cpu && typeof s.off_cpu.enabled === 'boolean'
+        ? ` · off-CPU ${s.off_cpu.enabled ? 'on' : s.off_cpu.refused ? 'refused by the kernel' : 'off'}` : '';
       fill(el, `flamed ${s.version} · ${s.cpus} CPUs at ${s.frequency} Hz${off} · ${count(s.samples)} samples · ${flushed}`);
       el.title = `uptime ${duration(s.uptime_seconds)}, database ${count(s.db_bytes / 1024)} KiB, samples stored every ${s.flush_interval} s`;
     } catch (e) {
