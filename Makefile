@@ -1,6 +1,6 @@
 # flamed - one entry point: build, run, test, install.
 # make            build build/flamed and build/flamectl (installs missing Debian packages)
-# make run        build, then run the daemon in the foreground on ./flamed.db (root)
+# make run        build, then run the daemon in the foreground on ./flamed.db (root); FLAMED_ARGS="--off-cpu" adds options
 # make test       unit, integration (root, real BPF) tests; ends with "N passed, N failed"
 # make test SANITIZE=1   the same, built with AddressSanitizer and UBSan in build-san/
 # make soak       the long resilience tests (tests/soak/: wrk on the API, churn memory, kill -9 rounds; root)
@@ -58,11 +58,11 @@ all: $(BUILD)/flamed $(BUILD)/flamectl
 
 $(BUILD)/.deps: scripts/deps.sh
 	@mkdir -p $(@D)
-	@scripts/deps.sh build
+	@CLANG=$(CLANG) scripts/deps.sh build
 	@touch $@
 $(BUILD)/.deps-test: scripts/deps.sh
 	@mkdir -p $(@D)
-	@scripts/deps.sh test
+	@CLANG=$(CLANG) scripts/deps.sh test
 	@touch $@
 
 # BPF: vmlinux.h from this kernel's BTF (or VMLINUX_H=), CO-RE object, skeleton.
@@ -122,7 +122,7 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libflamed-daemon.a $(BUILD)/l
 
 run: all
 	@if [ "$$(id -u)" -ne 0 ]; then echo "make run: the daemon loads BPF programs; run as root: sudo make run" >&2; exit 1; fi
-	$(BUILD)/flamed --db $(CURDIR)/flamed.db
+	$(BUILD)/flamed --db $(CURDIR)/flamed.db $(FLAMED_ARGS)
 
 test: all $(UNIT_BINS) | $(BUILD)/.deps-test
 	BUILD=$(abspath $(BUILD)) SANITIZE=$(SANITIZE) tests/run.sh $(UNIT_BINS) $(INTEGRATION)

@@ -1,19 +1,43 @@
 #!/bin/sh
-# deps.sh - installs the Debian packages flamed needs to build and test, when missing.
+# deps.sh - installs the Debian packages flamed needs to build and test, when missing, by what the
+# distribution has (Debian 12 and 13 alike), not by version names: the debug package of its own python3,
+# the sanitizer runtime of the clang that builds (CLANG, default clang).
 # As root it runs apt-get; otherwise it prints the command to run and fails.
-# Usage: scripts/deps.sh [build|test]
+# Usage: [CLANG=clang-N] scripts/deps.sh [build|test]
 set -eu
 
 build_pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libsqlite3-dev
 	libmicrohttpd-dev libprotobuf-c-dev protobuf-c-compiler libdw-dev"
-# Every tool a test uses, so that a test skips only where the kernel refuses a feature: g++ (C++ frames),
-# dwz (DWARF shared between files), a JDK (java and jcmd write JIT perf maps), systemd (systemd-analyze),
-# tmux (a real terminal for flamectl record's Ctrl-C and top --watch).
-test_pkgs="binutils procps libc6-dbg python3.11-dbg curl libxml2-utils golang-go jq chromium libclang-rt-14-dev sqlite3 wrk
+# Every tool a test uses, so that a test skips only where the kernel refuses a feature: python3-dbg (the
+# system python3's debug file: python3.11-dbg on Debian 12, python3.13-dbg on 13), g++ (C++ frames), dwz
+# (DWARF shared between files), a JDK (java and jcmd write JIT perf maps), systemd (systemd-analyze), tmux
+# (a real terminal for flamectl record's Ctrl-C and top --watch); and the sanitizer runtime of the clang
+# that builds (make test SANITIZE=1's LeakSanitizer, make fuzz), named by its version below.
+test_pkgs="binutils procps libc6-dbg python3-dbg curl libxml2-utils golang-go jq chromium sqlite3 wrk
 	g++ dwz default-jdk-headless systemd tmux"
 
+# The major version of the clang that builds: the installed one's, else the one Debian's clang package
+# would install (clang-14 on Debian 12, clang-19 on 13).
+clang_major() {
+	clang=${CLANG:-clang}
+	if command -v "$clang" > /dev/null 2>&1; then
+		"$clang" -dumpversion | cut -d. -f1
+	elif [ "$clang" = clang ]; then
+		apt-cache depends clang 2> /dev/null | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -1
+	else
+		echo "$clang" | sed -n 's/^clang-\([0-9][0-9]*\)$/\1/p'
+	fi
+}
+
 pkgs=$build_pkgs
-[ "${1:-build}" = test ] && pkgs="$build_pkgs $test_pkgs"
+if [ "${1:-build}" = test ]; then
+	major=$(clang_major)
+	if [ -z "$major" ]; then
+		echo "flamed: cannot tell the version of ${CLANG:-clang}, for its sanitizer runtime (libclang-rt-N-dev)" >&2
+		exit 1
+	fi
+	pkgs="$build_pkgs $test_pkgs libclang-rt-$major-dev"
+fi
 
 # The dashboard is bundled with Node.js and npm: any recent ones will do, Debian's when there are none.
 command -v node > /dev/null 2>&1 || pkgs="$pkgs nodejs"
