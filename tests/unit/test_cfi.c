@@ -1,6 +1,6 @@
 /* test_cfi.c - unwind rows from call frame information: every row readelf --debug-dump=frames-interp prints
- * for fixtures built here, libc and python3.11 is compared with cfi_lookup; .debug_frame (own and in a
- * separate debug file, compressed too), overlapping FDEs, bad input and limits; costs measured. */
+ * for fixtures built here, libc and the system's python3 is compared with cfi_lookup; .debug_frame (own and
+ * in a separate debug file, compressed too), overlapping FDEs, bad input and limits; costs measured. */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,11 +15,11 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "syspython.h"
 #include "testutil.h"
 #include "unwind/cfi.h"
 
 #define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
-#define PYTHON "/usr/bin/python3.11"
 #define FIX_PATH 256
 #define COL_LEN 48       /* one readelf column value ("rsp+70016", "c-16", "exp") */
 #define EXP_LEN 512      /* one DW_CFA_def_cfa_expression as readelf prints it */
@@ -1227,8 +1227,11 @@ int main(void)
 		}
 	}
 	if (run_quiet("readelf --version >/dev/null 2>&1") == 0) {
+		struct system_python py;
+
 		test_system("libc", LIBC);
-		test_system("python3.11", PYTHON);
+		system_python(&py); /* its rows whatever its version: the CFI is the compiler's, not CPython's */
+		test_system(py.name, py.path);
 	}
 	run("rm -rf -- '%s'", dir);
 	return CHECK_EXIT();

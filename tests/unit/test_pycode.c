@@ -18,6 +18,7 @@
 #include <zlib.h>
 
 #include "check.h"
+#include "syspython.h"
 #include "testutil.h"
 #include "python/pycode.h"
 
@@ -274,16 +275,29 @@ static void add_glob(const char *pattern, unsigned minor, struct interp *list, s
 	globfree(&g);
 }
 
-/* Every CPython 3.8 to 3.13 here: Debian's (/usr/bin), pyenv's builds ($PYENV_ROOT, /root/.pyenv). A
- * minor version with none is said in a comment. Returns how many were found. */
+/* Every CPython 3.8 to 3.13 here: the system's python3 first (a SKIP where its version is not one of
+ * them), the others in /usr/bin, pyenv's builds ($PYENV_ROOT, /root/.pyenv). A minor version with none is
+ * said in a comment. Returns how many were found. */
 static size_t find_interps(struct interp *list)
 {
 	const char *root = getenv("PYENV_ROOT");
 	char pattern[PATH_MAX];
+	struct system_python py;
 	size_t n = 0;
 
+	if (system_python(&py) < 0) {
+		CHECK(0, "the system's python3 (%s) is there and says its version (scripts/deps.sh installs it)",
+		      py.path);
+	} else if (py.major != 3 || py.minor < MIN_MINOR || py.minor > MAX_MINOR) {
+		snprintf(pattern, sizeof(pattern), "flamed reads CPython 3.%u to 3.%u, not %u.%u yet", MIN_MINOR,
+			 MAX_MINOR, py.major, py.minor);
+		SKIP(py.path, pattern);
+	} else {
+		printf("# the system's python3: %s (%u.%u.%u)\n", py.path, py.major, py.minor, py.micro);
+		add_glob(py.path, py.minor, list, &n);
+	}
 	for (unsigned minor = MIN_MINOR; minor <= MAX_MINOR; minor++) {
-		size_t before = n;
+		size_t found = 0;
 
 		snprintf(pattern, sizeof(pattern), "/usr/bin/python3.%u", minor);
 		add_glob(pattern, minor, list, &n);
@@ -293,7 +307,9 @@ static size_t find_interps(struct interp *list)
 		}
 		snprintf(pattern, sizeof(pattern), "/root/.pyenv/versions/3.%u.*/bin/python3.%u", minor, minor);
 		add_glob(pattern, minor, list, &n);
-		if (n == before)
+		for (size_t i = 0; i < n; i++)
+			found += list[i].minor == minor;
+		if (!found)
 			printf("# python3.%u: not installed here, not tested\n", minor);
 	}
 	return n;

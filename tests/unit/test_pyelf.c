@@ -1,4 +1,4 @@
-/* test_pyelf.c - py_elf_inspect on the interpreters installed here (Debian's python3.11 with and without
+/* test_pyelf.c - py_elf_inspect on the interpreters installed here (the system's python3 with and without
  * its debug file, pyenv's libpython3.8 to 3.13 and stripped copies), non-interpreters and crafted copies. */
 #include <elf.h>
 #include <errno.h>
@@ -17,11 +17,11 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "syspython.h"
 #include "testutil.h"
 #include "python/pyelf.h"
 #include "elf/elf_file.h"
 
-#define DEBIAN_PY "/usr/bin/python3.11"
 #define PYENV "/root/.pyenv/versions"
 #define MAX_SYMS 8       /* entries of one name patched in a copy (.dynsym and .symtab) */
 #define FUZZ_ROUNDS 200  /* corrupted copies inspected */
@@ -255,7 +255,8 @@ static int byte_copy(const char *src, const char *dir, const char *name, uint64_
 	return rc;
 }
 
-/* ---- Debian's python3.11: static libpython, stripped, debug file by build-id ---- */
+/* ---- the system's python3 (python3.11 on Debian 12, python3.13 on Debian 13): static libpython, stripped,
+ * debug file (python3-dbg) by build-id ---- */
 
 /* The path of f's debug file under /usr/lib/debug/.build-id. Returns 0 or -1. */
 static int debug_path(const char *path, char *out, size_t cap)
@@ -334,42 +335,74 @@ static void check_version(const char *what, const char *exe, const struct py_bin
 	      major, minor);
 }
 
-static void test_debian(void)
+/* Checks the perf trampoline of b against nm (dynamic: nm -D, for a stripped binary) and objdump (3.12+), or
+ * its absence. */
+static void check_trampoline(const char *what, const char *lib, bool dynamic, const struct py_binary *b)
 {
+	struct nm_sym s = nm_lookup(lib, dynamic, "_Py_trampoline_func_start"), e;
+	char line[64];
+	bool push;
+
+	if (b->minor < 12) {
+		CHECK(b->tramp_start == 0 && b->tramp_end == 0 && b->tramp_cfa == 0, "%s: no perf trampoline", what);
+		return;
+	}
+	e = nm_lookup(lib, dynamic, "_Py_trampoline_func_end");
+	push = first_line(line, sizeof(line), "objdump -d --start-address=0x%" PRIx64 " --stop-address=0x%" PRIx64
+			  " -- '%s' | grep -c 'push *%%rbp'", s.value, e.value, lib) == 0 && atoi(line) > 0;
+	CHECK(s.found && e.found && b->tramp_start == s.value && b->tramp_end == e.value,
+	      "%s: perf trampoline [%#" PRIx64 ", %#" PRIx64 ") as nm says", what, b->tramp_start, b->tramp_end);
+	CHECK(b->tramp_cfa == 16 && b->tramp_rbp_saved == push, "%s: trampoline CFA rsp+%u, rbp %s", what,
+	      b->tramp_cfa, b->tramp_rbp_saved ? "saved" : "not saved");
+}
+
+static void test_system(const struct system_python *py)
+{
+	const char *name = py->name, *path = py->path;
 	struct nm_sym cold;
 	struct py_binary b;
 	char dbg[PATH_MAX];
 	uint64_t end;
 	int err;
 
-	if (access(DEBIAN_PY, R_OK) != 0) {
-		printf("# %s: not installed here, not tested\n", DEBIAN_PY);
+	if (py->major == 0) {
+		CHECK(0, "the system's python3 (%s) is there and says its version (scripts/deps.sh installs it)",
+		      path);
 		return;
 	}
-	err = inspect(DEBIAN_PY, NULL, &b);
-	CHECK(err == 0, "python3.11 (Debian, stripped, no debug file): an interpreter (%d)", err);
-	check_version("python3.11", DEBIAN_PY, &b);
-	check_addresses("python3.11", DEBIAN_PY, &b);
-	CHECK(b.tramp_start == 0 && b.tramp_end == 0 && b.tramp_cfa == 0, "python3.11: no perf trampoline");
-	CHECK(!b.debug_offsets, "python3.11: no _Py_DebugOffsets");
-	if (debug_path(DEBIAN_PY, dbg, sizeof(dbg)) < 0) {
-		printf("# %s: its debug file (python3.11-dbg) is not installed here, .cold part not tested\n",
-		       DEBIAN_PY);
+	printf("# the system's python3: %s (%u.%u.%u)\n", path, py->major, py->minor, py->micro);
+	err = inspect(path, NULL, &b);
+	if (py->major != 3 || py->minor < 8 || py->minor > 13) {
+		CHECK(err == -ENOTSUP && b.major == py->major && b.minor == py->minor, "%s: %u.%u, no layout: "
+		      "-ENOTSUP with the version (%d, %u.%u)", name, py->major, py->minor, err, b.major, b.minor);
+		snprintf(dbg, sizeof(dbg), "flamed reads CPython 3.8 to 3.13, not %u.%u yet", py->major, py->minor);
+		SKIP(name, dbg);
+		return;
+	}
+	CHECK(err == 0, "%s (the system's python3, stripped, no debug file): an interpreter (%d)", name, err);
+	check_version(name, path, &b);
+	check_addresses(name, path, &b);
+	check_trampoline(name, path, true, &b);
+	CHECK(b.debug_offsets == (py->minor >= 13), "%s: _Py_DebugOffsets %s", name,
+	      b.debug_offsets ? "agree" : "none");
+	if (debug_path(path, dbg, sizeof(dbg)) < 0) {
+		printf("# %s: its debug file (python3-dbg) is not installed here, .cold part not tested\n", path);
 		return;
 	}
 	cold = nm_lookup(dbg, false, "_PyEval_EvalFrameDefault.cold");
-	end = cold.found ? fde_end(DEBIAN_PY, cold.value) : 0;
-	CHECK(cold.found && end > cold.value, "python3.11: nm finds the .cold symbol in %s (%#" PRIx64
-	      ") and readelf its FDE (to %#" PRIx64 ")", dbg, cold.value, end);
+	end = cold.found ? fde_end(path, cold.value) : 0;
+	CHECK(cold.found && end > cold.value, "%s: nm finds the .cold symbol in %s (%#" PRIx64
+	      ") and readelf its FDE (to %#" PRIx64 ")", name, dbg, cold.value, end);
 	CHECK(b.cold_source == PY_COLD_JUMPS && b.cold_start == cold.value && b.cold_end == end,
-	      "python3.11 without debug file: .cold part [%#" PRIx64 ", %#" PRIx64 ") found by jumps (source %d), "
-	      "the symbol's FDE", b.cold_start, b.cold_end, b.cold_source);
-	time_inspect(DEBIAN_PY);
-	err = inspect(DEBIAN_PY, dbg, &b);
+	      "%s without debug file: .cold part [%#" PRIx64 ", %#" PRIx64 ") found by jumps (source %d), "
+	      "the symbol's FDE", name, b.cold_start, b.cold_end, b.cold_source);
+	time_inspect(path);
+	err = inspect(path, dbg, &b);
 	CHECK(err == 0 && b.cold_source == PY_COLD_SYMBOL && b.cold_start == cold.value &&
-	      b.cold_end == cold.value + cold.size, "python3.11 with debug file: .cold part [%#" PRIx64 ", %#" PRIx64
-	      ") from its symbol (source %d)", b.cold_start, b.cold_end, b.cold_source);
-	check_addresses("python3.11 with debug file", DEBIAN_PY, &b);
+	      b.cold_end == cold.value + cold.size, "%s with debug file: .cold part [%#" PRIx64 ", %#" PRIx64
+	      ") from its symbol (source %d)", name, b.cold_start, b.cold_end, b.cold_source);
+	snprintf(dbg, sizeof(dbg), "%s with debug file", name);
+	check_addresses(dbg, path, &b);
 }
 
 /* ---- pyenv's shared libpython3.8 to 3.13 ---- */
@@ -396,26 +429,6 @@ static void check_cold_jumps(const char *what, const char *lib, const struct py_
 	else
 		printf("# %s: jumps leave to other places: found [%#" PRIx64 ", %#" PRIx64 ") source %d, unchecked\n",
 		       what, b->cold_start, b->cold_end, b->cold_source);
-}
-
-/* Checks the perf trampoline of b against nm and objdump (3.12+), or its absence. */
-static void check_trampoline(const char *what, const char *lib, const struct py_binary *b)
-{
-	struct nm_sym s = nm_lookup(lib, false, "_Py_trampoline_func_start"), e;
-	char line[64];
-	bool push;
-
-	if (b->minor < 12) {
-		CHECK(b->tramp_start == 0 && b->tramp_end == 0 && b->tramp_cfa == 0, "%s: no perf trampoline", what);
-		return;
-	}
-	e = nm_lookup(lib, false, "_Py_trampoline_func_end");
-	push = first_line(line, sizeof(line), "objdump -d --start-address=0x%" PRIx64 " --stop-address=0x%" PRIx64
-			  " -- '%s' | grep -c 'push *%%rbp'", s.value, e.value, lib) == 0 && atoi(line) > 0;
-	CHECK(s.found && e.found && b->tramp_start == s.value && b->tramp_end == e.value,
-	      "%s: perf trampoline [%#" PRIx64 ", %#" PRIx64 ") as nm says", what, b->tramp_start, b->tramp_end);
-	CHECK(b->tramp_cfa == 16 && b->tramp_rbp_saved == push, "%s: trampoline CFA rsp+%u, rbp %s", what,
-	      b->tramp_cfa, b->tramp_rbp_saved ? "saved" : "not saved");
 }
 
 /* A copy of the 3.13 lib with one offset of _Py_DebugOffsets changed must be refused. */
@@ -473,7 +486,7 @@ static void test_pyenv_lib(const char *dir, unsigned minor, const char *lib, con
 		      ") from its .symtab symbol", what, b.cold_start, b.cold_end);
 	else
 		check_cold_jumps(what, lib, &b, cold);
-	check_trampoline(what, lib, &b);
+	check_trampoline(what, lib, false, &b);
 	CHECK(b.debug_offsets == (minor >= 13), "%s: _Py_DebugOffsets %s", what, b.debug_offsets ? "agree" : "none");
 	if (minor >= 13)
 		test_debug_offsets_patched(dir, lib, &b);
@@ -504,7 +517,7 @@ static void test_pyenv(const char *dir)
 	for (minor = 8; minor <= 13; minor++) {
 		snprintf(pat, sizeof(pat), PYENV "/3.%u.*/lib/libpython3.%u.so.1.0", minor, minor);
 		if (glob(pat, 0, NULL, &g) != 0) {
-			printf("# python3.%u: not installed here, not tested\n", minor);
+			printf("# python3.%u (pyenv): not installed here, not tested\n", minor);
 			globfree(&g);
 			continue;
 		}
@@ -586,12 +599,13 @@ static void expect_needs(const char *path, int want, const char *what)
 }
 
 /* Which programs wait for a libpython the dynamic loader maps after they start. */
-static void test_needs_libpython(void)
+static void test_needs_libpython(const struct system_python *py)
 {
 	char path[PATH_MAX];
 
 	expect_needs("/bin/ls", 0, "needs no libpython");
-	expect_needs(DEBIAN_PY, 0, "needs no libpython (it is built in)");
+	if (py->major)
+		expect_needs(py->path, 0, "needs no libpython (it is built in)");
 	if (glob_one(PYENV "/3.12.*/bin/python3.12", path, sizeof(path)) == 0)
 		expect_needs(path, 1, "needs libpython3.12.so (DT_NEEDED)");
 	else
@@ -772,6 +786,7 @@ static void test_crafted(const char *dir)
 int main(void)
 {
 	char dir[] = "/tmp/test_pyelf.XXXXXX";
+	struct system_python py;
 
 	if (!mkdtemp(dir)) {
 		CHECK(0, "mkdtemp: %s", strerror(errno));
@@ -782,9 +797,10 @@ int main(void)
 		CHECK(0, "binutils (nm, objcopy, objdump, readelf) installed: apt-get install binutils");
 		return CHECK_EXIT();
 	}
-	test_debian();
+	system_python(&py);
+	test_system(&py);
 	test_pyenv(dir);
-	test_needs_libpython();
+	test_needs_libpython(&py);
 	test_others();
 	test_crafted(dir);
 	run("rm -rf -- '%s'", dir);
