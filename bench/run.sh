@@ -1,6 +1,6 @@
 #!/bin/bash
 # run.sh - make bench: flamed's overhead next to perf, ingest rate, off-CPU profiling's cost next to perf and bpftrace, query latency, storage and memory; prints one table and writes docs/BENCHMARKS.md.
-# Usage: [QUICK=1] [BENCH_PARTS="overhead python ingest offcpu query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] [BPFTRACE=PATH] bench/run.sh
+# Usage: [QUICK=1] [BENCH_PARTS="overhead python ingest offcpu query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] [BPFTRACE=PATH] [PYTHON=PATH] bench/run.sh
 #        (root; `make bench` builds first). BENCH_PARTS runs only the parts named (query, storage and
 #        memory share one generated history); the report says which ran.
 # shellcheck disable=SC2154 # G_* (gen_history) and Q_* (query_bench) are set by parse_kv
@@ -13,7 +13,7 @@ QUICK=${QUICK:-0}
 [ "$QUICK" = 1 ] || QUICK=0
 OUT=docs/BENCHMARKS.md
 ALL_PARTS="overhead python ingest offcpu query storage memory"
-PYTHON=${PYTHON:-/usr/bin/python3.11}
+PYTHON=${PYTHON:-$(readlink -f /usr/bin/python3 2> /dev/null || true)} # the system's python3 (its real path)
 BPFTRACE=${BPFTRACE:-bpftrace}
 PARTS=${BENCH_PARTS:-$ALL_PARTS}
 STARTED=()
@@ -54,7 +54,7 @@ trap 'exit 130' INT TERM
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 
 check_setup() {
-	local missing=() c p
+	local missing=() c p v
 	for p in $PARTS; do [[ " $ALL_PARTS " == *" $p "* ]] || die "BENCH_PARTS: no part '$p' (parts: $ALL_PARTS)"; done
 	[ "$(id -u)" -eq 0 ] || die "needs root: it loads BPF programs, runs perf -a and drops the page cache (sudo make bench)"
 	for c in bpftool jq curl /usr/bin/time; do command -v "$c" > /dev/null || missing+=("$c"); done
@@ -63,7 +63,12 @@ check_setup() {
 	for c in flamed bench/burn bench/gen_history bench/query_bench; do
 		[ -x "$BUILD/$c" ] || die "no $BUILD/$c: run make bench, not bench/run.sh alone"
 	done
-	if want python; then [ -x "$PYTHON" ] || die "no $PYTHON for the python part: apt-get install python3.11"; fi
+	if want python; then
+		[ -x "$PYTHON" ] || die "no ${PYTHON:-/usr/bin/python3} for the python part: apt-get install python3"
+		v=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])') || die "$PYTHON does not run"
+		[[ $v =~ ^3\.([89]|1[0-3])$ ]] ||
+			die "$PYTHON is Python $v: flamed reads the Python frames of CPython 3.8 to 3.13 (set PYTHON=PATH to one)"
+	fi
 	if want offcpu; then
 		[ -x "$BUILD/bench/storm" ] || die "no $BUILD/bench/storm: run make bench, not bench/run.sh alone"
 		command -v perf > /dev/null || log "no perf: the offcpu part skips its perf row (apt-get install linux-perf)"
