@@ -34,19 +34,6 @@ static const struct {
 	{ "offcpu_ongoing", BPF_FEATURE_OFFCPU_ONGOING, REFUSE_OFFCPU_ONGOING },
 };
 
-static const char *const feature_names[BPF_FEATURE_MAX] = {
-	[BPF_FEATURE_UNWIND] = "unwind_tables",
-	[BPF_FEATURE_PYTHON] = "python",
-	[BPF_FEATURE_FORKS] = "fork_hook",
-	[BPF_FEATURE_OFFCPU] = "off_cpu",
-	[BPF_FEATURE_OFFCPU_ONGOING] = "off_cpu_ongoing",
-};
-
-const char *bpfload_feature_name(enum bpf_feature f)
-{
-	return f < BPF_FEATURE_MAX ? feature_names[f] : "cpu";
-}
-
 /* The REFUSE_* bits FLAMED_TEST_REFUSE names (program names and "python", comma-separated). */
 static unsigned test_refuse(void)
 {
@@ -321,13 +308,4 @@ void bpfload_detached(struct bpfload_report *rep, enum bpf_feature f, const char
 	snprintf(s->program, sizeof(s->program), "%s", program);
 	if (f == BPF_FEATURE_OFFCPU)
 		needs(rep, BPF_FEATURE_OFFCPU_ONGOING, f);
-}
-
-void bpfload_why(const struct bpf_feature_state *f, char *buf, size_t len)
-{
-	if (!f->program[0] && f->needs >= 0)
-		snprintf(buf, len, "it needs %s, which is off", feature_names[f->needs]);
-	else
-		snprintf(buf, len, "the kernel %s %s: %s", f->attach ? "could not attach" : "refused", f->program,
-			 strerror(f->error < 0 ? -f->error : f->error));
 }

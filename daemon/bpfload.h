@@ -69,8 +69,22 @@ int bpfload_load(const struct sampler_opts *opts, struct profile **out, struct b
 /* Marks feature f off: its program name loaded but could not be attached (-errno err). */
 void bpfload_detached(struct bpfload_report *rep, enum bpf_feature f, const char *program, int err);
 
-/* One line saying why f is off though asked ("the kernel refused offcpu_switch: Argument list too long"),
- * into buf. */
+/* bpffeature.c: the features in words. */
+
+/* One line saying why f is off though asked ("the kernel refused offcpu_switch: Argument list too long",
+ * "it needs off_cpu, which is off"), into buf. */
 void bpfload_why(const struct bpf_feature_state *f, char *buf, size_t len);
+
+/* Logs each feature asked for and left out: why, and the verifier's last lines. */
+void bpffeature_log(const struct bpfload_report *rep);
+
+/* Logs why the CPU sampler could not load (-errno err): the error, and the program the kernel refused
+ * with the verifier's last lines when it refused one (cpu: bpfload_report.cpu). */
+void bpffeature_log_sampler(const struct bpf_feature_state *cpu, int err);
+
+/* The service manager's message once sampling runs on cpus CPUs at hz: READY=1, a STATUS= line for
+ * `systemctl status` naming the features left out, and an X_FLAMED_REFUSED=NAME: WHY line for each
+ * (flamectl record reads them), into msg (cut at len). */
+void bpffeature_ready(const struct bpfload_report *rep, unsigned cpus, unsigned hz, char *msg, size_t len);
 
 #endif

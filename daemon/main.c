@@ -570,55 +570,12 @@ static int start_python(struct daemon *d)
 	return err;
 }
 
-/* Each optional feature, as the log names it when it is off. */
-static const char *const feature_words[BPF_FEATURE_MAX] = {
-	[BPF_FEATURE_UNWIND] = "walking stacks with unwind tables (frame pointers only)",
-	[BPF_FEATURE_PYTHON] = "naming Python frames (--python)",
-	[BPF_FEATURE_FORKS] = "the fork hook (parents are read from /proc instead)",
-	[BPF_FEATURE_OFFCPU] = "off-CPU time (--off-cpu)",
-	[BPF_FEATURE_OFFCPU_ONGOING] = "counting waits still going on at each flush (waits count when they end)",
-};
-
-/* The lines of a refused program's verifier log that the daemon's log shows (the status has more). */
-#define LOG_LINES 3
-
-/* The last n lines of text. */
-static const char *last_lines(const char *text, int n)
-{
-	const char *p = text + strlen(text);
-
-	while (p > text && n > 0)
-		if (*--p == '\n' && --n == 0)
-			return p + 1;
-	return text;
-}
-
-/* Logs why the CPU sampler could not load: the kernel's error, and the program it refused with the
- * verifier's last words when it refused one. */
-static void log_refused_sampler(const struct bpf_feature_state *cpu, int err)
-{
-	fprintf(stderr, "flamed: cannot load and attach the BPF profiler: %s%s\n", strerror(-err),
-		err == -EPERM || (err == -EACCES && !cpu->program[0]) ? " (run as root, or grant CAP_BPF and CAP_PERFMON)" : "");
-	if (cpu->program[0])
-		fprintf(stderr, "flamed: the kernel refused the program %s; the verifier said:\n%s\n", cpu->program,
-			cpu->log[0] ? last_lines(cpu->log, LOG_LINES) : "(nothing)");
-}
-
 /* Logs each feature asked for that the kernel refused, and makes the status say what runs. */
 static void use_features(struct daemon *d)
 {
 	const struct bpf_feature_state *f = d->status.bpf.feature;
-	char why[160];
 
-	for (int i = 0; i < BPF_FEATURE_MAX; i++) {
-		if (!f[i].asked || f[i].on)
-			continue;
-		bpfload_why(&f[i], why, sizeof(why));
-		fprintf(stderr, "flamed: %s is off: %s%s\n", feature_words[i], why,
-			f[i].log[0] ? "; the verifier said:" : "");
-		if (f[i].log[0])
-			fprintf(stderr, "%s\n", last_lines(f[i].log, LOG_LINES));
-	}
+	bpffeature_log(&d->status.bpf);
 	if (!f[BPF_FEATURE_UNWIND].on)
 		d->status.unwind_mode = "fp";
 	d->status.python = f[BPF_FEATURE_PYTHON].on;
@@ -626,30 +583,12 @@ static void use_features(struct daemon *d)
 	d->status.off_cpu_max_stacks = d->status.off_cpu ? OFF_CPU_STACKS : 0;
 }
 
-/* Tells the service manager (or flamectl record) that flamed samples: READY=1, a STATUS= line for
- * `systemctl status`, and for each feature asked for but left out an X_FLAMED_REFUSED=NAME: WHY line. */
+/* Tells the service manager (or flamectl record) that flamed samples, and what it left out. */
 static void notify_ready(const struct daemon *d)
 {
-	const struct bpf_feature_state *f = d->status.bpf.feature;
-	char msg[2048], why[160];
-	size_t n = (size_t)snprintf(msg, sizeof(msg), "READY=1\nSTATUS=sampling %u CPUs at %u Hz", d->status.cpus,
-				    opt.frequency);
+	char msg[2048];
 
-	bool first = true;
-
-	for (int i = 0; i < BPF_FEATURE_MAX && n < sizeof(msg); i++) {
-		if (!f[i].asked || f[i].on)
-			continue;
-		n += (size_t)snprintf(msg + n, sizeof(msg) - n, "%s%s", first ? "; left out: " : ", ",
-				      bpfload_feature_name(i));
-		first = false;
-	}
-	for (int i = 0; i < BPF_FEATURE_MAX && n < sizeof(msg); i++) {
-		if (!f[i].asked || f[i].on)
-			continue;
-		bpfload_why(&f[i], why, sizeof(why));
-		n += (size_t)snprintf(msg + n, sizeof(msg) - n, "\nX_FLAMED_REFUSED=%s: %s", bpfload_feature_name(i), why);
-	}
+	bpffeature_ready(&d->status.bpf, d->status.cpus, opt.frequency, msg, sizeof(msg));
 	notify_send(msg);
 }
 
@@ -703,7 +642,7 @@ static int start(struct daemon *d)
 	}
 	err = sampler_new(&sopts, &d->smp, &d->status.bpf);
 	if (err) {
-		log_refused_sampler(&d->status.bpf.cpu, err);
+		bpffeature_log_sampler(&d->status.bpf.cpu, err);
 		return err;
 	}
 	use_features(d);
