@@ -234,6 +234,8 @@ static void fake_status(struct daemon_status *out, void *ctx)
 	out->sym_processes_cached = 9;
 	out->sym_symbols_dropped = 13;
 	out->off_cpu = true;
+	out->bpf.feature[BPF_FEATURE_OFFCPU].asked = true; /* --off-cpu, and its program loaded */
+	out->bpf.feature[BPF_FEATURE_OFFCPU].on = true;
 	out->off_cpu_min_us = 250;
 	out->off_cpu_max_stacks = 8192;
 	for (unsigned i = STAT_OFFCPU_BLOCKS; i <= STAT_OFFCPU_COUNTS_FULL; i++)
@@ -381,7 +383,7 @@ static void test_status(unsigned port, struct fake *fake)
 		"\"symbolizer\":{\"user_hits\":100,\"user_misses\":10,\"kernel_hits\":200,\"kernel_misses\":20,"
 		"\"binaries_cached\":8,\"processes_cached\":9,\"symbol_cache_bytes\":0,\"binaries_evicted\":0,"
 		"\"symbols_dropped\":13}",
-		"\"off_cpu\":{\"enabled\":true,\"min_wait_us\":250,\"max_stacks\":8192,\"blocks\":31,\"walked\":32,"
+		"\"off_cpu\":{\"enabled\":true,\"asked\":true,\"min_wait_us\":250,\"max_stacks\":8192,\"blocks\":31,\"walked\":32,"
 		"\"reused\":33,\"waits\":35,\"short_waits\":36,\"ongoing\":37,\"lost\":{\"no_storage\":34,"
 		"\"stack_evicted\":38,\"counts_full\":39},\"keys_stored\":40,\"us_stored\":1500000,\"us_unstored\":250}",
 	};
