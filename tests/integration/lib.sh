@@ -64,6 +64,49 @@ need_root() {
 	fi
 }
 
+# py_supported VER: VER ("3.13") is a CPython whose Python frames flamed reads (3.8 to 3.13).
+py_supported() {
+	[[ $1 =~ ^3\.([89]|1[0-3])$ ]]
+}
+
+# system_python: the system's own python3 (/usr/bin/python3, not the first on PATH, which may be a pyenv
+# shim), the interpreter the tests are about first: SYSPY its real path (/usr/bin/python3.11 on Debian 12,
+# /usr/bin/python3.13 on Debian 13), SYSPY_NAME its file name (the name of a process it runs, the root
+# frame of its stacks) and SYSPY_VER its version ("3.13"). Fails the test (exit 1) when there is none.
+system_python() {
+	SYSPY=$(readlink -f /usr/bin/python3 2> /dev/null)
+	SYSPY_NAME=${SYSPY##*/}
+	SYSPY_VER=
+	[ -x "$SYSPY" ] && SYSPY_VER=$("$SYSPY" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2> /dev/null)
+	if [ -z "$SYSPY_VER" ]; then
+		fail "the system's python3 (/usr/bin/python3) runs and says its version (scripts/deps.sh test installs it)"
+		exit 1
+	fi
+	echo "# the system's python3: $SYSPY (Python $SYSPY_VER)"
+}
+
+# python_interps: INTERPS, the interpreters whose Python frames are checked: the system's python3 first
+# (system_python; a SKIP line where flamed does not read its version yet), then every other CPython 3.8
+# to 3.13 in /usr/bin, then pyenv's newest build of each ($PYENV_ROOT, else /root/.pyenv).
+python_interps() {
+	local pyenv=${PYENV_ROOT:-/root/.pyenv} v p
+	[ -n "$SYSPY" ] || system_python
+	INTERPS=()
+	if py_supported "$SYSPY_VER"; then
+		INTERPS+=("$SYSPY")
+	else
+		skip "python $SYSPY_VER ($SYSPY, the system's python3): flamed reads the Python frames of CPython 3.8 to 3.13, not $SYSPY_VER yet"
+	fi
+	for v in 3.8 3.9 3.10 3.11 3.12 3.13; do
+		p=$(readlink -f "/usr/bin/python$v" 2> /dev/null)
+		[ -x "$p" ] && [ "$p" != "$SYSPY" ] && INTERPS+=("$p")
+	done
+	for v in 3.8 3.9 3.10 3.11 3.12 3.13; do
+		p=$(ls -d "$pyenv"/versions/"$v".*/bin/python"$v" 2> /dev/null | sort -V | tail -1)
+		if [ -x "$p" ]; then INTERPS+=("$p"); else echo "# python$v (pyenv): not installed here, not tested"; fi
+	done
+}
+
 # build_workload NAME: compiles tests/workloads/NAME.c to $TMP/NAME with frame pointers everywhere.
 build_workload() {
 	clang -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls \

@@ -7,19 +7,15 @@
 FREQ=99
 SECONDS_RUN=10
 W=$(cd "$(dirname "$0")/../workloads" && pwd)
-PYENV=${PYENV_ROOT:-/root/.pyenv}
 
 need_root offcpu
 build_workload waits
 run_flamed offcpu --db "$TMP/flamed.db" --frequency $FREQ --flush-interval 2 --off-cpu --listen 127.0.0.1:0
 F=("$BUILD/flamectl" --server "$URL")
 
-# Debian's interpreter always; pyenv's newest build of each minor version Python frames are read from.
-interps=(/usr/bin/python3.11)
-for v in 3.8 3.9 3.10 3.11 3.12 3.13; do
-	p=$(ls -d "$PYENV"/versions/"$v".*/bin/python"$v" 2> /dev/null | sort -V | tail -1)
-	if [ -x "$p" ]; then interps+=("$p"); else echo "# python$v (pyenv): not installed here, not tested"; fi
-done
+# The system's python3 first, the others in /usr/bin, pyenv's newest build of each minor version.
+python_interps
+interps=("${INTERPS[@]}")
 
 # Each interpreter once, briefly, and the workload: their binaries' unwind tables are built before the
 # measured runs (a wait keeps the stack walked when it began: one that begins before flamed knows the

@@ -1,26 +1,22 @@
 #!/bin/bash
 # test_python.sh - Python functions in every stack: tests/workloads/pyspin.py, whose main thread runs
 # main -> Engine.crank -> Engine.gear_a / gear_b (3:2) -> tooth and whose thread 'sorter' sorts with a
-# Python key function (Python -> C -> Python), profiled on Debian's python3.11 and on every pyenv
-# interpreter 3.8 to 3.13 present, with -X perf on 3.12+ and -X perf_jit on 3.13, and in C calls that
-# release the GIL.
+# Python key function (Python -> C -> Python), profiled on the system's python3 (python3.11 on Debian 12,
+# python3.13 on Debian 13), every other CPython 3.8 to 3.13 in /usr/bin and every pyenv interpreter 3.8 to
+# 3.13 present, with -X perf on 3.12+ and -X perf_jit on 3.13, and in C calls that release the GIL.
 . "$(dirname "$0")/lib.sh"
 FREQ=499
 W=$(cd "$(dirname "$0")/../workloads" && pwd)
-PYENV=${PYENV_ROOT:-/root/.pyenv}
 
 need_root python
 
-# Debian's interpreter always; pyenv's newest build of each minor version where present.
-interps=(/usr/bin/python3.11)
-for v in 3.8 3.9 3.10 3.11 3.12 3.13; do
-	p=$(ls -d "$PYENV"/versions/"$v".*/bin/python"$v" 2> /dev/null | sort -V | tail -1)
-	if [ -x "$p" ]; then
-		interps+=("$p")
-	else
-		echo "# python$v (pyenv): not installed here, not tested"
-	fi
-done
+# The system's python3 first, the others in /usr/bin, pyenv's newest build of each minor version.
+python_interps
+interps=("${INTERPS[@]}")
+if [ ${#interps[@]} -eq 0 ]; then
+	skip "python: no CPython flamed reads here (3.8 to 3.13; the system's python3 is $SYSPY_VER)"
+	exit 0
+fi
 
 # version PY: "3.11" of interpreter PY.
 version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }
@@ -142,7 +138,7 @@ done
 
 check "status counts stacks with Python frames" jq -e '.python.stacks > 1000' "$TMP/status.json"
 # Most code objects are named when first sampled (the code events), not at the flush; how many there are
-# depends on the interpreters present (about 20 with Debian's python3.11 alone).
+# depends on the interpreters present (about 20 with the system's python3 alone).
 check "status counts code objects named when first sampled (most of them)" \
 	jq -e '.python.code_prefetched > 0 and .python.code_prefetched * 2 >= .python.code_objects' "$TMP/status.json"
 check "status counts stacks folded once and reused in other keys of their flush" \
@@ -150,10 +146,11 @@ check "status counts stacks folded once and reused in other keys of their flush"
 jq -c '.python' "$TMP/status.json"
 
 # Lines: a Python frame's file, first line and line run reach pprof (go tool pprof -list shows the
-# source), the JSON tree and top by line, for Debian's interpreter and the newest pyenv one.
+# source), the JSON tree and top by line, for the first interpreter (the system's python3, where flamed reads
+# its version) and every 3.13.
 line_of() { grep -n "$1" "$W/pyspin.py" | head -1 | cut -d: -f1; }
 for spec in "${runs[@]}"; do
-	case $spec in python:/usr/bin/python3.11|python:*3.13*) ;; *) continue ;; esac
+	case $spec in "python:${interps[0]}"|python:*3.13*) ;; *) continue ;; esac
 	pid=${pid_of[$spec]}
 	[ -n "$pid" ] || continue
 	v=$(version "${spec#*:}")
@@ -189,10 +186,10 @@ done
 
 # A script that ends long before the flush: its code objects are read when first sampled, while it lives.
 run_flamed python-short --db "$TMP/short.db" --frequency $FREQ --flush-interval 60 --listen none
-/usr/bin/python3.11 -c 'import time
+"${interps[0]}" -c 'import time
 end = time.time() + 0.3
 while time.time() < end: pass' # the interpreter's unwind table, first
-/usr/bin/python3.11 "$W/pyspin.py" 0.8 > /dev/null & spid=$!
+"${interps[0]}" "$W/pyspin.py" 0.8 > /dev/null & spid=$!
 wait $spid
 stop_flamed
 check "flamed with a 60 s flush exits 0 on SIGTERM" [ $? -eq 0 ]
