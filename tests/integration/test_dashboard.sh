@@ -65,6 +65,10 @@ browser_test() {
 }
 
 build_workload phases
+# The Python colour needs Python frames: the system's python3 where flamed reads its version, else the
+# first other interpreter it reads (python_interps says which).
+python_interps
+PYSPIN=${INTERPS[0]:-$SYSPY}
 run_flamed dashboard --db "$TMP/flamed.db" --frequency 99 --flush-interval 1 --listen 127.0.0.1:0 --off-cpu
 check "flamed says which port it serves on ($URL)" [ -n "$URL" ]
 [ -n "$URL" ] || exit 1
@@ -74,7 +78,7 @@ check "flamed says which port it serves on ($URL)" [ -n "$URL" ]
 FROM=$(($(date +%s) - 1))
 START=$(date +%s.%N)
 "$TMP/phases" 4 2 3 & wpid=$!
-/usr/bin/python3.11 "$(dirname "$0")/../workloads/pyspin.py" 3 > /dev/null & pypid=$! # Python frames' colour
+"$PYSPIN" "$(dirname "$0")/../workloads/pyspin.py" 3 > /dev/null & pypid=$! # Python frames' colour
 wait $wpid $pypid
 sleep 2.5 # the last flush
 TO=$(($(date +%s) + 1))
@@ -93,10 +97,11 @@ rm -f "$SHOTS"/dashboard-*.png "$SHOTS"/tree-*.png
 browser_test dashboard.test.mjs --url "$URL" --pid "$wpid" --start "$START" --from "$FROM" --to "$TO" \
 	--shots "$SHOTS" --chromium "$CHROMIUM" --pypid "$pypid"
 
-# A process tree: a parent (python3.11) burns CPU 4 s while its two children (branches) burn it 2 s each.
+# A process tree: a parent (the system's python3) burns CPU 4 s while its two children (branches) burn it 2 s
+# each.
 build_workload branches
 FAM_FROM=$(date +%s)
-/usr/bin/python3.11 -c '
+"$SYSPY" -c '
 import subprocess, sys, time
 kids = [subprocess.Popen([sys.argv[1], "2"], stdout=subprocess.DEVNULL) for _ in range(2)]
 print(",".join(str(k.pid) for k in kids), flush=True)

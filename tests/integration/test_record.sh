@@ -6,11 +6,15 @@
 # profile; --pid N --duration; usage errors.
 . "$(dirname "$0")/lib.sh"
 W=$(cd "$(dirname "$0")/../workloads" && pwd)
-PY=/usr/bin/python3
+PY=/usr/bin/python3 # the system's python3, by the name people type
 FLAMECTL=$BUILD/flamectl
 
 need_root record
-[ -x "$PY" ] || { fail "record: $PY is missing (Debian's python3)"; exit 1; }
+system_python
+if ! py_supported "$SYSPY_VER"; then
+	skip "record: its Python programs on $SYSPY ($SYSPY_VER): flamed reads the Python frames of CPython 3.8 to 3.13, not $SYSPY_VER yet"
+	exit 0
+fi
 
 # A port nothing listens on: "no daemon running" whatever else runs on this host.
 closed_port() {
