@@ -13,7 +13,8 @@
 #include "bpfload.h"
 #include "profile.skel.h"
 
-/* A refused program's verifier log: from Linux 6.4 the kernel keeps its end when it does not fit. */
+/* A refused program's verifier log: from Linux 6.4 the kernel keeps its end when it does not fit; before,
+ * a log that does not fit makes the load fail with ENOSPC instead of the verifier's own error. */
 #define LOG_SIZE (1u << 20)
 /* Loads tried at most: the first, one with preallocated maps, one per feature left out. */
 #define MAX_LOADS (2 + BPF_FEATURE_MAX)
@@ -121,21 +122,15 @@ static int configure(struct profile *skel, const struct sampler_opts *opts, cons
 /* Copies the last lines of a verifier log (up to BPFLOAD_LOG_TAIL bytes, whole lines) into out. */
 static void log_tail(const char *log, char *out)
 {
-	size_t n = strlen(log);
-	const char *p;
+	size_t n = strlen(log), from;
+	const char *nl;
 
 	while (n && log[n - 1] == '\n')
 		n--;
-	p = log + n;
-	while (p > log && (size_t)(log + n - p) < BPFLOAD_LOG_TAIL - 1 && p[-1] != '\0')
-		p--;
-	if (p > log && log + n - p >= BPFLOAD_LOG_TAIL - 1) { /* cut: start at a line */
-		const char *nl = memchr(p, '\n', (size_t)(log + n - p));
-
-		if (nl)
-			p = nl + 1;
-	}
-	snprintf(out, BPFLOAD_LOG_TAIL, "%.*s", (int)(log + n - p), p);
+	from = n > BPFLOAD_LOG_TAIL - 1 ? n - (BPFLOAD_LOG_TAIL - 1) : 0;
+	if (from && (nl = memchr(log + from, '\n', n - from))) /* cut: start at a line */
+		from = (size_t)(nl + 1 - log);
+	snprintf(out, BPFLOAD_LOG_TAIL, "%.*s", (int)(n - from), log + from);
 }
 
 /* After a refused load: the program that was refused (its log has the verifier's words), or -1. */
