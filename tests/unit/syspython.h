@@ -48,4 +48,26 @@ static inline int system_python(struct system_python *py)
 	return rc;
 }
 
+/* The system's python3 as the interpreter under test of a test that reads CPython 3.min to 3.max: 0 with
+ * py set when it is one of those; otherwise -1, after a failed check (none there: deps.sh installs it) or
+ * a skip naming its version. Needs check.h. */
+static inline int system_python_under_test(struct system_python *py, unsigned min, unsigned max)
+{
+	char why[96];
+
+	if (system_python(py) < 0) {
+		CHECK(0, "the system's python3 (%s) is there and says its version (scripts/deps.sh installs it)",
+		      py->path);
+		return -1;
+	}
+	if (py->major != 3 || py->minor < min || py->minor > max) {
+		snprintf(why, sizeof(why), "flamed reads CPython 3.%u to 3.%u, not %u.%u yet", min, max, py->major,
+			 py->minor);
+		SKIP(py->path, why);
+		return -1;
+	}
+	printf("# the system's python3: %s (%u.%u.%u)\n", py->path, py->major, py->minor, py->micro);
+	return 0;
+}
+
 #endif

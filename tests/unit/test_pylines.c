@@ -60,17 +60,8 @@ static size_t find_interps(struct interp *list)
 	struct system_python py;
 	size_t n = 0;
 
-	if (system_python(&py) < 0) {
-		CHECK(0, "the system's python3 (%s) is there and says its version (scripts/deps.sh installs it)",
-		      py.path);
-	} else if (py.major != 3 || py.minor < MIN_MINOR || py.minor > MAX_MINOR) {
-		snprintf(pattern, sizeof(pattern), "flamed reads CPython 3.%u to 3.%u, not %u.%u yet", MIN_MINOR,
-			 MAX_MINOR, py.major, py.minor);
-		SKIP(py.path, pattern);
-	} else {
-		printf("# the system's python3: %s (%u.%u.%u)\n", py.path, py.major, py.minor, py.micro);
+	if (system_python_under_test(&py, MIN_MINOR, MAX_MINOR) == 0)
 		add_glob(py.path, py.minor, list, &n);
-	}
 	for (unsigned minor = MIN_MINOR; minor <= MAX_MINOR; minor++) {
 		size_t found = 0;
 
