@@ -82,8 +82,6 @@ static __always_inline void offcpu_count(struct task_struct *task, struct offcpu
 	void *stacks = bpf_map_lookup_elem(&stacks_gen, &gen);
 	void *counts = bpf_map_lookup_elem(&offcpu_gen, &gen);
 	struct sample_key key = {};
-	__u64 *v;
-	long err;
 
 	if (!stacks || !counts)
 		return;
@@ -110,20 +108,7 @@ static __always_inline void offcpu_count(struct task_struct *task, struct offcpu
 		if (!(key.flags & (SAMPLE_KSTACK_LOST | SAMPLE_USTACK_LOST)))
 			s->gen = gen + 1;
 	}
-	v = bpf_map_lookup_elem(counts, &key);
-	if (v) {
-		*v += ns; /* this CPU's slot */
-		return;
-	}
-	err = bpf_map_update_elem(counts, &key, &ns, BPF_NOEXIST);
-	if (err == -EEXIST) {
-		v = bpf_map_lookup_elem(counts, &key);
-		if (v) {
-			*v += ns;
-			return;
-		}
-	}
-	if (err)
+	if (map_add(counts, &key, ns)) /* this CPU's slot */
 		stat_inc(STAT_OFFCPU_COUNTS_FULL);
 }
 
@@ -140,7 +125,6 @@ static __always_inline void offcpu_flush(struct task_struct *task, struct offcpu
 static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, __u64 now, __u32 gen)
 {
 	struct offcpu_task *s = bpf_task_storage_get(&offcpu_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	struct pt_regs *regs;
 	struct sample_key key = {};
 	struct uregs r = {};
 	__u64 where = 0;
@@ -153,12 +137,8 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, __
 	key.pid = prev->tgid;
 	key.tid = prev->pid;
 	if (prev->mm) {
-		regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-		r.ip = BPF_CORE_READ(regs, ip);
-		r.sp = BPF_CORE_READ(regs, sp);
-		r.bp = BPF_CORE_READ(regs, bp);
-		where = (r.ip * 0x9e3779b97f4a7c15ULL) ^ (r.sp * 0xff51afd7ed558ccdULL) ^ r.bp ^
-			((__u64)BPF_CORE_READ(regs, orig_ax) << 48);
+		task_uregs(prev, &r);
+		where = (r.ip * 0x9e3779b97f4a7c15ULL) ^ (r.sp * 0xff51afd7ed558ccdULL) ^ r.bp ^ (r.syscall << 48);
 	}
 	/* (A Python thread's walk leaves where 0: it blocks from the same native place under any Python
 	 * caller, so its stacks are never reused.) */

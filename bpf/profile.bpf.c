@@ -164,6 +164,7 @@ struct row_cache_slot {
 struct row_cache {
 	struct row_cache_slot s[ROW_CACHE];
 };
+_Static_assert(sizeof(struct row_cache) <= 32768, "the kernel's largest per-CPU value is 32 KiB");
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -194,6 +195,46 @@ static __always_inline void stat_inc(__u32 which)
 
 	if (v)
 		*v += 1; /* per-CPU slot: no other writer */
+}
+
+/* Reserves an event of kind about process pid (program image token) in ring (events or py_events), its
+ * other fields zero, for the caller to fill and submit; NULL, counted as lost_stat, when the ring is full. */
+static __always_inline struct process_event *event_new(void *ring, __u32 pid, __u32 kind, __u64 token,
+						      __u32 lost_stat)
+{
+	struct process_event *e = bpf_ringbuf_reserve(ring, sizeof(*e), 0);
+
+	if (!e) {
+		stat_inc(lost_stat);
+		return NULL;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->pid = pid;
+	e->kind = kind;
+	e->token = token;
+	return e;
+}
+
+/* Adds n to key's value in the hash map m, inserting it when missing. Returns 0, or the map's error
+ * (full). */
+static __always_inline long map_add(void *m, const void *key, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(m, key);
+	long err;
+
+	if (v) {
+		__sync_fetch_and_add(v, n);
+		return 0;
+	}
+	err = bpf_map_update_elem(m, key, &n, BPF_NOEXIST);
+	if (err == -EEXIST) { /* another CPU inserted it first */
+		v = bpf_map_lookup_elem(m, key);
+		if (v) {
+			__sync_fetch_and_add(v, n);
+			err = 0;
+		}
+	}
+	return err;
 }
 
 /* Tests only: a program test_refuse names (REFUSE_* bit what) reads a hash map's value without the NULL
@@ -317,6 +358,8 @@ struct walk {
 	__u64 copied;     /* bytes of copy holding the stack (0: none) */
 	__u8 copy[STACK_COPY];
 };
+
+_Static_assert(sizeof(struct walk) <= 32768, "the kernel's largest per-CPU value is 32 KiB");
 
 enum { WALK_ON = 0, WALK_END, WALK_FAILED, WALK_REFRESH };
 
@@ -565,36 +608,30 @@ static __always_inline void ask_refresh(__u32 pid)
 	if (!known || now - known->refresh_ns < REFRESH_GAP_NS)
 		return;
 	known->refresh_ns = now;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		stat_inc(STAT_EVENTS_LOST);
+	e = event_new(&events, pid, PROCESS_MAPPINGS, known->token, STAT_EVENTS_LOST);
+	if (!e)
 		return;
-	}
-	e->pid = pid;
-	e->kind = PROCESS_MAPPINGS;
-	e->addr = 0;
-	e->ppid = e->pad = 0;
-	e->ppid_start_ns = 0;
 	e->start_ns = known->start;
-	e->token = known->token;
 	bpf_ringbuf_submit(e, 0);
 	stat_inc(STAT_UNWIND_REFRESH);
 }
 
 /* The user registers a walk starts from: where user code was interrupted, or where it entered the
- * kernel. */
+ * kernel (and then for which system call: off-CPU's blocks are told apart by it). */
 struct uregs {
 	__u64 ip, sp, bp;
+	__u64 syscall; /* orig_ax; 0 where user code was interrupted */
 };
 
-/* The registers the current task saved when it entered the kernel. */
-static __always_inline void entry_uregs(struct uregs *r)
+/* The registers task (the current one) saved when it entered the kernel. */
+static __always_inline void task_uregs(struct task_struct *task, struct uregs *r)
 {
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 
 	r->ip = BPF_CORE_READ(regs, ip);
 	r->sp = BPF_CORE_READ(regs, sp);
 	r->bp = BPF_CORE_READ(regs, bp);
+	r->syscall = BPF_CORE_READ(regs, orig_ax);
 }
 
 /* Walks the current task's user stack from the registers r with the unwind tables of its process p
@@ -703,25 +740,8 @@ static __always_inline __u64 user_stack(void *ctx, const struct uregs *r, struct
 
 static __always_inline void count(void *counts, struct sample_key *key)
 {
-	__u64 one = 1, *v;
-	long err;
-
 	key->flags &= ~SAMPLE_WALK_PARTIAL;
-	v = bpf_map_lookup_elem(counts, key);
-	if (v) {
-		__sync_fetch_and_add(v, 1);
-		stat_inc(STAT_SAMPLES);
-		return;
-	}
-	err = bpf_map_update_elem(counts, key, &one, BPF_NOEXIST);
-	if (err == -EEXIST) { /* another CPU inserted it first */
-		v = bpf_map_lookup_elem(counts, key);
-		if (v) {
-			__sync_fetch_and_add(v, 1);
-			err = 0;
-		}
-	}
-	stat_inc(err ? STAT_COUNTS_FULL : STAT_SAMPLES);
+	stat_inc(map_add(counts, key, 1) ? STAT_COUNTS_FULL : STAT_SAMPLES);
 }
 
 #include "forks.h"
@@ -732,30 +752,25 @@ static __always_inline void note_process(struct task_struct *task, __u32 pid)
 	__u64 start = task->group_leader->start_time, now = bpf_ktime_get_ns();
 	struct seen_process *known = bpf_map_lookup_elem(&seen, &pid), fresh = { .start = start };
 	struct process_event *e;
+	__u64 token = now; /* a new entry's */
 
 	if (known && known->start == start) {
 		if (known->reports >= REPORTS || now - known->last_ns < (REPORT_GAP_NS << (known->reports - 1)))
 			return;
 		known->reports++;
 		known->last_ns = now;
+		token = known->token;
 	} else {
 		fresh.last_ns = now;
-		fresh.token = now;
+		fresh.token = token;
 		fresh.reports = 1;
 		bpf_map_update_elem(&seen, &pid, &fresh, BPF_ANY);
 	}
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		stat_inc(STAT_EVENTS_LOST);
+	e = event_new(&events, pid, PROCESS_NEW, token, STAT_EVENTS_LOST);
+	if (!e)
 		return;
-	}
-	e->pid = pid;
-	e->kind = PROCESS_NEW;
-	e->addr = 0;
 	e->start_ns = start;
-	e->pad = 0;
 	parent_of(task, pid, start, &e->ppid, &e->ppid_start_ns);
-	e->token = known && known->start == start ? known->token : fresh.token;
 	bpf_ringbuf_submit(e, 0);
 }
 
@@ -788,11 +803,12 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 	 * where it entered. */
 	kernel = ctx->regs.ip >= USER_TOP;
 	if (kernel) {
-		entry_uregs(&r);
+		task_uregs(task, &r);
 	} else {
 		r.ip = ctx->regs.ip;
 		r.sp = ctx->regs.sp;
 		r.bp = ctx->regs.bp;
+		r.syscall = 0;
 	}
 	counts = bpf_map_lookup_elem(&counts_gen, &gen);
 	if (!counts)

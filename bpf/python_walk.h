@@ -172,18 +172,11 @@ static __always_inline void py_note_code(const struct py_proc *py, __u32 pid, __
 	if (!seen || seen->tag[i] == tag)
 		return;
 	seen->tag[i] = tag;
-	e = bpf_ringbuf_reserve(&py_events, sizeof(*e), 0);
-	if (!e) {
-		stat_inc(STAT_PY_EVENTS_LOST); /* named at the flush instead, if the process still lives */
+	/* Lost: named at the flush instead, if the process still lives. */
+	e = event_new(&py_events, pid, PROCESS_PY_CODE, py->token, STAT_PY_EVENTS_LOST);
+	if (!e)
 		return;
-	}
-	e->pid = pid;
-	e->kind = PROCESS_PY_CODE;
-	e->start_ns = 0;
-	e->token = py->token;
 	e->addr = code;
-	e->ppid = e->pad = 0;
-	e->ppid_start_ns = 0;
 	bpf_ringbuf_submit(e, 0);
 }
 
