@@ -57,9 +57,71 @@ static bool wait_message(int fd, char *buf, size_t len, int ms)
 }
 
 /* The daemon itself: READY=1 once it samples, WATCHDOG=1 at half the interval, STOPPING=1 at exit. */
+/* A notification on one line, its lines joined by " | ", for a check's message. */
+static const char *oneline(const char *msg)
+{
+	static char out[1024];
+	size_t n = 0;
+
+	for (; *msg && n + 4 < sizeof(out); msg++) {
+		if (*msg == '\n') {
+			memcpy(out + n, " | ", 3);
+			n += 3;
+		} else {
+			out[n++] = *msg;
+		}
+	}
+	out[n] = '\0';
+	return out;
+}
+
+/* flamed at build/flamed, its notify socket sock; with refuse, --off-cpu and FLAMED_TEST_REFUSE=refuse. */
+static pid_t start_flamed(const char *flamed, const char *sock, const char *db, const char *refuse)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		setenv("NOTIFY_SOCKET", sock, 1);
+		setenv("WATCHDOG_USEC", "400000", 1);
+		unsetenv("WATCHDOG_PID");
+		if (refuse)
+			setenv("FLAMED_TEST_REFUSE", refuse, 1);
+		freopen("/dev/null", "w", stderr);
+		execl(flamed, flamed, "--db", db, "--listen", "none", refuse ? "--off-cpu" : (char *)NULL, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* A flamed whose off-CPU program the kernel refuses says so in its READY=1 message: in STATUS= (for
+ * systemctl status) and in an X_FLAMED_REFUSED= line per feature left out (flamectl record reads them). */
+static void test_daemon_refused(const char *flamed, const char *db)
+{
+	char sock[64], buf[1024] = "";
+	int fd, status = -1;
+	pid_t pid;
+
+	snprintf(sock, sizeof(sock), "/tmp/test_notify.r.%d", (int)getpid());
+	unlink(sock);
+	fd = listen_at(sock);
+	pid = start_flamed(flamed, sock, db, "offcpu_switch");
+	CHECK(fd >= 0 && pid > 0 && wait_message(fd, buf, sizeof(buf), 15000) && !strncmp(buf, "READY=1\n", 8),
+	      "off-CPU refused: READY=1 once sampling all the same");
+	CHECK(strstr(buf, "\nSTATUS=sampling ") && strstr(buf, "; left out: off_cpu, off_cpu_ongoing\n"),
+	      "off-CPU refused: STATUS= names what was left out (%s)", oneline(buf));
+	CHECK(strstr(buf, "\nX_FLAMED_REFUSED=off_cpu: the kernel refused offcpu_switch: Permission denied") &&
+	      strstr(buf, "\nX_FLAMED_REFUSED=off_cpu_ongoing: it needs off_cpu, which is off"),
+	      "off-CPU refused: an X_FLAMED_REFUSED= line for each, with why");
+	kill(pid, SIGTERM);
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "off-CPU refused: exits 0");
+	close(fd);
+	unlink(sock);
+}
+
 static void test_daemon(void)
 {
-	char sock[64], flamed[4096], db[64], buf[128] = "";
+	char sock[64], flamed[4096], db[64], buf[1024] = "";
 	const char *build = getenv("BUILD");
 	int fd, status = -1, watchdogs = 0;
 	pid_t pid;
@@ -73,17 +135,11 @@ static void test_daemon(void)
 	snprintf(db, sizeof(db), "/tmp/test_notify.%d.db", (int)getpid());
 	unlink(sock);
 	fd = listen_at(sock);
-	pid = fork();
-	if (pid == 0) {
-		setenv("NOTIFY_SOCKET", sock, 1);
-		setenv("WATCHDOG_USEC", "400000", 1);
-		unsetenv("WATCHDOG_PID");
-		freopen("/dev/null", "w", stderr);
-		execl(flamed, flamed, "--db", db, "--listen", "none", (char *)NULL);
-		_exit(127);
-	}
+	pid = start_flamed(flamed, sock, db, NULL);
 	CHECK(fd >= 0 && pid > 0, "daemon: started %s", flamed);
-	CHECK(wait_message(fd, buf, sizeof(buf), 15000) && !strcmp(buf, "READY=1"), "daemon: READY=1 once sampling (%s)", buf);
+	CHECK(wait_message(fd, buf, sizeof(buf), 15000) && !strncmp(buf, "READY=1\nSTATUS=sampling ", 24) &&
+	      !strstr(buf, "left out") && !strstr(buf, "X_FLAMED_REFUSED="),
+	      "daemon: READY=1 once sampling, with a STATUS= line and nothing left out (%s)", oneline(buf));
 	for (int i = 0; i < 5; i++)
 		if (wait_message(fd, buf, sizeof(buf), 400) && !strcmp(buf, "WATCHDOG=1"))
 			watchdogs++;
@@ -96,6 +152,7 @@ static void test_daemon(void)
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon: exits 0");
 	close(fd);
 	unlink(sock);
+	test_daemon_refused(flamed, db);
 	unlink(db);
 	snprintf(flamed, sizeof(flamed), "%s-wal", db);
 	unlink(flamed);
