@@ -317,31 +317,39 @@ int elf_file_segments(const struct elf_file *f, struct elf_segment *segs, size_t
 		segs[n].offset = ph.p_offset;
 		segs[n].vaddr = ph.p_vaddr;
 		segs[n].filesz = ph.p_filesz;
+		segs[n].flags = ph.p_flags;
 		n++;
 	}
 	return (int)n;
 }
 
-int elf_segments_vaddr(const struct elf_segment *segs, size_t n, uint64_t off, uint64_t *vaddr)
+/* Whether segment sg holds file offset off: exactly (pages false), or within its pages. */
+static bool segment_holds(const struct elf_segment *sg, uint64_t off, bool pages)
 {
-	uint64_t lo, hi;
-	size_t i;
+	uint64_t lo = sg->offset, hi = sg->offset + sg->filesz;
 
-	for (i = 0; i < n; i++) {
-		if (off >= segs[i].offset && off - segs[i].offset < segs[i].filesz) {
-			*vaddr = off - segs[i].offset + segs[i].vaddr;
-			return 0;
-		}
-	}
-	for (i = 0; i < n; i++) {
-		lo = segs[i].offset & ~(uint64_t)(SEGMENT_PAGE - 1);
-		hi = segs[i].offset + segs[i].filesz;
-		if (hi < segs[i].offset || hi > UINT64_MAX - SEGMENT_PAGE)
-			continue;
+	if (hi < sg->offset || hi > UINT64_MAX - SEGMENT_PAGE)
+		return false;
+	if (pages) {
+		lo &= ~(uint64_t)(SEGMENT_PAGE - 1);
 		hi = (hi + SEGMENT_PAGE - 1) & ~(uint64_t)(SEGMENT_PAGE - 1);
-		if (off >= lo && off < hi) {
-			*vaddr = off - segs[i].offset + segs[i].vaddr; /* unsigned wrap gives the right value */
-			return 0;
+	}
+	return off >= lo && off < hi;
+}
+
+int elf_segments_vaddr(const struct elf_segment *segs, size_t n, uint64_t off, bool exec, uint64_t *vaddr)
+{
+	/* Exactly, then within the pages; first the segments executable as the mapping is, then any. */
+	for (int pass = 0; pass < 4; pass++) {
+		bool pages = pass & 1, any = pass >= 2;
+
+		for (size_t i = 0; i < n; i++) {
+			if (!any && !!(segs[i].flags & PF_X) != exec)
+				continue;
+			if (segment_holds(&segs[i], off, pages)) {
+				*vaddr = off - segs[i].offset + segs[i].vaddr; /* unsigned wrap gives the right value */
+				return 0;
+			}
 		}
 	}
 	return -ENOENT;

@@ -15,6 +15,7 @@ struct elf_file;
 /* One PT_LOAD program header: file bytes [offset, offset+filesz) are loaded at ELF address vaddr. */
 struct elf_segment {
 	uint64_t offset, vaddr, filesz;
+	uint32_t flags; /* p_flags: PF_X, PF_W, PF_R */
 };
 
 /* Opens path read-only (O_CLOEXEC, O_NONBLOCK so a FIFO cannot block) and checks it is a regular file.
@@ -46,9 +47,12 @@ int elf_file_debuglink(const struct elf_file *f, char *name, size_t cap, uint32_
 /* Copies up to cap PT_LOAD segments, in header order. Returns how many, or -EINVAL. */
 int elf_file_segments(const struct elf_file *f, struct elf_segment *segs, size_t cap);
 
-/* Turns file offset off into an ELF virtual address with the PT_LOAD segment holding it (exactly, else
- * within the segment's pages). Returns 0 or -ENOENT. */
-int elf_segments_vaddr(const struct elf_segment *segs, size_t n, uint64_t off, uint64_t *vaddr);
+/* Turns file offset off of a mapping (exec: an executable one) into an ELF virtual address with the
+ * PT_LOAD segment holding it: exactly, else within the segment's pages. Where two segments share a page
+ * of the file (lld and mold put the read-only segment and the code in one page, apart only in their
+ * addresses), the one that is executable as the mapping is, wins. Never assumes an address equals its
+ * file offset. Returns 0 or -ENOENT. */
+int elf_segments_vaddr(const struct elf_segment *segs, size_t n, uint64_t off, bool exec, uint64_t *vaddr);
 
 /* Finds the first section of type sh_type (SHT_SYMTAB, ...) and its header. Returns 0 or -ENOENT. */
 int elf_file_find_section(const struct elf_file *f, uint32_t sh_type, Elf_Scn **scn, GElf_Shdr *shdr);

@@ -325,7 +325,7 @@ int pyprocs_add(struct pyprocs *p, uint32_t pid, uint64_t token)
 				p->st.unsupported++;
 			break;
 		}
-		if (elf_segments_vaddr(e->segs, e->nsegs, maps[i].offset, &vaddr))
+		if (elf_segments_vaddr(e->segs, e->nsegs, maps[i].offset, maps[i].exec, &vaddr))
 			continue;
 		found = track(p, pid, token, e, &maps[i], maps[i].start - vaddr);
 	}

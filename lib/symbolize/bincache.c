@@ -302,9 +302,9 @@ void bincache_begin_flush(struct bincache *c)
 	c->gen++;
 }
 
-int binary_vaddr(const struct binary *b, uint64_t file_off, uint64_t *vaddr)
+int binary_vaddr(const struct binary *b, uint64_t file_off, bool exec, uint64_t *vaddr)
 {
-	return elf_segments_vaddr(b->segs, b->nsegs, file_off, vaddr);
+	return elf_segments_vaddr(b->segs, b->nsegs, file_off, exec, vaddr);
 }
 
 const char *binary_symbol(const struct binary *b, uint64_t vaddr)

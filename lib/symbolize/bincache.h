@@ -43,8 +43,9 @@ void bincache_begin_flush(struct bincache *c);
  * The pointer is valid until the next bincache_get or bincache_free. */
 const struct binary *bincache_get(struct bincache *c, const struct bin_source *src);
 
-/* Turns a file offset of b into its ELF virtual address. Returns 0 or -ENOENT (in no PT_LOAD). */
-int binary_vaddr(const struct binary *b, uint64_t file_off, uint64_t *vaddr);
+/* Turns a file offset of b, in a mapping executable or not (exec), into its ELF virtual address
+ * (elf_segments_vaddr). Returns 0 or -ENOENT (in no PT_LOAD). */
+int binary_vaddr(const struct binary *b, uint64_t file_off, bool exec, uint64_t *vaddr);
 
 /* The function covering ELF virtual address vaddr of b, or NULL. Valid as long as b. */
 const char *binary_symbol(const struct binary *b, uint64_t vaddr);

@@ -261,7 +261,7 @@ static int name_in_mapping(struct symbolizer *s, uint32_t pid, const struct proc
 	b = bincache_get(s->bins, &src);
 	if (b && origin)
 		frame_copy_str(origin->build_id, sizeof(origin->build_id), binary_build_id(b));
-	if (b && binary_vaddr(b, vaddr, &vaddr) == 0) {
+	if (b && binary_vaddr(b, vaddr, m->exec, &vaddr) == 0) {
 		name = binary_symbol(b, vaddr);
 		if (name && origin)
 			fill_inlined(b, vaddr, origin);

@@ -558,7 +558,7 @@ static void fill_value(struct unwinder *u, uint32_t pid, const struct procmap *m
 			continue;
 		t->last_used = u->sweeps;
 		use_table(used, nused, t); /* until the old uses are released, both count */
-		if (t->slot == UNWIND_NO_TABLE || elf_segments_vaddr(t->segs, t->nsegs, maps[i].offset, &vaddr))
+		if (t->slot == UNWIND_NO_TABLE || elf_segments_vaddr(t->segs, t->nsegs, maps[i].offset, maps[i].exec, &vaddr))
 			continue;
 		um->bias = maps[i].start - vaddr;
 		um->table = t->tag;

@@ -48,8 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n = elf_file_segments(f, segs, ELF_MAX_SEGMENTS);
 	FUZZ_ASSERT(n <= ELF_MAX_SEGMENTS);
 	for (int i = 0; i < n; i++) {
-		elf_segments_vaddr(segs, (size_t)n, segs[i].offset, &vaddr);
-		elf_segments_vaddr(segs, (size_t)n, segs[i].offset + segs[i].filesz, &vaddr);
+		elf_segments_vaddr(segs, (size_t)n, segs[i].offset, true, &vaddr);
+		elf_segments_vaddr(segs, (size_t)n, segs[i].offset + segs[i].filesz, false, &vaddr);
 	}
 	for (int dynamic = 0; dynamic <= 1; dynamic++) {
 		if (elf_symtab_load(f, dynamic, &t) < 0)
