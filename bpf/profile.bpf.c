@@ -316,6 +316,7 @@ static __always_inline __u64 capture(void *ctx, __u32 gen, __u64 flags, __u32 lo
 		return 0;
 	}
 	if (flags & BPF_F_USER_STACK) {
+		key->flags |= SAMPLE_USTACK_FP;
 		stat_inc(STAT_UNWIND_FP);
 		if (len == sizeof(st->ips)) { /* as deep as kept: maybe deeper */
 			key->flags |= SAMPLE_USTACK_TRUNCATED;
@@ -564,6 +565,10 @@ static long walk_step(__u64 index, void *ctx)
 	n = w->n;
 	if (w->py_state == PY_DONE || n >= PROFILE_MAX_DEPTH)
 		return 1;
+	if (w->ip >= USER_TOP) { /* no user code is there: a frame pointer (or a stack) that lied */
+		w->done = WALK_FAILED;
+		return native_done(w, wc, 1);
+	}
 	pc = w->unwound ? w->ip - 1 : w->ip; /* a return address may be past the end of its call's function */
 	i = mapping_find(wc->proc, pc);
 	m = i >= 0 ? &wc->proc->m[i & (UNWIND_MAX_MAPPINGS - 1)] : NULL;

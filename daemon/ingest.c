@@ -113,7 +113,7 @@ static void name_user_frame(struct ingest *f, const struct sampler_sample *s, un
 	u->drop = false;
 	u->file[0] = '\0';
 	u->start_line = u->line = 0;
-	if (!PY_IS_FRAME(s->uips[i]) || !f->pynames) {
+	if (!PY_IS_FRAME(s->uips[i]) || !f->pynames || (s->key->flags & SAMPLE_USTACK_FP)) {
 		u->kind = symbolizer_user_frame(f->sym, s->key->pid, s->uips[i], i > 0, u->name, sizeof(u->name),
 						&u->origin);
 		return;

@@ -18,6 +18,9 @@
  * its stack may be short. An off-CPU block does not reuse such a stack. */
 #define SAMPLE_WALK_PARTIAL 16u
 
+/* sample_key.flags: the user stack was read by frame pointers (bpf_get_stack), not walked with unwind
+ * tables: it holds no Python frame, whatever its values look like. */
+#define SAMPLE_USTACK_FP 32u
 /* Tests only (FLAMED_TEST_REFUSE, the BPF program's test_refuse): what the verifier is made to refuse, so
  * a test sees flamed load without it. */
 #define REFUSE_PROFILE_TICK 1u
