@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_linkers.sh - whole stacks for programs as today's toolchains link them, without frame pointers:
+# test_toolchains.sh - whole stacks for programs as today's toolchains link them, without frame pointers:
 # tests/workloads/branches.c built -O2 -g -fomit-frame-pointer and linked by ld.bfd, gold, lld and mold
 # (lld and mold put the code in the read-only segment's page of the file, at another address), and
 # tests/workloads/rs_work.rs built by every rustc here (Debian's links with cc, a rustup one with its own
