@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "util/demangle.h"
+
 struct store;
 
 /* The history at three resolutions. Raw rows (per second, per thread) are kept for the last
@@ -40,6 +42,7 @@ struct store_frame {
 	const char *name;     /* the frame exactly as in the folded stack */
 	const char *module;   /* path of the binary, "[kernel]", or "" when unknown */
 	const char *build_id; /* lowercase hex, or "" */
+	const char *system_name; /* the name as the binary has it, where the query demangled it; else NULL */
 	const char *file;     /* a Python frame's file as its code object names it; NULL or "" for others */
 	int start_line;       /* the function's first line; 0: not known or not Python */
 	int line;             /* the line being run; 0: not known or not Python */
@@ -77,6 +80,8 @@ struct store_filter {
 	const char *comm;  /* NULL: any process name; else only samples of processes so named */
 	enum store_kind kind;   /* STORE_CPU (0): samples; STORE_OFFCPU: µs blocked; STORE_WALL: both in µs */
 	int64_t cpu_period_us;  /* STORE_WALL: what one CPU sample is worth (1 .. 1000000 µs) */
+	enum demangle_mode demangle; /* how C++ and Rust names are written (DEMANGLE_SHORT, 0, by default); frames
+				      * that read alike so are one frame (overloads), their stacks one stack */
 };
 
 /* A process seen in a window (one row per pid, named by its latest name). */

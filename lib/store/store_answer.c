@@ -10,6 +10,7 @@
 
 #include <sqlite3.h>
 
+#include "util/demangle.h"
 #include "util/hash.h"
 #include "store/store_answer.h"
 #include "store/store_impl.h"
@@ -25,8 +26,10 @@ void store_answer_free(struct answer *a)
 	store_idmap_free(&a->name_idx);
 	store_idmap_free(&a->comm_of);
 	free(a->stacks);
-	for (uint32_t i = 0; i < a->nframes; i++)
+	for (uint32_t i = 0; i < a->nframes; i++) {
 		free(a->frames[i].text);
+		free(a->frames[i].system);
+	}
 	free(a->frames);
 	free(a->seq);
 	free(a->ranks);
@@ -351,6 +354,38 @@ static int load_frames(struct answer *a)
 	return err;
 }
 
+/* Writes each frame's name as the answer's demangle mode asks, keeping the stored name (system) where
+ * it changed. Frames whose names come out alike rank as one, so their stacks merge. */
+static int demangle_frames(struct answer *a)
+{
+	for (uint32_t i = 0; i < a->nframes; i++) {
+		struct qframe *f = &a->frames[i];
+		size_t nlen = f->module_off - 1, rest, dlen;
+		char *d = demangle_frame(f->text, nlen, a->demangle), *t;
+
+		if (!d)
+			continue;
+		/* The name, then module, build-id and file, each ending in '\0'. */
+		rest = f->file_off + strlen(f->text + f->file_off) + 1 - f->module_off;
+		dlen = strlen(d);
+		t = malloc(dlen + 1 + rest);
+		if (!t) {
+			free(d);
+			return store_set_err(a->st, -ENOMEM, "out of memory naming frames");
+		}
+		memcpy(t, d, dlen + 1);
+		memcpy(t + dlen + 1, f->text + f->module_off, rest);
+		free(d);
+		f->system = f->text;
+		f->system[nlen] = '\0';
+		f->text = t;
+		f->build_id_off = f->build_id_off - f->module_off + dlen + 1;
+		f->file_off = f->file_off - f->module_off + dlen + 1;
+		f->module_off = dlen + 1;
+	}
+	return 0;
+}
+
 /* strcmp of a + ta vs b + tb, where ta and tb are the characters that follow each name in a text
  * (';' before another frame, '\0' at the end). */
 static int cmp_names(const char *a, int ta, const char *b, int tb)
@@ -574,6 +609,7 @@ int store_answer_build(struct answer *a, const struct rollup_cell *c, size_t *co
 	err = err ?: dense_init(a);
 	err = err ?: load_stacks(a);
 	err = err ?: load_frames(a);
+	err = err ?: demangle_frames(a);
 	err = err ?: rank_stacks(a);
 	err = err ?: store_answer_comms(a, comm_ids);
 	free(comm_ids);

@@ -19,6 +19,7 @@ struct qframe {
 	char *text;
 	size_t module_off, build_id_off, file_off; /* the name's length is module_off - 1 */
 	int start_line, line;                     /* a Python frame's source; else 0 */
+	char *system;  /* the name as stored, where the answer demangled it (text holds the new one); else NULL */
 	uint32_t rank; /* order of the names as if each ended with ';' */
 };
 
@@ -35,6 +36,7 @@ struct qstack {
 struct answer {
 	struct store *st;
 	bool want_frames;
+	enum demangle_mode demangle; /* how its frames' names are written */
 	struct idmap stack_of, frame_of, name_idx, comm_of;
 	struct qstack *stacks;
 	uint32_t nstacks;

@@ -427,6 +427,7 @@ int store_query_diff(struct store *st, const struct store_filter *base, const st
 
 	if (!st || !base || !now || !cb)
 		return -EINVAL;
+	a.demangle = now->demangle;
 	err = sum_diff(st, base, now, &a, &rows, &n, total);
 	d.base_total = total[1];
 	d.now_total = total[0];
@@ -449,7 +450,7 @@ int store_query_diff(struct store *st, const struct store_filter *base, const st
 
 int store_query_stacks(struct store *st, const struct store_filter *f, store_stack_cb cb, void *ctx)
 {
-	struct answer a = { .st = st };
+	struct answer a = { .st = st, .demangle = f ? f->demangle : DEMANGLE_SHORT };
 	struct qrow *rows = NULL;
 	size_t n = 0;
 	int err;
@@ -470,7 +471,7 @@ int store_query_stacks(struct store *st, const struct store_filter *f, store_sta
 
 int store_query_stacks_frames(struct store *st, const struct store_filter *f, store_frames_cb cb, void *ctx)
 {
-	struct answer a = { .st = st, .want_frames = true };
+	struct answer a = { .st = st, .want_frames = true, .demangle = f ? f->demangle : DEMANGLE_SHORT };
 	struct store_frame *frames = NULL;
 	struct qrow *rows = NULL;
 	uint32_t most = 1;
@@ -492,7 +493,7 @@ int store_query_stacks_frames(struct store *st, const struct store_filter *f, st
 			const struct qframe *fr = &a.frames[a.seq[s->fr_off + j]];
 
 			frames[j] = (struct store_frame){ .name = fr->text, .module = fr->text + fr->module_off,
-							  .build_id = fr->text + fr->build_id_off,
+							  .build_id = fr->text + fr->build_id_off, .system_name = fr->system,
 							  .file = fr->text + fr->file_off, .start_line = fr->start_line,
 							  .line = fr->line };
 		}

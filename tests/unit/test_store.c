@@ -863,6 +863,73 @@ static void test_frames_roundtrip(const char *dir)
 	      "a stack without frames has NULL frame_ids");
 }
 
+/* "folded|count|name<system>,..." of a frames query, system "-" where the name is as stored. */
+static int system_cb(uint32_t pid, const char *comm, const char *folded, const struct store_frame *frames,
+		     unsigned nframes, uint64_t count, void *ctx)
+{
+	char list[1024] = "";
+	size_t len = 0;
+
+	(void)pid;
+	(void)comm;
+	for (unsigned i = 0; frames && i < nframes && len < sizeof(list); i++) {
+		int n = snprintf(list + len, sizeof(list) - len, "%s%s<%s>", i ? "," : "", frames[i].name,
+				 frames[i].system_name ? frames[i].system_name : "-");
+
+		len += n > 0 ? (size_t)n : 0;
+	}
+	return collect_printf(ctx, "%s|%" PRIu64 "|%s\n", folded, count, list);
+}
+
+/* C++ and Rust frames read demangled (short by default, full, none), the stored name kept beside for
+ * pprof; two overloads that read alike once demangled are one frame, their stacks one stack. */
+static void test_demangled(const char *dir)
+{
+	static const struct store_frame f_int[] = { FR("main", "/app", ""), FR("_ZN2ns1fEi", "/app", "") };
+	static const struct store_frame f_double[] = { FR("main", "/app", ""), FR("_ZN2ns1fEd", "/app", "") };
+	static const struct store_frame rs[] = { FR("main", "/rs", ""),
+		FR("_ZN7rs_work8pipeline5Stage5churn17h94cee0908c52b0a5E", "/rs", "") };
+	const struct store_sample samples[] = {
+		FSAMPLE(T0, 10, "app", "main;_ZN2ns1fEi", 3, f_int),
+		FSAMPLE(T0, 10, "app", "main;_ZN2ns1fEd", 2, f_double),
+		FSAMPLE(T0, 11, "rs", "main;_ZN7rs_work8pipeline5Stage5churn17h94cee0908c52b0a5E", 4, rs),
+	};
+	struct store_filter f = { .pid = -1, .tid = -1, .from = INT64_MIN, .to = INT64_MAX };
+	struct store *st = NULL;
+	struct collect c;
+	char path[512];
+	int err;
+
+	snprintf(path, sizeof(path), "%s/demangle.db", dir);
+	err = store_open(path, STORE_READ_WRITE, &st);
+	err = err ?: flush(st, samples, sizeof(samples) / sizeof(samples[0]));
+	CHECK(err == 0, "demangle: write C++ and Rust frames (%s)", err ? store_errmsg(st) : "ok");
+	memset(&c, 0, sizeof(c));
+	err = store_query_stacks(st, &f, collect_cb, &c);
+	CHECK(err == 0 && same(c.buf, "app|main;ns::f|5\nrs|main;rs_work::pipeline::Stage::churn|4\n"),
+	      "demangle short (the default): ns::f's two overloads one stack, Rust without its hash");
+	memset(&c, 0, sizeof(c));
+	f.demangle = DEMANGLE_FULL;
+	err = store_query_stacks(st, &f, collect_cb, &c);
+	CHECK(err == 0 && same(c.buf, "rs|main;rs_work::pipeline::Stage::churn::h94cee0908c52b0a5|4\n"
+				      "app|main;ns::f(int)|3\napp|main;ns::f(double)|2\n"),
+	      "demangle full: the overloads apart, Rust's hash kept");
+	memset(&c, 0, sizeof(c));
+	f.demangle = DEMANGLE_NONE;
+	err = store_query_stacks(st, &f, collect_cb, &c);
+	CHECK(err == 0 && same(c.buf, "rs|main;_ZN7rs_work8pipeline5Stage5churn17h94cee0908c52b0a5E|4\n"
+				      "app|main;_ZN2ns1fEi|3\napp|main;_ZN2ns1fEd|2\n"),
+	      "demangle none: as stored");
+	memset(&c, 0, sizeof(c));
+	f.demangle = DEMANGLE_SHORT;
+	f.pid = 11;
+	err = store_query_stacks_frames(st, &f, system_cb, &c);
+	CHECK(err == 0 && same(c.buf, "main;rs_work::pipeline::Stage::churn|4|main<->,rs_work::pipeline::Stage::churn"
+				      "<_ZN7rs_work8pipeline5Stage5churn17h94cee0908c52b0a5E>\n"),
+	      "a frames query gives each demangled frame its stored name (system_name), none to a C one");
+	store_close(st);
+}
+
 /* A frame list that does not match its stack is rejected, and nothing of it is stored. */
 static void test_frames_invalid(const char *dir)
 {
@@ -1474,7 +1541,7 @@ static void cleanup(const char *dir)
 {
 	static const char *const names[] = { "prune.db", "fixture.db", "invalid.db", "rollback.db", "collision.db", "big.db",
 					     "concurrent.db", "missing.db", "garbage.db", "corrupt.db", "other.db",
-					     "newer.db", "empty.db", "frames.db", "frames_invalid.db", "frames_later.db",
+					     "newer.db", "empty.db", "frames.db", "demangle.db", "frames_invalid.db", "frames_later.db",
 					     "frames_rollback.db", "frames_many.db", "names.db", "queries.db",
 					     "empty_range.db", "v1.db", "v2.db", "rollup.db",
 					     "rollup_crash.db", "rollup_opts.db", "rollup_parts.db", "sources.db", "kinds.db", "period.db",
@@ -2264,6 +2331,7 @@ int main(int argc, char **argv)
 	test_concurrent_reader(dir);
 	test_bad_files(dir);
 	test_frames_roundtrip(dir);
+	test_demangled(dir);
 	test_python_sources(dir);
 	test_frames_invalid(dir);
 	test_frames_later(dir);
