@@ -302,7 +302,8 @@ static int copy_stack(struct pprof_stack *dst, uint32_t pid, const char *comm, c
 	}
 	for (unsigned i = 0; i < nframes; i++)
 		bytes += strlen(frames[i].name) + strlen(frames[i].module ? frames[i].module : "") +
-			 strlen(frames[i].build_id ? frames[i].build_id : "") + strlen(frames[i].file ? frames[i].file : "") + 4;
+			 strlen(frames[i].build_id ? frames[i].build_id : "") + strlen(frames[i].file ? frames[i].file : "") +
+			 strlen(frames[i].system_name ? frames[i].system_name : "") + 5;
 	struct pprof_frame *pf = malloc(nframes * sizeof(*pf) + bytes);
 	if (!pf) {
 		free(folded_copy);
@@ -320,6 +321,8 @@ static int copy_stack(struct pprof_stack *dst, uint32_t pid, const char *comm, c
 		p = stpcpy(p, fr->build_id ? fr->build_id : "") + 1;
 		pf[i].file = p;
 		p = stpcpy(p, fr->file ? fr->file : "") + 1;
+		pf[i].system_name = p;
+		p = stpcpy(p, fr->system_name ? fr->system_name : "") + 1;
 		pf[i].start_line = fr->start_line;
 		pf[i].line = fr->line;
 	}

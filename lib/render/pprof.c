@@ -43,6 +43,7 @@ struct build {
 	struct idtab maps;  /* (filename, build_id) string indices */
 	struct idtab funcs; /* (name, module) string indices; a Python frame's (name, file | PY_KEY) */
 	int64_t *func_file, *func_start; /* by function id - 1: its file name, first line (Python) */
+	int64_t *func_system;            /* by function id - 1: its name as the binary has it (0: its name) */
 	size_t func_cap;
 	struct idtab locs;  /* (function id, mapping id | line << 32) */
 	int64_t s_comm, s_pid;
@@ -292,6 +293,7 @@ static void build_free(struct build *b)
 	idtab_free(&b->maps);
 	idtab_free(&b->funcs);
 	free(b->func_file);
+	free(b->func_system);
 	free(b->func_start);
 	idtab_free(&b->locs);
 	free(b->samples);
@@ -360,29 +362,49 @@ static int strtab_intern_len(struct strtab *t, const char *s, size_t len, int64_
 	return err;
 }
 
-/* Records function id's file and first line (a Python function's), growing the arrays. */
+/* Makes room for function id in the arrays kept by function. */
+static int func_room(struct build *b, uint64_t id)
+{
+	size_t cap = b->func_cap ? 2 * b->func_cap : TABLE_MIN_CAP;
+	int64_t **arrays[] = { &b->func_file, &b->func_start, &b->func_system };
+
+	if (id <= b->func_cap)
+		return 0;
+	while (cap < id)
+		cap *= 2;
+	for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
+		int64_t *a = reallocarray(*arrays[i], cap, sizeof(*a));
+
+		if (!a)
+			return -ENOMEM;
+		memset(a + b->func_cap, 0, (cap - b->func_cap) * sizeof(*a));
+		*arrays[i] = a;
+	}
+	b->func_cap = cap;
+	return 0;
+}
+
+/* Records function id's file and first line (a Python function's). */
 static int func_source(struct build *b, uint64_t id, int64_t file, int start)
 {
-	if (id > b->func_cap) {
-		size_t cap = b->func_cap ? 2 * b->func_cap : TABLE_MIN_CAP;
-		int64_t *f, *s;
-
-		while (cap < id)
-			cap *= 2;
-		f = reallocarray(b->func_file, cap, sizeof(*f));
-		if (!f)
-			return -ENOMEM;
-		b->func_file = f;
-		s = reallocarray(b->func_start, cap, sizeof(*s));
-		if (!s)
-			return -ENOMEM;
-		b->func_start = s;
-		memset(b->func_file + b->func_cap, 0, (cap - b->func_cap) * sizeof(*f));
-		memset(b->func_start + b->func_cap, 0, (cap - b->func_cap) * sizeof(*s));
-		b->func_cap = cap;
-	}
+	if (func_room(b, id) < 0)
+		return -ENOMEM;
 	b->func_file[id - 1] = file;
 	b->func_start[id - 1] = start;
+	return 0;
+}
+
+/* Records function id's name as the binary has it (a demangled function's), the first one seen. */
+static int func_system(struct build *b, uint64_t id, const char *system_name)
+{
+	int64_t s;
+
+	if (!system_name || !system_name[0])
+		return 0;
+	if (func_room(b, id) < 0 || strtab_intern(&b->strs, system_name, &s) < 0)
+		return -ENOMEM;
+	if (!b->func_system[id - 1])
+		b->func_system[id - 1] = s;
 	return 0;
 }
 
@@ -419,7 +441,7 @@ static int frame_location(struct build *b, const struct pprof_frame *f, uint64_t
 	if (module && idtab_get(&b->maps, (uint64_t)module, (uint64_t)build_id, &map_id) < 0)
 		return -ENOMEM;
 	if (idtab_get(&b->funcs, (uint64_t)name, (uint64_t)module, &func_id) < 0 ||
-	    idtab_get(&b->locs, func_id, map_id, loc_id) < 0)
+	    func_system(b, func_id, f->system_name) < 0 || idtab_get(&b->locs, func_id, map_id, loc_id) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -552,7 +574,7 @@ static int build_functions(struct build *b)
 		perftools__profiles__function__init(f);
 		f->id = i + 1;
 		f->name = (int64_t)b->funcs.keys[i].a;
-		f->system_name = f->name;
+		f->system_name = i < b->func_cap && b->func_system[i] ? b->func_system[i] : f->name;
 		if (i < b->func_cap && (b->funcs.keys[i].b & PY_KEY)) {
 			f->filename = b->func_file[i];
 			f->start_line = b->func_start[i];

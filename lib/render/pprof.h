@@ -9,6 +9,7 @@
 
 struct pprof_frame {
 	const char *name;     /* function name as in the folded stack, suffix ("_[k]") included */
+	const char *system_name; /* the name as the binary has it, where name is demangled; NULL, "": name */
 	const char *module;   /* path of the binary, "[kernel]", or "" when unknown */
 	const char *build_id; /* lowercase hex, "" when unknown */
 	const char *file;     /* a Python frame's source file (its name is "QUALNAME (FILE)"); NULL, "": none */

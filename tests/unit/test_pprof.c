@@ -679,6 +679,40 @@ static void test_python(void)
 	perftools__profiles__profile__free_unpacked(p, NULL);
 }
 
+/* Demangled frames: Function.name the demangled name, system_name the binary's; two overloads that read
+ * alike once demangled (short) are one function, named by the first one's symbol; a C frame's two
+ * names are one string. */
+static void test_demangled(void)
+{
+	static const struct pprof_frame relax = { .name = "heldout::geo::Grid<double>::relax",
+		.system_name = "_ZN7heldout3geo4GridIdE5relaxEi", .module = "/usr/bin/app", .build_id = "aaaa" };
+	static const struct pprof_frame f_int = { .name = "ns::f", .system_name = "_ZN2ns1fEi", .module = "/usr/bin/app",
+		.build_id = "aaaa" };
+	static const struct pprof_frame f_double = { .name = "ns::f", .system_name = "_ZN2ns1fEd",
+		.module = "/usr/bin/app", .build_id = "aaaa" };
+	const struct pprof_frame a[] = { relax, F_MAIN }, b[] = { f_int, F_MAIN }, c[] = { f_double, F_MAIN };
+	const struct pprof_stack stacks[] = { { a, 2, 5, "app", 1 }, { b, 2, 3, "app", 1 }, { c, 2, 2, "app", 1 } };
+	Profile *p = roundtrip("demangled", stacks, ARRAY_SIZE(stacks), &known_info);
+	int found = 0;
+
+	if (!p)
+		return;
+	CHECK(p->n_function == 3, "demangled: relax, ns::f (both overloads) and main are 3 functions (%zu)", p->n_function);
+	for (size_t i = 0; i < p->n_function; i++) {
+		const char *name = str(p, p->function[i]->name), *sys = str(p, p->function[i]->system_name);
+
+		if (!strcmp(name, relax.name) && !strcmp(sys, relax.system_name))
+			found |= 1;
+		else if (!strcmp(name, "ns::f") && !strcmp(sys, "_ZN2ns1fEi"))
+			found |= 2;
+		else if (!strcmp(name, "main") && p->function[i]->system_name == p->function[i]->name)
+			found |= 4;
+	}
+	CHECK(found == 7, "demangled: name the demangled one, system_name the symbol (the first overload's); "
+	      "main's two names one string (%d)", found);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
 static void test_go_pprof(void)
 {
 	char dir[] = "/tmp/test_pprof.XXXXXX", path[64], cmd[512], *out;
@@ -736,6 +770,7 @@ int main(void)
 	test_odd_names();
 	test_random_names();
 	test_python();
+	test_demangled();
 	test_go_pprof();
 	return CHECK_EXIT();
 }
