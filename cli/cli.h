@@ -38,6 +38,7 @@ struct options {
 	const char *from_s, *to_s, *base_from_s, *base_to_s; /* as typed, parsed later */
 	const char *format;
 	enum store_kind kind;           /* --kind: STORE_CPU unless given */
+	enum demangle_mode demangle;    /* --demangle: DEMANGLE_SHORT unless given */
 	bool kind_given;
 	bool children, merge;           /* --children: the process's descendants too; --merge: as one tree */
 	const char *output;             /* -o FILE */

@@ -22,7 +22,7 @@ enum {
 	OPT_DB = 256, OPT_SERVER, OPT_PID, OPT_TID, OPT_COMM, OPT_SINCE, OPT_FROM, OPT_TO, OPT_FORMAT,
 	OPT_BASE_PID, OPT_BASE_FROM, OPT_BASE_TO, OPT_LINES, OPT_REVERSE, OPT_TITLE, OPT_WIDTH, OPT_MINWIDTH, OPT_LIMIT,
 	OPT_STEP, OPT_PER_THREAD, OPT_TOKEN_FILE, OPT_KIND, OPT_CHILDREN, OPT_MERGE, OPT_FREQUENCY, OPT_OFF_CPU,
-	OPT_DURATION, OPT_WATCH,
+	OPT_DURATION, OPT_WATCH, OPT_DEMANGLE,
 };
 
 const char *const command_names[] = {
@@ -98,6 +98,9 @@ static void print_help(void)
 	       "  --format FORMAT     query: folded, json, svg, pprof, top; diff: folded, json, svg;\n"
 	       "                      processes, top: json (default: a table, plain when piped)\n"
 	       "  -o, --output FILE   write to FILE instead of standard output\n"
+	       "  --demangle MODE     C++ and Rust names: short (default: ns::Class<T>::method,\n"
+	       "                      crate::module::func), full (parameters, Rust's hash, as c++filt\n"
+	       "                      writes them) or none (as the binary names them)\n"
 	       "  --reverse           svg/json: the icicle view, leaf functions first\n"
 	       "  --title TEXT        svg: the title\n"
 	       "  --width PIXELS      svg: the width, 100-10000 (default 1200)\n"
@@ -203,6 +206,10 @@ static int parse_one(int c, const char *arg, const char *opt_text, struct option
 		if (query_parse_kind(arg, &o->kind) < 0)
 			return usage_error("--kind takes cpu, offcpu or wall, not '%s'", arg);
 		o->kind_given = true;
+		return -1;
+	case OPT_DEMANGLE:
+		if (demangle_parse_mode(arg, &o->demangle) < 0)
+			return usage_error("--demangle takes short, full or none, not '%s'", arg);
 		return -1;
 	case OPT_CHILDREN: o->children = true; return -1;
 	case OPT_MERGE: o->merge = true; return -1;
@@ -434,6 +441,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
 		{ "lines", no_argument, NULL, OPT_LINES },
 		{ "kind", required_argument, NULL, OPT_KIND },
+		{ "demangle", required_argument, NULL, OPT_DEMANGLE },
 		{ "children", no_argument, NULL, OPT_CHILDREN },
 		{ "merge", no_argument, NULL, OPT_MERGE },
 		{ "frequency", required_argument, NULL, OPT_FREQUENCY },

@@ -64,11 +64,12 @@ int local_open(const struct options *o, const char *path, struct store **st, int
 static int run_db(struct store *st, const struct options *o, int64_t period_us, FILE *out)
 {
 	struct store_filter f = { .pid = o->pid, .tid = o->tid, .from = o->from, .to = o->to, .comm = o->comm,
-				  .kind = o->kind, .cpu_period_us = period_us, .children = o->children, .merge = o->merge };
+				  .kind = o->kind, .cpu_period_us = period_us, .children = o->children, .merge = o->merge,
+				  .demangle = o->demangle };
 	struct store_filter base = { .pid = o->base_pid >= 0 ? o->base_pid : o->pid, .tid = -1,
 				     .from = o->base_from, .to = o->base_to, .comm = o->comm,
 				     .kind = o->kind, .cpu_period_us = period_us, .children = o->children,
-				     .merge = o->merge };
+				     .merge = o->merge, .demangle = o->demangle };
 	struct query_graph g = {
 		.reverse = o->reverse, .title = o->title, .width = o->width > 0 ? (unsigned)o->width : 0,
 		.minwidth = o->minwidth, .lines = o->lines,
@@ -143,6 +144,9 @@ static void build_target(const struct options *o, bool tty, char *t, size_t len)
 	}
 	if (o->kind != STORE_CPU)
 		http_add_param(t, len, "kind", query_kind_name(o->kind));
+	if (o->demangle != DEMANGLE_SHORT &&
+	    (o->command == CMD_QUERY || o->command == CMD_TOP || o->command == CMD_DIFF || o->command == CMD_FLAMEGRAPH))
+		http_add_param(t, len, "demangle", demangle_mode_name(o->demangle));
 	if (o->pid >= 0)
 		add_num(t, len, "pid", o->pid);
 	if (o->tid >= 0)

@@ -27,7 +27,7 @@ static const char *const param_names[P_COUNT] = {
 	[P_MINWIDTH] = "minwidth", [P_LIMIT] = "limit", [P_STEP] = "step", [P_PER_THREAD] = "per_thread",
 	[P_BASE_PID] = "base_pid", [P_BASE_FROM] = "base_from", [P_BASE_TO] = "base_to",
 	[P_SECONDS] = "seconds", [P_LINES] = "lines", [P_KIND] = "kind", [P_CHILDREN] = "children",
-	[P_MERGE] = "merge", [P_FLUSH] = "flush",
+	[P_MERGE] = "merge", [P_FLUSH] = "flush", [P_DEMANGLE] = "demangle",
 };
 
 /* Lists the names of the bits set in mask, ", " between them, into buf. */
@@ -225,6 +225,12 @@ int http_arg_filter(struct http *h, struct request *rq, struct store_filter *f)
 		return http_fail(rq, 400, "comm: wants a process name, got an empty one");
 	if (arg_kind(h, rq, f) < 0)
 		return -EINVAL;
+	if (rq->arg[P_DEMANGLE] && demangle_parse_mode(rq->arg[P_DEMANGLE], &f->demangle) < 0) {
+		char show[72];
+
+		return http_fail(rq, 400, "demangle: wants short, full or none, got \"%s\"",
+				 http_shown(rq->arg[P_DEMANGLE], show, sizeof(show)));
+	}
 	if (http_arg_int(rq, P_PID, 0, QUERY_PID_LIMIT, &f->pid) < 0 || http_arg_int(rq, P_TID, 0, QUERY_PID_LIMIT, &f->tid) < 0 ||
 	    http_arg_bool(rq, P_CHILDREN, &f->children) < 0 || http_arg_bool(rq, P_MERGE, &f->merge) < 0)
 		return -EINVAL;

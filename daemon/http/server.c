@@ -39,13 +39,13 @@ static const struct route routes[] = {
 	{ "/api/v1/processes", http_handle_processes,
 	  B(P_PID) | B(P_CHILDREN) | B(P_FROM) | B(P_TO) | B(P_FORMAT) | B(P_KIND) | B(P_FLUSH), 0 },
 	{ "/api/v1/threads", http_handle_threads, B(P_PID) | B(P_FROM) | B(P_TO) | B(P_KIND) | B(P_FLUSH), 0 },
-	{ "/api/v1/profile", http_handle_profile, FILTER | GRAPH | B(P_FORMAT) | B(P_LIMIT) | B(P_LINES),
+	{ "/api/v1/profile", http_handle_profile, FILTER | GRAPH | B(P_FORMAT) | B(P_LIMIT) | B(P_LINES) | B(P_DEMANGLE),
 	  B(QUERY_FOLDED) | B(QUERY_JSON) | B(QUERY_SVG) | B(QUERY_PPROF) | B(QUERY_TOP) },
-	{ "/api/v1/top", http_handle_top, FILTER | B(P_LIMIT) | B(P_FORMAT) | B(P_LINES), 0 },
+	{ "/api/v1/top", http_handle_top, FILTER | B(P_LIMIT) | B(P_FORMAT) | B(P_LINES) | B(P_DEMANGLE), 0 },
 	{ "/api/v1/timeline", http_handle_timeline, FILTER | B(P_STEP) | B(P_PER_THREAD), 0 },
 	{ "/api/v1/diff", http_handle_diff,
 	  B(P_PID) | B(P_FROM) | B(P_TO) | B(P_BASE_PID) | B(P_BASE_FROM) | B(P_BASE_TO) | B(P_FORMAT) | B(P_KIND) |
-	  B(P_CHILDREN) | B(P_FLUSH) | GRAPH,
+	  B(P_CHILDREN) | B(P_FLUSH) | B(P_DEMANGLE) | GRAPH,
 	  B(QUERY_FOLDED) | B(QUERY_JSON) | B(QUERY_SVG) },
 	{ "/debug/pprof/profile", http_handle_pprof, B(P_SECONDS), 0 },
 };

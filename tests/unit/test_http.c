@@ -590,6 +590,8 @@ static void test_other_queries(unsigned port)
 	       NULL);
 	/* Kinds: the store holds CPU samples only; wall counts each as 1e6 / 19 Hz = 52632 us. */
 	expect(port, "/api/v1/profile?pid=100&kind=cpu&" W, 200, text, "server;main;handle;parse8", NULL);
+	expect(port, "/api/v1/profile?pid=100&demangle=full&" W, 200, text, "server;main;handle;parse8", NULL);
+	expect(port, "/api/v1/top?pid=100&demangle=none&" W, 200, "application/json", "{\"name\":\"parse\",\"self\":8", NULL);
 	expect(port, "/api/v1/profile?pid=100&kind=wall&" W, 200, text, "server;main;handle;parse421056", NULL);
 	expect(port, "/api/v1/profile?pid=100&kind=offcpu&" W, 200, text, NULL, "server");
 	expect(port, "/api/v1/profile?pid=100&kind=wall&format=json&" W, 200, json, "\"unit\":\"microseconds\"", NULL);
@@ -611,6 +613,9 @@ static void test_bad_input(unsigned port)
 	} bad[] = {
 		{ "/api/v1/profile?pid=abc", 400, "pid" },
 		{ "/api/v1/profile?kind=idle", 400, "kind" },
+		{ "/api/v1/profile?demangle=yes", 400, "demangle" },
+		{ "/api/v1/top?demangle=", 400, "demangle" },
+		{ "/api/v1/timeline?demangle=short", 400, "demangle" },
 		{ "/api/v1/profile?kind=", 400, "kind" },
 		{ "/debug/pprof/profile?kind=cpu", 400, "kind" },
 		{ "/api/v1/profile?pid=-1", 400, "pid" },
