@@ -13,7 +13,9 @@
 #include "python/pyprocs.h"
 #include "symbolize/symbolizer.h"
 
-#define FRAME_NAME_MAX 240
+/* A frame's name at most: room for the mangled names of C++ templates (ATen's kernels run to 500 bytes
+ * and more), which are demangled whole or not at all. */
+#define FRAME_NAME_MAX 1024
 #define FOLDED_MAX (2 * PROFILE_MAX_DEPTH * (FRAME_NAME_MAX + 5) + 64)
 #define MAX_FRAMES (2 * PROFILE_MAX_DEPTH + 2)
 /* Stacks folded once per flush and reused for their other keys (threads, seconds): an arena of 4 MiB,
