@@ -1,10 +1,12 @@
 #!/bin/bash
-# test_toolchains.sh - whole stacks for programs as today's toolchains link them, without frame pointers:
-# tests/workloads/branches.c built -O2 -g -fomit-frame-pointer and linked by ld.bfd, gold, lld and mold
-# (lld and mold put the code in the read-only segment's page of the file, at another address), and
-# tests/workloads/rs_work.rs built by every rustc here (Debian's links with cc, a rustup one with its own
-# lld): at least 98% of each one's samples, from a second after its start (its first samples, before its
-# tables are built, are walked by frame pointers), carry the whole chain from _start to the leaf.
+# test_toolchains.sh - whole, readable stacks for programs as today's toolchains build them, without
+# frame pointers: tests/workloads/branches.c linked by ld.bfd, gold, lld and mold (lld and mold put the
+# code in the read-only segment's page of the file, at another address), tests/workloads/cpp_work.cpp
+# (namespaces and templates) by g++ and by clang++ with lld, tests/workloads/rs_work.rs by every rustc
+# here (Debian's links with cc, a rustup one with its own lld). At least 98% of each one's samples, from
+# a second after its start (its first samples, before its tables are built, are walked by frame
+# pointers), carry the whole chain from _start to the leaf; C++ and Rust frames read demangled in every
+# output (folded, top, JSON, SVG, pprof), in the full form or as the binary names them when asked.
 . "$(dirname "$0")/lib.sh"
 
 need_root linkers
@@ -28,6 +30,8 @@ for ld in bfd gold lld mold; do
 	build "c_$ld" gcc -O2 -g -fomit-frame-pointer -fuse-ld=$ld "$W/branches.c" -o "$TMP/c_$ld"
 done
 build c_clang_lld clang -O2 -g -fomit-frame-pointer -fuse-ld=lld "$W/branches.c" -o "$TMP/c_clang_lld"
+build cpp_gcc g++ -O2 -g -fomit-frame-pointer "$W/cpp_work.cpp" -o "$TMP/cpp_gcc"
+build cpp_clang_lld clang++ -O2 -g -fomit-frame-pointer -fuse-ld=lld "$W/cpp_work.cpp" -o "$TMP/cpp_clang_lld"
 # Every rustc: Debian's (scripts/deps.sh installs it), and a rustup one (links with its own lld since 1.90).
 rustcs=()
 command -v /usr/bin/rustc > /dev/null && rustcs+=(/usr/bin/rustc)
@@ -56,14 +60,15 @@ for ((k = 0; k < ${#names[@]}; k += 2)); do
 done
 curl -sf -o /dev/null "$URL/api/v1/processes?flush=1"
 curl -sf "$URL/api/v1/status" | jq -c '.unwind.samples'
-stop_flamed
 
 for name in "${names[@]}"; do
 	pid=$("$BUILD/flamectl" --db "$TMP/flamed.db" processes --from "$START" --to $((START + 600)) |
 		awk -v n="$name" '$2 == n { print $1; exit }')
 	case $name in
-	c_*) chain="^$name;_start;__libc_start_main;__libc_start_call_main;main;run;(alpha;|beta;)?leaf_spin$" ;;
-	rs_*) chain="^$name;_start;__libc_start_main;__libc_start_call_main;main;.*(_ZN7rs_work4main|rs_work::main)[^;]*;(_ZN7rs_work3run|rs_work::run)[^;]*;(_ZN7rs_work8pipeline5Stage5churn|rs_work::pipeline::Stage::churn)[^;]*(;(_ZN7rs_work8pipeline3mix|rs_work::pipeline::mix)[^;]*)?$" ;;
+	# (Whole: from _start down to the work, whatever it calls from there.)
+	c_*) chain="^$name;_start;__libc_start_main;__libc_start_call_main;main;run(;|$)" ;;
+	cpp_*) chain="^$name;_start;__libc_start_main;__libc_start_call_main;main;heldout::run(;|$)" ;;
+	rs_*) chain="^$name;_start;__libc_start_main;__libc_start_call_main;main;std::rt::lang_start_internal;.*;rs_work::main;rs_work::run(;|$)" ;;
 	esac
 	# The whole run, and from a second after its start (its pid's first second skipped).
 	"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid "${pid:-0}" --from "$START" --to $((START + 600)) > "$TMP/$name.all"
@@ -77,4 +82,50 @@ for name in "${names[@]}"; do
 		awk -v a="$whole" -v b="$total" 'BEGIN { exit !(b >= 50 && a * 100 >= b * 98) }'
 	[ "$whole" -lt "$total" ] && sort -t' ' -k2 -nr "$TMP/$name.folded" | grep -vE "$chain" | head -3 | cut -c1-200 | sed 's/^/    /'
 done
+
+# ---- Names: C++ and Rust frames demangled in every output (of the API, for every program's pid) ----
+pids=$("$BUILD/flamectl" --db "$TMP/flamed.db" processes --from "$START" --to $((START + 600)) |
+	awk '$2 ~ /^(c|cpp|rs)_/ { print $1 }')
+# each FORMAT [ARGS]: the profile of every program, one after another.
+each() {
+	local fmt=$1 p
+	shift
+	for p in $pids; do curl -sf "$URL/api/v1/profile?pid=$p&from=$START&to=$((START + 600))&format=$fmt$*"; echo; done
+}
+# Frames the demangler reads (a C++ or Rust symbol: _Z... or _R...) left as they are.
+mangled() { grep -cE '(^|;)_[ZR][A-Za-z0-9_]+($|;| )' "$1"; }
+each folded > "$TMP/all.folded"
+check "folded: $(grep -c ';' "$TMP/all.folded") stacks of the ${#names[@]} programs, no frame left mangled ($(mangled "$TMP/all.folded") lines with one)" \
+	[ "$(grep -c ';' "$TMP/all.folded")" -gt "${#names[@]}" -a "$(mangled "$TMP/all.folded")" = 0 ]
+for p in $pids; do curl -sf "$URL/api/v1/top?pid=$p&from=$START&to=$((START + 600))&limit=0"; echo; done > "$TMP/top.json"
+check "top: the C++ and Rust functions by their names, none mangled" \
+	jq -se '[.[].functions[].name] | (index("heldout::geo::Grid<double>::cell") != null) and
+		(index("rs_work::pipeline::mix") != null) and all(test("^_[ZR][A-Za-z0-9_]") | not)' "$TMP/top.json"
+each json | jq -s . > "$TMP/tree.json"
+check "json: the trees name heldout::geo::Grid<double>::relax and rs_work::pipeline::Stage::churn, nothing mangled" \
+	jq -e '[.. | objects | .name? // empty | strings] | (index("heldout::geo::Grid<double>::relax") != null) and
+		(index("rs_work::pipeline::Stage::churn") != null) and all(test("^_[ZR][A-Za-z0-9_]") | not)' "$TMP/tree.json"
+each svg > "$TMP/all.svg"
+check "svg: heldout::geo::Grid&lt;double&gt;::relax drawn, no mangled frame" \
+	eval 'grep -q "heldout::geo::Grid&lt;double&gt;::relax (" "$TMP/all.svg" && ! grep -qE ">_[ZR][A-Za-z0-9_]+ \(" "$TMP/all.svg"'
+curl -sf "$URL/api/v1/profile?from=$START&to=$((START + 600))&format=pprof" -o "$TMP/all.pb.gz"
+if command -v go > /dev/null; then
+	HOME=$TMP GOCACHE=$TMP/gocache GOPATH=$TMP/gopath GOFLAGS= go tool pprof -top "$TMP/all.pb.gz" 2> /dev/null > "$TMP/pprof.top"
+	check "go tool pprof -top: heldout::geo::Grid<double>::cell and rs_work::pipeline::mix, nothing mangled" \
+		eval 'grep -q "heldout::geo::Grid<double>::cell$" "$TMP/pprof.top" && grep -q "rs_work::pipeline::mix$" "$TMP/pprof.top" &&
+		      ! grep -qE " _[ZR][A-Za-z0-9_]+$" "$TMP/pprof.top"'
+else
+	fail "go tool pprof reads the profile: go is not installed (scripts/deps.sh test installs golang-go)"
+fi
+each folded "&demangle=full" > "$TMP/full.folded"
+check "demangle=full: C++'s parameters and const, Rust's hash" \
+	eval 'grep -q ";heldout::geo::Grid<double>::relax(int);heldout::geo::Grid<double>::cell(int, int) const " "$TMP/full.folded" &&
+	      grep -qE ";rs_work::pipeline::Stage::churn::h[0-9a-f]{16}(;| )" "$TMP/full.folded"'
+# flamectl reads the database with --demangle as the API does.
+cpp=$("$BUILD/flamectl" --db "$TMP/flamed.db" processes --from "$START" --to $((START + 600)) | awk '$2 == "cpp_gcc" { print $1 }')
+"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid "${cpp:-0}" --from "$START" --to $((START + 600)) --demangle none > "$TMP/none.folded"
+check "flamectl --demangle none: as the binary names them (_ZN7heldout3geo4GridIdE5relaxEi)" \
+	grep -q ";_ZN7heldout3geo4GridIdE5relaxEi;_ZNK7heldout3geo4GridIdE4cellEii " "$TMP/none.folded"
+stop_flamed
+check "flamed exits 0 on SIGTERM" [ $? -eq 0 ]
 exit $FAILED
