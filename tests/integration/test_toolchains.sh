@@ -32,6 +32,7 @@ done
 build c_clang_lld clang -O2 -g -fomit-frame-pointer -fuse-ld=lld "$W/branches.c" -o "$TMP/c_clang_lld"
 build cpp_gcc g++ -O2 -g -fomit-frame-pointer "$W/cpp_work.cpp" -o "$TMP/cpp_gcc"
 build cpp_clang_lld clang++ -O2 -g -fomit-frame-pointer -fuse-ld=lld "$W/cpp_work.cpp" -o "$TMP/cpp_clang_lld"
+build thr_cpp g++ -O2 -g -fomit-frame-pointer -fopenmp "$W/cpp_threads.cpp" -o "$TMP/thr_cpp"
 # Every rustc: Debian's (scripts/deps.sh installs it), and a rustup one (links with its own lld since 1.90).
 rustcs=()
 command -v /usr/bin/rustc > /dev/null && rustcs+=(/usr/bin/rustc)
@@ -45,6 +46,7 @@ for r in "${rustcs[@]}"; do
 	build "rs_$i" "$r" -O -g "$W/rs_work.rs" -o "$TMP/rs_$i"
 	echo "#   rs_$i: $("$r" --version)"
 done
+build thr_rs "${rustcs[-1]}" -O -g "$W/rs_threads.rs" -o "$TMP/thr_rs"
 
 run_flamed linkers --db "$TMP/flamed.db" --frequency 99 --flush-interval 1 --listen 127.0.0.1:0
 # libc's table first (a process's first samples wait for every table it needs), then every program, two
@@ -69,6 +71,9 @@ for name in "${names[@]}"; do
 	c_*) chain="^$name;_start;__libc_start_main;__libc_start_call_main;main;run(;|$)" ;;
 	cpp_*) chain="^$name;_start;__libc_start_main;__libc_start_call_main;main;heldout::run(;|$)" ;;
 	rs_*) chain="^$name;_start;__libc_start_main;__libc_start_call_main;main;std::rt::lang_start_internal;.*;rs_work::main;rs_work::run(;|$)" ;;
+	# Threads of native libraries: clone3 -> start_thread -> the library's thread function -> the work.
+	thr_cpp) chain="^$name;(_start;__libc_start_main;__libc_start_call_main;main|clone3;start_thread)(;|$)" ;;
+	thr_rs) chain="^$name;clone3;start_thread;[^;]*thread_start;.*;rs_threads::spin$" ;;
 	esac
 	# The whole run, and from a second after its start (its pid's first second skipped).
 	"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid "${pid:-0}" --from "$START" --to $((START + 600)) > "$TMP/$name.all"
@@ -81,11 +86,17 @@ for name in "${names[@]}"; do
 	check "$name: at least 98% of its samples carry _start...main...leaf ($whole of $total)" \
 		awk -v a="$whole" -v b="$total" 'BEGIN { exit !(b >= 50 && a * 100 >= b * 98) }'
 	[ "$whole" -lt "$total" ] && sort -t' ' -k2 -nr "$TMP/$name.folded" | grep -vE "$chain" | head -3 | cut -c1-200 | sed 's/^/    /'
+	if [ "$name" = thr_cpp ]; then
+		w=$(sum_samples "$TMP/$name.folded" ";clone3;start_thread;[^;]+;worker;work::spin$")
+		t=$(sum_samples "$TMP/$name.folded" ";clone3;start_thread;[^;]+;team;work::spin$")
+		check "thr_cpp: the std::thread's work under libstdc++'s thread function ($w), an OpenMP thread's under libgomp's ($t)" \
+			[ "$w" -gt 20 -a "$t" -gt 20 ]
+	fi
 done
 
 # ---- Names: C++ and Rust frames demangled in every output (of the API, for every program's pid) ----
 pids=$("$BUILD/flamectl" --db "$TMP/flamed.db" processes --from "$START" --to $((START + 600)) |
-	awk '$2 ~ /^(c|cpp|rs)_/ { print $1 }')
+	awk '$2 ~ /^(c|cpp|rs|thr)_/ { print $1 }')
 # each FORMAT [ARGS]: the profile of every program, one after another.
 each() {
 	local fmt=$1 p
