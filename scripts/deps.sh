@@ -14,7 +14,7 @@ build_pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-
 # (DWARF shared between files), a JDK (java and jcmd write JIT perf maps), systemd (systemd-analyze), tmux
 # (a real terminal for flamectl record's Ctrl-C and top --watch); and the sanitizer runtime of the clang
 # that builds (make test SANITIZE=1's LeakSanitizer, make fuzz), named by its version below.
-test_pkgs="binutils procps libc6-dbg python3-dbg curl libxml2-utils golang-go jq chromium sqlite3 wrk lld mold rustc
+test_pkgs="binutils procps libc6-dbg python3-dbg python3-dev curl libxml2-utils golang-go jq chromium sqlite3 wrk lld mold rustc
 	g++ dwz default-jdk-headless systemd tmux"
 
 # The major version of the clang that builds: the installed one's, else the one Debian's clang package

@@ -47,12 +47,35 @@ for r in "${rustcs[@]}"; do
 	echo "#   rs_$i: $("$r" --version)"
 done
 build thr_rs "${rustcs[-1]}" -O -g "$W/rs_threads.rs" -o "$TMP/thr_rs"
+# Python over native extensions: one the test builds (C++, linked by lld) for the system's python3, and
+# cryptography's published wheel (Rust, linked by LLD) where pyenv's 3.11 has it.
+system_python
+pyexts=()
+if command -v python3-config > /dev/null && py_supported "$SYSPY_VER" &&
+	g++ -O2 -g -fomit-frame-pointer -shared -fPIC $(python3-config --includes) -fuse-ld=lld "$W/pyext.cpp" \
+		-o "$TMP/flamedext$(python3-config --extension-suffix)" > "$TMP/build-pyext.log" 2>&1; then
+	pyexts+=("$SYSPY|$TMP")
+else
+	fail "build the C++ extension for $SYSPY ($SYSPY_VER; scripts/deps.sh installs python3-dev)"
+	sed 's/^/    /' "$TMP/build-pyext.log" 2> /dev/null | tail -5
+fi
+crypto_py=${PYENV_ROOT:-/root/.pyenv}/versions/$(ls "${PYENV_ROOT:-/root/.pyenv}/versions" 2> /dev/null | grep '^3\.11\.' | sort -V | tail -1)/bin/python3.11
+if [ -x "$crypto_py" ] && "$crypto_py" -c 'import cryptography.x509' 2> /dev/null; then
+	pyexts+=("$crypto_py|--crypto")
+else
+	echo "# cryptography: pyenv's 3.11 with cryptography is not here, not tested"
+fi
 
 run_flamed linkers --db "$TMP/flamed.db" --frequency 99 --flush-interval 1 --listen 127.0.0.1:0
 # libc's table first (a process's first samples wait for every table it needs), then every program, two
 # at a time (two CPUs).
 "$TMP/c_bfd" 1 > /dev/null
 START=$(date +%s)
+pypids=()
+for e in "${pyexts[@]}"; do
+	"${e%%|*}" "$W/pyext.py" $SECONDS_RUN "${e#*|}" & pypids+=($!)
+	wait $!
+done
 for ((k = 0; k < ${#names[@]}; k += 2)); do
 	pids=()
 	for n in "${names[@]:k:2}"; do
@@ -92,6 +115,33 @@ for name in "${names[@]}"; do
 		check "thr_cpp: the std::thread's work under libstdc++'s thread function ($w), an OpenMP thread's under libgomp's ($t)" \
 			[ "$w" -gt 20 -a "$t" -gt 20 ]
 	fi
+done
+
+# ---- Python callers above native extensions ----
+i=0
+for e in "${pyexts[@]}"; do
+	p=${pypids[i]}
+	i=$((i + 1))
+	first=$("$BUILD/flamectl" --db "$TMP/flamed.db" processes --from "$START" --to $((START + 600)) --format json |
+		jq --argjson p "$p" '.processes[] | select(.pid == $p) | .first_seen')
+	"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid "$p" --from $((${first:-0} + 2)) --to $((START + 600)) > "$TMP/py$i.folded"
+	if [ "${e#*|}" = --crypto ]; then
+		what="cryptography's Rust (${e%%|*})"
+		kept=$(sum_samples "$TMP/py$i.folded" ';parse_all \(pyext\.py\);')
+		rust=$(sum_samples "$TMP/py$i.folded" ';parse_all \(pyext\.py\);.*(cryptography_rust|pyo3|asn1)::')
+		extra="$rust of them in its Rust frames"
+		native=$rust
+	else
+		what="the C++ extension (${e%%|*})"
+		kept=$(sum_samples "$TMP/py$i.folded" ';drive \(pyext\.py\);(crunch;)?heldout::ext::Mesh<float>::smooth$')
+		extra="under drive, crunch and heldout::ext::Mesh<float>::smooth"
+		native=$kept
+	fi
+	total=$(sum_samples "$TMP/py$i.folded")
+	echo "$what: $kept of $total samples keep their Python caller; $extra"
+	check "$what: at least 95% of its samples keep their Python caller above the native frames ($kept of $total)" \
+		awk -v a="$kept" -v b="$total" -v n="$native" 'BEGIN { exit !(b >= 50 && n > 0 && a * 100 >= b * 95) }'
+	[ "$kept" -lt "$total" ] && grep -v "drive (pyext.py)\|parse_all (pyext.py)" "$TMP/py$i.folded" | sort -t' ' -k2 -nr | head -3 | cut -c1-240 | sed 's/^/    /'
 done
 
 # ---- Names: C++ and Rust frames demangled in every output (of the API, for every program's pid) ----
