@@ -70,12 +70,13 @@ static void status_text(FILE *o, const struct daemon_status *s, int64_t now)
 	fprintf(o, "unwind_refresh_requests %" PRIu64 "\nunwind_tables %" PRIu64 "\nunwind_table_bytes %" PRIu64
 		"\nunwind_table_rows %" PRIu64 "\nunwind_tables_built %" PRIu64 "\nunwind_tables_evicted %" PRIu64
 		"\nunwind_tables_refused %" PRIu64 "\nunwind_binaries_without_cfi %" PRIu64 "\nunwind_processes %"
-		PRIu64 "\nunwind_processes_refused %" PRIu64 "\nunwind_mappings_dropped %" PRIu64
+		PRIu64 "\nunwind_processes_refused %" PRIu64 "\nunwind_mappings_dropped %" PRIu64 "\nunwind_mappings_unplaced %" PRIu64
 		"\nunwind_build_seconds %.6f\nunwind_requests_dropped %" PRIu64 "\nunwind_requests_pending %" PRIu64 "\n",
 		s->lost[STAT_UNWIND_REFRESH], s->unwind.tables, s->unwind.table_bytes,
 		s->unwind.table_rows, s->unwind.tables_built, s->unwind.tables_evicted, s->unwind.tables_refused,
 		s->unwind.binaries_without, s->unwind.processes, s->unwind.processes_refused,
-		s->unwind.mappings_dropped, finite_or_zero(s->unwind.build_seconds), s->unwind.requests_dropped,
+		s->unwind.mappings_dropped, s->unwind.mappings_unplaced, finite_or_zero(s->unwind.build_seconds),
+		s->unwind.requests_dropped,
 		s->unwind.requests_pending);
 }
 
@@ -93,11 +94,12 @@ static void status_unwind_json(FILE *o, const struct daemon_status *s)
 	fprintf(o, "}, \"refresh_requests\": %" PRIu64 ", \"tables\": %" PRIu64 ", \"table_bytes\": %" PRIu64
 		", \"table_rows\": %" PRIu64 ", \"tables_built\": %" PRIu64 ", \"tables_evicted\": %" PRIu64
 		", \"tables_refused\": %" PRIu64 ", \"binaries_without_cfi\": %" PRIu64 ", \"processes\": %" PRIu64
-		", \"processes_refused\": %" PRIu64 ", \"mappings_dropped\": %" PRIu64 ", \"build_seconds\": %.6f"
+		", \"processes_refused\": %" PRIu64 ", \"mappings_dropped\": %" PRIu64 ", \"mappings_unplaced\": %" PRIu64
+		", \"build_seconds\": %.6f"
 		", \"requests_dropped\": %" PRIu64 ", \"requests_pending\": %" PRIu64 "}",
 		s->lost[STAT_UNWIND_REFRESH], s->unwind.tables, s->unwind.table_bytes, s->unwind.table_rows,
 		s->unwind.tables_built, s->unwind.tables_evicted, s->unwind.tables_refused, s->unwind.binaries_without,
-		s->unwind.processes, s->unwind.processes_refused, s->unwind.mappings_dropped,
+		s->unwind.processes, s->unwind.processes_refused, s->unwind.mappings_dropped, s->unwind.mappings_unplaced,
 		finite_or_zero(s->unwind.build_seconds), s->unwind.requests_dropped, s->unwind.requests_pending);
 }
 
@@ -254,6 +256,9 @@ static void metrics_unwind(FILE *o, const struct daemon_status *s)
 	http_metric_u64(o, "flamed_unwind_processes", "gauge", "Processes with unwind tables.", s->unwind.processes);
 	http_metric_u64(o, "flamed_unwind_processes_refused_total", "counter",
 		   "Processes not given unwind tables: --unwind-processes reached.", s->unwind.processes_refused);
+	http_metric_u64(o, "flamed_unwind_mappings_unplaced_total", "counter",
+			"Mappings at a file offset no segment of their binary holds (walked with frame pointers).",
+			s->unwind.mappings_unplaced);
 }
 
 static void metrics_http(struct http *h, FILE *o)

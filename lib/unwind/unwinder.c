@@ -558,8 +558,12 @@ static void fill_value(struct unwinder *u, uint32_t pid, const struct procmap *m
 			continue;
 		t->last_used = u->sweeps;
 		use_table(used, nused, t); /* until the old uses are released, both count */
-		if (t->slot == UNWIND_NO_TABLE || elf_segments_vaddr(t->segs, t->nsegs, maps[i].offset, maps[i].exec, &vaddr))
+		if (t->slot == UNWIND_NO_TABLE)
 			continue;
+		if (elf_segments_vaddr(t->segs, t->nsegs, maps[i].offset, maps[i].exec, &vaddr)) {
+			u->st.mappings_unplaced++;
+			continue;
+		}
 		um->bias = maps[i].start - vaddr;
 		um->table = t->tag;
 		um->nrows = t->nrows;

@@ -31,6 +31,8 @@ struct unwinder_stats {
 	uint64_t processes;       /* processes with tables now */
 	uint64_t processes_refused; /* not given tables: unwind_procs full */
 	uint64_t mappings_dropped; /* mappings past UNWIND_MAX_MAPPINGS in a process (frame pointers) */
+	uint64_t mappings_unplaced; /* mappings at a file offset no segment of their binary holds (a binary
+				     * or mapping that lies): walked with frame pointers */
 	double build_seconds;     /* time spent building and loading tables */
 	uint64_t requests_dropped; /* unwinder_request calls refused: UNWINDER_QUEUE waiting */
 	uint64_t requests_pending; /* waiting now (a burst of new binaries: tables come late) */

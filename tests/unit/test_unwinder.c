@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -259,6 +260,48 @@ static void test_thread(const struct maps *m)
 	CHECK(count_entries(m->procs) == 0, "freed with requests in flight: the maps are empty");
 }
 
+/* A mapping at a file offset no segment of its binary holds (past them all: a binary or a mapping that
+ * lies) gets no table and is counted, and the process's other mappings keep theirs. */
+static void test_unplaced(const struct maps *m, const char *dir)
+{
+	struct unwinder *u = new_unwinder(m, 16, 8, 64 << 20);
+	struct unwind_proc *v = calloc(1, sizeof(*v));
+	struct unwinder_stats st;
+	const struct unwind_mapping *um;
+	char path[PATH_MAX];
+	void *at = MAP_FAILED;
+	long page = sysconf(_SC_PAGESIZE);
+	off_t off;
+	int fd = -1;
+
+	snprintf(path, sizeof(path), "%s/padded", dir);
+	/* This test's binary with 64 KiB of zeros after its last byte: pages no segment holds. */
+	if (!u || !v || run("cp /proc/self/exe %s && head -c 65536 /dev/zero >> %s", path, path))
+		goto out;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	off = fd >= 0 ? (lseek(fd, 0, SEEK_END) - 2 * page) / page * page : -1;
+	if (off > 0)
+		at = mmap(NULL, (size_t)page, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, off);
+	CHECK(at != MAP_FAILED, "an executable mapping of the padding at offset %lld", (long long)off);
+	if (at == MAP_FAILED)
+		goto out;
+	CHECK(unwinder_add(u, (__u32)getpid(), 9) == 0 && bpf_map_lookup_elem(m->procs, &(__u32){ (__u32)getpid() }, v) == 0,
+	      "unwinder_add(self, with the mapping)");
+	um = mapping_of(v, (uintptr_t)at);
+	unwinder_get_stats(u, &st);
+	CHECK(um && um->table == UNWIND_NO_TABLE && st.mappings_unplaced == 1,
+	      "the mapping no segment holds has no table, counted (%" PRIu64 " unplaced)", st.mappings_unplaced);
+	um = mapping_of(v, (uintptr_t)&probe_function);
+	CHECK(um && um->table != UNWIND_NO_TABLE, "this test's own code keeps its table");
+out:
+	if (at != MAP_FAILED)
+		munmap(at, (size_t)page);
+	if (fd >= 0)
+		close(fd);
+	unwinder_free(u);
+	free(v);
+}
+
 int main(int argc, char **argv)
 {
 	char dir[] = "/tmp/test_unwinder.XXXXXX";
@@ -284,6 +327,9 @@ int main(int argc, char **argv)
 	close_maps(&m);
 	make_maps(&m, 16, 8);
 	test_thread(&m);
+	close_maps(&m);
+	make_maps(&m, 16, 8);
+	test_unplaced(&m, dir);
 	close_maps(&m);
 	run("rm -rf %s", dir);
 	return CHECK_EXIT();
