@@ -38,6 +38,8 @@ if [ "${1:-build}" = test ]; then
 		exit 1
 	fi
 	pkgs="$build_pkgs $test_pkgs libclang-rt-$major-dev"
+	# gold: part of binutils on Debian 12, a package of its own from Debian 13 on.
+	apt-cache show binutils-gold > /dev/null 2>&1 && pkgs="$pkgs binutils-gold"
 fi
 
 # The dashboard is bundled with Node.js and npm: any recent ones will do, Debian's when there are none.
