@@ -39,7 +39,9 @@ if [ "${1:-build}" = test ]; then
 	fi
 	pkgs="$build_pkgs $test_pkgs libclang-rt-$major-dev"
 	# gold: part of binutils on Debian 12, a package of its own from Debian 13 on.
-	apt-cache show binutils-gold > /dev/null 2>&1 && pkgs="$pkgs binutils-gold"
+	if apt-cache policy binutils-gold 2> /dev/null | grep -q 'Candidate: [0-9]'; then
+		pkgs="$pkgs binutils-gold"
+	fi
 fi
 
 # The dashboard is bundled with Node.js and npm: any recent ones will do, Debian's when there are none.
