@@ -250,8 +250,10 @@ void pynames_begin_flush(struct pynames *n)
 	n->flush++;
 }
 
-/* Whether the code object cached in e is still the one at its address (checked once a flush; a process
- * that is gone or unreadable keeps what was read). */
+/* Whether the code object cached in e is still the one at its address (checked once a flush). Only
+ * another code object found there replaces it: a process that is gone or unreadable keeps what was
+ * read, and so does one whose code object was freed (a Python that ends frees its modules' code while
+ * its last samples wait to be named; they were taken while that code object was there). */
 static bool still_there(struct pynames *n, struct code_entry *e, const struct pyproc_info *info)
 {
 	struct py_code_id now;
@@ -262,10 +264,8 @@ static bool still_there(struct pynames *n, struct code_entry *e, const struct py
 		return true;
 	e->checked = n->flush;
 	rc = py_code_identify(info->layout, info->code_type, read_process, &pid, e->addr, &now);
-	if (rc == -EINVAL)
-		return false; /* no code object there any more */
 	if (rc)
-		return true; /* gone or unreadable: what was read stands */
+		return true; /* gone, unreadable or freed: what was read stands */
 	return now.name == e->id.name && now.file == e->id.file && now.lines == e->id.lines &&
 	       now.firstlineno == e->id.firstlineno;
 }
