@@ -2,7 +2,10 @@
  * BURN ms of CPU time in burn_leaf, a nanosleep of SLEEP ms in nap_leaf, and a read of a pipe in
  * pipe_leaf that a second thread ("feeder") answers PIPE ms later; for SECONDS in all. Prints the time
  * it spent in each, measured (the burn in its CPU time, the waits in wall time), at the end.
- * Usage: waits SECONDS [BURN SLEEP PIPE] (ms; default 100 200 300). */
+ * With GO, the main thread first burns in prelude_leaf until the file GO exists, and the waiter is a
+ * thread started then: a test can see the process known to flamed (its stacks walked whole) before
+ * the measured waits begin, and the waiter's whole life is the measured loop.
+ * Usage: waits SECONDS [BURN SLEEP PIPE [GO]] (ms; default 100 200 300). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -81,23 +84,14 @@ static void *feeder(void *arg)
 	return NULL;
 }
 
-int main(int argc, char **argv)
-{
-	double seconds, end, t, spent[3] = { 0, 0, 0 };
-	pthread_t f;
+static double seconds, spent[3];
 
-	if (argc != 2 && argc != 5) {
-		fprintf(stderr, "usage: waits SECONDS [BURN SLEEP PIPE]\n");
-		return 2;
-	}
-	seconds = atof(argv[1]);
-	if (argc == 5) {
-		burn_ms = atol(argv[2]);
-		sleep_ms = atol(argv[3]);
-		pipe_ms = atol(argv[4]);
-	}
-	if (pipe(to_waiter) || pipe(to_feeder) || pthread_create(&f, NULL, feeder, NULL))
-		return 1;
+/* The measured loop, in the thread named "waiter". */
+static void *waiter(void *arg)
+{
+	double end, t;
+
+	(void)arg;
 	pthread_setname_np(pthread_self(), "waiter");
 	printf("pid %d tid %d\n", getpid(), gettid());
 	fflush(stdout);
@@ -112,6 +106,45 @@ int main(int argc, char **argv)
 		t = now();
 		pipe_leaf();
 		spent[2] += now() - t;
+	}
+	return NULL;
+}
+
+/* Burns CPU time, 10 ms at a time, until the file GO exists. */
+__attribute__((noinline)) void prelude_leaf(const char *go)
+{
+	while (access(go, F_OK) != 0) {
+		double end = cpu_now() + 0.01;
+		while (cpu_now() < end)
+			sink += 1;
+	}
+	__asm__ volatile("" ::: "memory");
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t f, w;
+
+	if (argc != 2 && argc != 5 && argc != 6) {
+		fprintf(stderr, "usage: waits SECONDS [BURN SLEEP PIPE [GO]]\n");
+		return 2;
+	}
+	seconds = atof(argv[1]);
+	if (argc >= 5) {
+		burn_ms = atol(argv[2]);
+		sleep_ms = atol(argv[3]);
+		pipe_ms = atol(argv[4]);
+	}
+	if (pipe(to_waiter) || pipe(to_feeder) || pthread_create(&f, NULL, feeder, NULL))
+		return 1;
+	if (argc == 6) {
+		printf("pid %d\n", getpid());
+		fflush(stdout);
+		prelude_leaf(argv[5]);
+		if (pthread_create(&w, NULL, waiter, NULL) || pthread_join(w, NULL))
+			return 1;
+	} else {
+		waiter(NULL);
 	}
 	close(to_feeder[1]);
 	pthread_join(f, NULL);
