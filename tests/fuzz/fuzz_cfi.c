@@ -1,4 +1,5 @@
-/* fuzz_cfi.c - libFuzzer target: unwind rows from an ELF file's .eh_frame / .debug_frame (unwind/cfi.c).
+/* fuzz_cfi.c - libFuzzer target: unwind rows from an ELF file's .eh_frame / .debug_frame (unwind/cfi.c),
+ * and the rows prologue.c adds for the functions its symbols name that no CFI covers.
  *
  * The input is the binary; it is also passed as its own separate debug file, so a file without CFI of
  * its own but with a .debug_frame takes that path too. Rows that come back must keep cfi.h's promises.
@@ -13,6 +14,8 @@
  *                          function with rbp frame and remember/restore_state, one with the CFA in rdi,
  *                          rip in rdx and expressions, a signal frame, rbp kept in r9 (the asm
  *                          fixture of tests/unit/test_cfi.c); -nohdr: -Wl,--no-eh-frame-hdr
+ *   asm-no-cfi-kernels     cc -Os of tests/workloads/asmkern.c and .S, debug sections stripped: two
+ *                          assembly functions with no CFI and prologues prologue.c decodes
  *   regress-*              inputs this target found: an operand past the last FDE (libdw read a byte
  *                          past the section), a huge register number (libdw allocated 2 GiB) */
 #include <errno.h>
@@ -22,7 +25,9 @@
 #include <linux/types.h>
 
 #include "fuzz.h"
+#include "elf/elf_file.h"
 #include "unwind/cfi.h"
+#include "unwind/prologue.h"
 
 #define MAX_ROWS (1u << 16)
 #define SMALL_ROWS 4
@@ -53,6 +58,23 @@ static void check_rows(const struct unwind_row *rows, size_t n, const struct cfi
 	FUZZ_ASSERT(cfi_lookup(rows, n, UINT64_MAX) == &rows[n - 1]);
 }
 
+/* Rows after prologue_fill: still strictly increasing, no equal neighbours, a NONE row last; a failure
+ * left them as they were. */
+static void check_filled(const struct elf_file *ef, struct unwind_row **rows, size_t *n)
+{
+	size_t before = *n;
+	int rc = prologue_fill(ef, rows, n, MAX_ROWS);
+
+	FUZZ_ASSERT(rc >= 0 || rc == -E2BIG || rc == -ENOMEM || rc == -EINVAL);
+	FUZZ_ASSERT(rc > 0 || *n == before);
+	FUZZ_ASSERT(*n <= MAX_ROWS && UNWIND_CFA_KIND((*rows)[*n - 1].kinds) == UNWIND_CFA_NONE);
+	for (size_t i = 1; i < *n; i++) {
+		FUZZ_ASSERT((*rows)[i].pc > (*rows)[i - 1].pc);
+		FUZZ_ASSERT((*rows)[i].kinds != (*rows)[i - 1].kinds || (*rows)[i].cfa_off != (*rows)[i - 1].cfa_off ||
+			    (*rows)[i].rbp_off != (*rows)[i - 1].rbp_off);
+	}
+}
+
 /* A documented result of cfi_build. */
 static int known(int rc)
 {
@@ -76,6 +98,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (n > SMALL_ROWS) {
 			rc2 = cfi_build(fd, -1, SMALL_ROWS, &again, &n2, NULL);
 			FUZZ_ASSERT(rc2 != 0 && known(rc2));
+		}
+		struct elf_file *ef;
+		int efd = dup(fd);
+		if (efd >= 0 && elf_file_from_fd(efd, &ef) == 0) {
+			check_filled(ef, &rows, &n);
+			elf_file_free(ef);
 		}
 		free(rows);
 	}
