@@ -71,12 +71,12 @@ static void status_text(FILE *o, const struct daemon_status *s, int64_t now)
 		"\nunwind_table_rows %" PRIu64 "\nunwind_tables_built %" PRIu64 "\nunwind_tables_evicted %" PRIu64
 		"\nunwind_tables_refused %" PRIu64 "\nunwind_binaries_without_cfi %" PRIu64 "\nunwind_processes %"
 		PRIu64 "\nunwind_processes_refused %" PRIu64 "\nunwind_mappings_dropped %" PRIu64 "\nunwind_mappings_unplaced %" PRIu64
-		"\nunwind_build_seconds %.6f\nunwind_requests_dropped %" PRIu64 "\nunwind_requests_pending %" PRIu64 "\n",
+		"\nunwind_prologue_functions %" PRIu64 "\nunwind_build_seconds %.6f\nunwind_requests_dropped %" PRIu64 "\nunwind_requests_pending %" PRIu64 "\n",
 		s->lost[STAT_UNWIND_REFRESH], s->unwind.tables, s->unwind.table_bytes,
 		s->unwind.table_rows, s->unwind.tables_built, s->unwind.tables_evicted, s->unwind.tables_refused,
 		s->unwind.binaries_without, s->unwind.processes, s->unwind.processes_refused,
-		s->unwind.mappings_dropped, s->unwind.mappings_unplaced, finite_or_zero(s->unwind.build_seconds),
-		s->unwind.requests_dropped,
+		s->unwind.mappings_dropped, s->unwind.mappings_unplaced, s->unwind.prologue_functions,
+		finite_or_zero(s->unwind.build_seconds), s->unwind.requests_dropped,
 		s->unwind.requests_pending);
 }
 
@@ -95,12 +95,12 @@ static void status_unwind_json(FILE *o, const struct daemon_status *s)
 		", \"table_rows\": %" PRIu64 ", \"tables_built\": %" PRIu64 ", \"tables_evicted\": %" PRIu64
 		", \"tables_refused\": %" PRIu64 ", \"binaries_without_cfi\": %" PRIu64 ", \"processes\": %" PRIu64
 		", \"processes_refused\": %" PRIu64 ", \"mappings_dropped\": %" PRIu64 ", \"mappings_unplaced\": %" PRIu64
-		", \"build_seconds\": %.6f"
+		", \"prologue_functions\": %" PRIu64 ", \"build_seconds\": %.6f"
 		", \"requests_dropped\": %" PRIu64 ", \"requests_pending\": %" PRIu64 "}",
 		s->lost[STAT_UNWIND_REFRESH], s->unwind.tables, s->unwind.table_bytes, s->unwind.table_rows,
 		s->unwind.tables_built, s->unwind.tables_evicted, s->unwind.tables_refused, s->unwind.binaries_without,
 		s->unwind.processes, s->unwind.processes_refused, s->unwind.mappings_dropped, s->unwind.mappings_unplaced,
-		finite_or_zero(s->unwind.build_seconds), s->unwind.requests_dropped, s->unwind.requests_pending);
+		s->unwind.prologue_functions, finite_or_zero(s->unwind.build_seconds), s->unwind.requests_dropped, s->unwind.requests_pending);
 }
 
 void http_handle_status(struct http *h, struct request *rq)
@@ -259,6 +259,9 @@ static void metrics_unwind(FILE *o, const struct daemon_status *s)
 	http_metric_u64(o, "flamed_unwind_mappings_unplaced_total", "counter",
 			"Mappings at a file offset no segment of their binary holds (walked with frame pointers).",
 			s->unwind.mappings_unplaced);
+	http_metric_u64(o, "flamed_unwind_prologue_functions_total", "counter",
+			"Functions without call frame information given unwind rows from their prologues (assembly kernels).",
+			s->unwind.prologue_functions);
 }
 
 static void metrics_http(struct http *h, FILE *o)

@@ -16,6 +16,7 @@
 
 #include "unwind.h"
 #include "unwind/cfi.h"
+#include "unwind/prologue.h"
 #include "unwind/unwinder.h"
 #include "elf/mapped.h"
 #include "elf/debuginfo.h"
@@ -334,7 +335,8 @@ static int load_rows(struct unwinder *u, uint32_t slot, const struct unwind_row 
 }
 
 /* Builds the rows of the binary open on fd (ef its parsed copy): its .eh_frame, else a separate debug
- * file's .debug_frame. Returns 0 with *rows and *n set, or -errno. */
+ * file's .debug_frame; then rows from the prologues of its functions neither covers (prologue.c).
+ * Returns 0 with *rows and *n set, or -errno. */
 static int build_rows(struct unwinder *u, int fd, const struct elf_file *ef, const char *root, const char *path,
 		      struct unwind_row **rows, size_t *n)
 {
@@ -343,7 +345,7 @@ static int build_rows(struct unwinder *u, int fd, const struct elf_file *ef, con
 				     .found = found, .found_len = sizeof(found) };
 	struct elf_file *dbg;
 	struct cfi_stats cs;
-	int dfd, err;
+	int dfd, err, added;
 
 	err = cfi_build(fd, -1, UNWIND_MAX_ROWS, rows, n, &cs);
 	if (err == -ENOENT && debuginfo_find(&q, &dbg) == 0) {
@@ -354,6 +356,8 @@ static int build_rows(struct unwinder *u, int fd, const struct elf_file *ef, con
 			close(dfd);
 		}
 	}
+	if (!err && (added = prologue_fill(ef, rows, n, UNWIND_MAX_ROWS)) > 0)
+		u->st.prologue_functions += (uint64_t)added;
 	return err;
 }
 

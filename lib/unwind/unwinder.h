@@ -33,6 +33,8 @@ struct unwinder_stats {
 	uint64_t mappings_dropped; /* mappings past UNWIND_MAX_MAPPINGS in a process (frame pointers) */
 	uint64_t mappings_unplaced; /* mappings at a file offset no segment of their binary holds (a binary
 				     * or mapping that lies): walked with frame pointers */
+	uint64_t prologue_functions; /* functions without CFI given rows from their prologues (assembly
+				      * kernels), in tables built since start */
 	double build_seconds;     /* time spent building and loading tables */
 	uint64_t requests_dropped; /* unwinder_request calls refused: UNWINDER_QUEUE waiting */
 	uint64_t requests_pending; /* waiting now (a burst of new binaries: tables come late) */
