@@ -3,7 +3,8 @@
 # frame pointers: tests/workloads/branches.c linked by ld.bfd, gold, lld and mold (lld and mold put the
 # code in the read-only segment's page of the file, at another address), tests/workloads/cpp_work.cpp
 # (namespaces and templates) by g++ and by clang++ with lld, tests/workloads/rs_work.rs by every rustc
-# here (Debian's links with cc, a rustup one with its own lld). At least 98% of each one's samples, from
+# here (Debian's links with cc, a rustup one with its own lld), assembly kernels without CFI
+# (tests/workloads/asmkern.S, and OpenBLAS's under numpy: tests/workloads/npblas.py). At least 98% of each one's samples, from
 # a second after its start (its first samples, before its tables are built, are walked by frame
 # pointers), carry the whole chain from _start to the leaf; C++ and Rust frames read demangled in every
 # output (folded, top, JSON, SVG, pprof), in the full form or as the binary names them when asked.
@@ -33,6 +34,7 @@ build c_clang_lld clang -O2 -g -fomit-frame-pointer -fuse-ld=lld "$W/branches.c"
 build cpp_gcc g++ -O2 -g -fomit-frame-pointer "$W/cpp_work.cpp" -o "$TMP/cpp_gcc"
 build cpp_clang_lld clang++ -O2 -g -fomit-frame-pointer -fuse-ld=lld "$W/cpp_work.cpp" -o "$TMP/cpp_clang_lld"
 build thr_cpp g++ -O2 -g -fomit-frame-pointer -fopenmp "$W/cpp_threads.cpp" -o "$TMP/thr_cpp"
+build asm_kern gcc -O2 -g -fomit-frame-pointer "$W/asmkern.c" "$W/asmkern.S" -o "$TMP/asm_kern"
 # Every rustc: Debian's (scripts/deps.sh installs it), and a rustup one (links with its own lld since 1.90).
 rustcs=()
 command -v /usr/bin/rustc > /dev/null && rustcs+=(/usr/bin/rustc)
@@ -66,11 +68,31 @@ else
 	echo "# cryptography: pyenv's 3.11 with cryptography is not here, not tested"
 fi
 
+# numpy over OpenBLAS (Debian's python3-numpy with libopenblas0-pthread): its kernels are assembly
+# without CFI, run by OpenBLAS's threads and by the caller's.
+blas=0
+if "$SYSPY" -c 'import numpy' 2> /dev/null; then
+	blas=1
+else
+	fail "numpy for $SYSPY (scripts/deps.sh test installs python3-numpy and libopenblas0-pthread)"
+fi
+
 run_flamed linkers --db "$TMP/flamed.db" --frequency 99 --flush-interval 1 --listen 127.0.0.1:0
-# libc's table first (a process's first samples wait for every table it needs), then every program, two
-# at a time (two CPUs).
+# libc's and OpenBLAS's tables first (a process's first samples wait for every table it needs: OpenBLAS's
+# takes seconds), then every program, two at a time (two CPUs).
 "$TMP/c_bfd" 1 > /dev/null
+[ $blas = 1 ] && OPENBLAS_NUM_THREADS=2 "$SYSPY" "$W/npblas.py" 1 > /dev/null
+for _ in $(seq 100); do
+	[ "$(curl -sf "$URL/api/v1/status" | jq '.unwind.requests_pending')" = 0 ] && break
+	sleep 0.3
+done
 START=$(date +%s)
+if [ $blas = 1 ]; then
+	OPENBLAS_NUM_THREADS=2 "$SYSPY" "$W/npblas.py" $SECONDS_RUN > /dev/null & blaspid=$!
+	sleep 1
+	grep -q libopenblas "/proc/$blaspid/maps" || { echo "# numpy does not run on OpenBLAS here: its kernels not tested"; blas=0; }
+	wait $blaspid
+fi
 pypids=()
 for e in "${pyexts[@]}"; do
 	"${e%%|*}" "$W/pyext.py" $SECONDS_RUN "${e#*|}" & pypids+=($!)
@@ -97,6 +119,8 @@ for name in "${names[@]}"; do
 	# Threads of native libraries: clone3 -> start_thread -> the library's thread function -> the work.
 	thr_cpp) chain="^$name;(_start;__libc_start_main;__libc_start_call_main;main|clone3;start_thread)(;|$)" ;;
 	thr_rs) chain="^$name;clone3;start_thread;[^;]*thread_start;.*;rs_threads::spin$" ;;
+	# Assembly kernels without CFI (their prologues read): main -> run -> the driver -> the kernel.
+	asm_*) chain="^$name;_start;__libc_start_main;__libc_start_call_main;main;run;(sub_driver;asm_sub_kernel|push_driver;asm_push_kernel)$" ;;
 	esac
 	# The whole run, and from a second after its start (its pid's first second skipped).
 	"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid "${pid:-0}" --from "$START" --to $((START + 600)) > "$TMP/$name.all"
@@ -143,6 +167,26 @@ for e in "${pyexts[@]}"; do
 		awk -v a="$kept" -v b="$total" -v n="$native" 'BEGIN { exit !(b >= 50 && n > 0 && a * 100 >= b * 95) }'
 	[ "$kept" -lt "$total" ] && grep -v "drive (pyext.py)\|parse_all (pyext.py)" "$TMP/py$i.folded" | sort -t' ' -k2 -nr | head -3 | cut -c1-240 | sed 's/^/    /'
 done
+
+# ---- OpenBLAS's assembly kernels: their callers, in the caller's thread and in OpenBLAS's own ----
+if [ $blas = 1 ]; then
+	first=$("$BUILD/flamectl" --db "$TMP/flamed.db" processes --from "$START" --to $((START + 600)) --format json |
+		jq --argjson p "$blaspid" '.processes[] | select(.pid == $p) | .first_seen')
+	"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid "$blaspid" --from $((${first:-0} + 2)) --to $((START + 600)) > "$TMP/blas.folded"
+	kern=';[sd]gemm_kernel_[A-Za-z0-9]+$'
+	in_kernel=$(sum_samples "$TMP/blas.folded" "$kern")
+	rooted=$(sum_samples "$TMP/blas.folded" "^[^;]+;(_start;__libc_start_main;|clone3;start_thread;).*$kern")
+	caller=$(sum_samples "$TMP/blas.folded" "^[^;]+;_start;.*;drive \(npblas\.py\);step \(npblas\.py\);.*;cblas_dgemm;.*$kern")
+	worker=$(sum_samples "$TMP/blas.folded" "^[^;]+;clone3;start_thread;.*$kern")
+	echo "OpenBLAS: $in_kernel samples in its gemm kernels, $rooted of them whole from _start or clone3; $caller under drive;step;cblas_dgemm, $worker in its threads"
+	check "OpenBLAS: at least 95% of the samples in its assembly kernels carry their callers to _start or clone3 ($rooted of $in_kernel)" \
+		awk -v a="$rooted" -v b="$in_kernel" 'BEGIN { exit !(b >= 50 && a * 100 >= b * 95) }'
+	check "OpenBLAS: the caller's thread shows drive;step;...;cblas_dgemm;...;the kernel ($caller), OpenBLAS's own threads clone3;start_thread;...;the kernel ($worker)" \
+		[ "$caller" -gt 10 -a "$worker" -gt 10 ]
+	[ "$rooted" -lt "$in_kernel" ] && grep -E "$kern" "$TMP/blas.folded" | grep -vE "^[^;]+;(_start|clone3);" | sort -t' ' -k2 -nr | head -3 | cut -c1-240 | sed 's/^/    /'
+	check "status: functions without CFI given rows from their prologues ($(curl -sf "$URL/api/v1/status" | jq .unwind.prologue_functions))" \
+		[ "$(curl -sf "$URL/api/v1/status" | jq .unwind.prologue_functions)" -gt 100 ]
+fi
 
 # ---- Names: C++ and Rust frames demangled in every output (of the API, for every program's pid) ----
 pids=$("$BUILD/flamectl" --db "$TMP/flamed.db" processes --from "$START" --to $((START + 600)) |
