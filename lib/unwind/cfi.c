@@ -69,7 +69,7 @@ struct build {
 	uint64_t exec_lo[CFI_MAX_EXEC], exec_hi[CFI_MAX_EXEC];
 	int nexec;
 	size_t max_rows, max_fdes;
-	uint64_t work;
+	uint64_t work, max_work; /* bytes of FDE instructions given to libdw, and the bound (work_bound) */
 	struct unwind_row *rows;
 	size_t n, cap;
 	struct cfi_stats st;
@@ -861,7 +861,7 @@ static int walk_fde(struct build *b, const struct source *s, const struct fde *f
 	int err;
 
 	while (pc < f->hi) {
-		if (f->cost > CFI_MAX_WORK - b->work)
+		if (f->cost > b->max_work - b->work)
 			return -E2BIG;
 		b->work += f->cost;
 		row = row_at(s->cfi, pc, &end);
@@ -877,6 +877,18 @@ static int walk_fde(struct build *b, const struct source *s, const struct fde *f
 	return push_row(b, f->hi, make_row(UNWIND_CFA_NONE, 0, UNWIND_RBP_SAME, 0));
 }
 
+/* The bound on b->work: CFI_WORK_PER_BYTE per byte of the sections walked, within [CFI_MAX_WORK,
+ * CFI_MAX_WORK_CAP]. A library's work grows faster than its size (each row of an FDE costs the whole
+ * FDE), so one fixed bound refuses the largest: OpenBLAS needs 146 bytes per byte of its .eh_frame,
+ * libtorch_cpu passed 2^28 in all. */
+static uint64_t work_bound(const struct build *b)
+{
+	uint64_t bytes = (b->eh.n && b->eh.data ? b->eh.data->d_size : 0) + (b->df.n && b->df.data ? b->df.data->d_size : 0);
+	uint64_t bound = bytes * CFI_WORK_PER_BYTE;
+
+	return bound < CFI_MAX_WORK ? CFI_MAX_WORK : bound > CFI_MAX_WORK_CAP ? CFI_MAX_WORK_CAP : bound;
+}
+
 /* Walks the FDEs of both sources in address order. Returns 0 or -errno. */
 static int walk_all(struct build *b)
 {
@@ -884,6 +896,8 @@ static int walk_all(struct build *b)
 	const struct fde *f, *next;
 	const struct source *s;
 	int err;
+
+	b->max_work = work_bound(b);
 
 	while (i < b->eh.n || j < b->df.n) {
 		if (j >= b->df.n || (i < b->eh.n && b->eh.v[i].lo < b->df.v[j].lo)) {

@@ -10,7 +10,10 @@
 
 #define CFI_MAX_SECTION (64u << 20) /* bytes of one .eh_frame or .debug_frame (uncompressed) read */
 #define CFI_MAX_DWARF (256u << 20)  /* bytes of .debug_* sections libdw may load to read a .debug_frame */
-#define CFI_MAX_WORK (1ull << 28)   /* bytes of FDE instructions libdw may interpret in one build */
+#define CFI_MAX_WORK (1ull << 28)   /* bytes of FDE instructions libdw may interpret in one build, at least */
+#define CFI_WORK_PER_BYTE 512ull    /* and as many per byte of the CFI sections walked, */
+#define CFI_MAX_WORK_CAP (1ull << 33) /* up to this (each row costs its FDE's bytes: an upper bound of
+				       * libdw's work; OpenBLAS's 225 MB of it take 0.3 s) */
 #define CFI_MAX_EXEC 16             /* executable PT_LOAD segments looked at; more are ignored */
 #define CFI_MAX_CIES (1u << 20)     /* CIEs per section */
 #define CFI_MAX_REG 256             /* DWARF register numbers in instructions (x86-64 uses < 130) */
@@ -60,8 +63,8 @@ struct cfi_stats {
  * Returns 0 with *rows (malloc'd, free() it) and *n set, or -errno: -ENOTSUP (not an x86-64 ELF64
  * executable or shared object), -ENOENT (no CFI), -EINVAL (corrupt or not ELF, either file; a CFI
  * section failing the checks above), -E2BIG (more than max_rows rows, clamped to UNWIND_MAX_ROWS; more
- * than 2 * max_rows FDEs; a kept FDE above 4 GiB; more than CFI_MAX_WORK instruction bytes to
- * interpret; more than CFI_MAX_CIES CIEs), -ENOMEM, or another -errno from fstat. A section over
+ * than 2 * max_rows FDEs; a kept FDE above 4 GiB; more instruction bytes to interpret than the work bound
+ * (CFI_WORK_PER_BYTE per byte of the sections, within CFI_MAX_WORK and CFI_MAX_WORK_CAP); more than CFI_MAX_CIES CIEs), -ENOMEM, or another -errno from fstat. A section over
  * CFI_MAX_SECTION, or debug sections over CFI_MAX_DWARF, are not used. *rows and *n are set only on
  * success. */
 int cfi_build(int fd, int debug_fd, size_t max_rows, struct unwind_row **rows, size_t *n,

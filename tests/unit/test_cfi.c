@@ -959,6 +959,65 @@ static void test_bad_input(const char *dir, const char *fixture)
 }
 
 /* max_rows: exactly enough works, one fewer is -E2BIG, 0 is -E2BIG. */
+/* A library whose rows cost libdw more than CFI_MAX_WORK in all, at a few hundred bytes per byte of its
+ * .eh_frame, as big libraries do (libtorch_cpu; OpenBLAS at 146): 1000 functions of 150 push/pop pairs,
+ * each pair two rows of its FDE. It builds, whole; one FDE of tens of thousands of rows stays refused
+ * (libdw's work grows with the square of an FDE's rows). */
+static void test_work(const char *dir)
+{
+	char src[FIX_PATH], lib[FIX_PATH];
+	struct unwind_row *rows = NULL;
+	struct cfi_stats st;
+	size_t n = 0;
+	FILE *f;
+	int rc;
+
+	snprintf(src, sizeof(src), "%s/work.s", dir);
+	snprintf(lib, sizeof(lib), "%s/libwork.so", dir);
+	f = fopen(src, "w");
+	if (!f) {
+		CHECK(0, "work: %s written", src);
+		return;
+	}
+	fputs("\t.text\n", f);
+	for (int i = 0; i < 1000; i++) {
+		fprintf(f, "\t.globl f%d\n\t.type f%d, @function\nf%d:\n\t.cfi_startproc\n", i, i, i);
+		for (int k = 0; k < 150; k++)
+			fputs("\tpush %rbx\n\t.cfi_adjust_cfa_offset 8\n\tpop %rbx\n\t.cfi_adjust_cfa_offset -8\n", f);
+		fprintf(f, "\tret\n\t.cfi_endproc\n\t.size f%d, .-f%d\n", i, i);
+	}
+	fputs("\t.section .note.GNU-stack,\"\",@progbits\n", f);
+	fclose(f);
+	if (run_quiet("cc -shared -nostdlib '%s' -o '%s' 2>/dev/null", src, lib) != 0) {
+		CHECK(0, "work: the library of 1000 functions builds");
+		return;
+	}
+	rc = build_path(lib, NULL, UNWIND_MAX_ROWS, &rows, &n, &st);
+	CHECK(rc == 0 && st.fdes == 1000 && n >= 1000 * 300,
+	      "work: 1000 FDEs of 300 rows each, past 2^28 bytes for libdw, build whole (%d, %zu FDEs, %zu rows)", rc,
+	      rc ? 0 : st.fdes, n);
+	free(rows);
+	rows = NULL;
+
+	/* One function of 20000 pairs: 40000 rows of an 80 KB FDE, 3.2 GB for libdw. */
+	f = fopen(src, "w");
+	if (!f)
+		return;
+	fputs("\t.text\n\t.globl g\n\t.type g, @function\ng:\n\t.cfi_startproc\n", f);
+	for (int k = 0; k < 20000; k++)
+		fputs("\tpush %rbx\n\t.cfi_adjust_cfa_offset 8\n\tpop %rbx\n\t.cfi_adjust_cfa_offset -8\n", f);
+	fputs("\tret\n\t.cfi_endproc\n\t.size g, .-g\n\t.section .note.GNU-stack,\"\",@progbits\n", f);
+	fclose(f);
+	if (run_quiet("cc -shared -nostdlib '%s' -o '%s' 2>/dev/null", src, lib) != 0) {
+		CHECK(0, "work: the library of one long function builds");
+		return;
+	}
+	rc = build_path(lib, NULL, UNWIND_MAX_ROWS, &rows, &n, NULL);
+	CHECK(rc == -E2BIG, "work: one FDE of 40000 rows (40000 bytes for libdw per byte of it) is refused (%d)", rc);
+	if (rc == 0)
+		free(rows);
+}
+
 static void test_limits(const char *fixture)
 {
 	struct unwind_row *rows = NULL;
@@ -1221,6 +1280,7 @@ int main(void)
 		if (omit[0]) {
 			test_bad_input(dir, omit);
 			test_limits(omit);
+			test_work(dir);
 			test_overlaps(dir, omit);
 			test_guards(dir, omit);
 			test_corrupt(dir, omit);
