@@ -3,13 +3,15 @@
  * at all. left burns 3 units of work for every 1 of right's. It first spins for half a second in
  * warm_up -> warm_spin (so a profiler has time to load its tables), then for SECONDS in the chain.
  * With --deep it burns under 200 recursive calls of deep() instead; with --dlopen LIB, in LIB's
- * lib_outer (tests/workloads/nofplib.c), loaded after warm_up. Prints its CPU seconds in the
- * chain at exit. */
+ * lib_outer (tests/workloads/nofplib.c), loaded after warm_up. With NOFP_GO=FILE in its environment,
+ * warm_up lasts until FILE exists (at most 60 s): a test can see the process walked whole first. Prints
+ * its CPU seconds in the chain at exit. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static volatile unsigned long sink;
 
@@ -61,12 +63,12 @@ __attribute__((noinline)) unsigned long warm_spin(unsigned long n)
 }
 
 /* Its own leaf: samples taken before a profiler has the tables (frame pointers then name only the leaf)
- * are not mistaken for the chain's. */
-__attribute__((noinline)) void warm_up(double seconds)
+ * are not mistaken for the chain's. Until the file go exists, where go is not NULL (at most 60 s). */
+__attribute__((noinline)) void warm_up(double seconds, const char *go)
 {
-	double end = clock_sec(CLOCK_MONOTONIC) + seconds;
+	double end = clock_sec(CLOCK_MONOTONIC) + (go ? 60 : seconds);
 
-	while (clock_sec(CLOCK_MONOTONIC) < end)
+	while (clock_sec(CLOCK_MONOTONIC) < end && !(go && access(go, F_OK) == 0))
 		sink += warm_spin(1000) + 1;
 }
 
@@ -114,7 +116,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: nofp [--deep | --dlopen LIB] SECONDS\n");
 		return 2;
 	}
-	warm_up(0.5);
+	warm_up(0.5, getenv("NOFP_GO"));
 	if (argc > 3 && !strcmp(argv[1], "--dlopen")) {
 		int rc = burn_in_library(argv[2], seconds);
 
