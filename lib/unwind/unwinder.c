@@ -114,7 +114,7 @@ static void publish(struct unwinder *u)
 	pthread_mutex_unlock(&u->mu);
 }
 
-static int add(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b);
+static int add_process(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b);
 
 /* Puts pid's request in r, or updates the one waiting there. Returns false when r is full. */
 static bool ring_put(struct ring *r, uint32_t pid, uint64_t token, uint64_t cost)
@@ -184,7 +184,7 @@ static void *worker(void *arg)
 		u->busy = true;
 		pthread_mutex_unlock(&u->mu);
 		b = (struct budget){ .builds = fast ? 0 : 1, .max_size = fast ? 0 : rq.cost };
-		int err = add(u, rq.pid, rq.token, &b);
+		int err = add_process(u, rq.pid, rq.token, &b);
 		pthread_mutex_lock(&u->mu);
 		if (!err && b.missing && !ring_put(&u->slow, rq.pid, 0, b.smallest))
 			u->dropped++;
@@ -575,7 +575,7 @@ static void fill_value(struct unwinder *u, uint32_t pid, const struct procmap *m
 }
 
 /* unwinder_add, building at most b->builds tables (the binaries left are counted in b->missing). */
-static int add(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b)
+static int add_process(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b)
 {
 	struct procmap *maps;
 	struct table **used;
@@ -628,7 +628,7 @@ int unwinder_add(struct unwinder *u, uint32_t pid, uint64_t token)
 {
 	struct budget b = { .builds = INT_MAX, .max_size = UINT64_MAX };
 
-	return add(u, pid, token, &b);
+	return add_process(u, pid, token, &b);
 }
 
 void unwinder_sweep(struct unwinder *u)
