@@ -55,8 +55,16 @@ static size_t underscores(const char *name)
 	return strspn(name, "_");
 }
 
-/* Orders by address; at one address the sized symbol, then the one with fewer leading underscores, then
- * global before weak before local, then the smallest name comes first. */
+/* Whether name is one of glibc's internal aliases (__GI___clone3 for __clone3): the name its own calls
+ * bind to, never the one a user knows. */
+static bool internal_alias(const char *name)
+{
+	return strncmp(name, "__GI_", 5) == 0;
+}
+
+/* Orders by address; at one address the sized symbol, then one that is not glibc's internal alias, then
+ * the one with fewer leading underscores, then global before weak before local, then the smallest name
+ * comes first. */
 static int raw_cmp(const void *a, const void *b)
 {
 	const struct raw_sym *x = a, *y = b;
@@ -66,6 +74,8 @@ static int raw_cmp(const void *a, const void *b)
 		return x->addr < y->addr ? -1 : 1;
 	if ((x->size == 0) != (y->size == 0))
 		return x->size ? -1 : 1;
+	if (internal_alias(x->name) != internal_alias(y->name))
+		return internal_alias(x->name) ? 1 : -1;
 	ux = underscores(x->name);
 	uy = underscores(y->name);
 	if (ux != uy)

@@ -898,6 +898,43 @@ static void test_debug_root_gone(const char *dir)
 	}
 }
 
+/* Aliases at one address as glibc 2.41's debug file (Debian 13) names its clone3: __clone3 and its
+ * internal alias __GI___clone3, both local and sized (by name alone, "__GI___clone3" sorts first): the
+ * one a user knows names the frame. */
+static void test_internal_alias(const char *dir)
+{
+	static const char src[] = "\t.text\n"
+				  "\t.type __clone3, @function\n"
+				  "\t.type __GI___clone3, @function\n"
+				  "__clone3:\n__GI___clone3:\n\tnop\n\tret\n"
+				  "\t.size __clone3, 2\n\t.size __GI___clone3, 2\n"
+				  "\t.section .note.GNU-stack,\"\",@progbits\n";
+	char asm_path[PATH_MAX], so[PATH_MAX];
+	struct elf_symtab *t = NULL;
+	struct elf_file *f = NULL;
+	const char *name;
+	uint64_t a;
+
+	snprintf(asm_path, sizeof(asm_path), "%s/alias.s", dir);
+	snprintf(so, sizeof(so), "%s/libalias.so", dir);
+	if (write_file(asm_path, src, sizeof(src) - 1) < 0 ||
+	    run_quiet("cc -shared -nostdlib '%s' -o '%s' 2>/dev/null", asm_path, so) != 0) {
+		CHECK(0, "alias: the library with __clone3 and __GI___clone3 builds");
+		return;
+	}
+	a = nm_value(so, "__GI___clone3");
+	if (!a || elf_file_open(so, &f) < 0 || elf_symtab_load(f, false, &t) < 0) {
+		CHECK(0, "alias: its .symtab loads");
+		elf_file_free(f);
+		return;
+	}
+	name = elf_symtab_lookup(t, a);
+	CHECK(name && !strcmp(name, "__clone3"), "alias: __clone3 names the address, not glibc's __GI___clone3 (%s)",
+	      name ? name : "none");
+	elf_symtab_free(t);
+	elf_file_free(f);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/test_symbolize.XXXXXX";
@@ -923,6 +960,7 @@ int main(void)
 		test_unstripped(dir);
 		test_stripped(dir);
 		test_debug_root_gone(dir);
+		test_internal_alias(dir);
 	}
 	run("rm -rf -- '%s'", dir);
 	return CHECK_EXIT();
