@@ -116,9 +116,9 @@ for name in "${names[@]}"; do
 	c_*) chain="^$name;_start;__libc_start_main;__libc_start_call_main;main;run(;|$)" ;;
 	cpp_*) chain="^$name;_start;__libc_start_main;__libc_start_call_main;main;heldout::run(;|$)" ;;
 	rs_*) chain="^$name;_start;__libc_start_main;__libc_start_call_main;main;std::rt::lang_start_internal;.*;rs_work::main;rs_work::run(;|$)" ;;
-	# Threads of native libraries: clone3 -> start_thread -> the library's thread function -> the work.
-	thr_cpp) chain="^$name;(_start;__libc_start_main;__libc_start_call_main;main|clone3;start_thread)(;|$)" ;;
-	thr_rs) chain="^$name;clone3;start_thread;[^;]*thread_start;.*;rs_threads::spin$" ;;
+	# Threads of native libraries: clone3 (glibc 2.41 names it __clone3) -> start_thread -> the library's thread function -> the work.
+	thr_cpp) chain="^$name;(_start;__libc_start_main;__libc_start_call_main;main|(__)?clone3;start_thread)(;|$)" ;;
+	thr_rs) chain="^$name;(__)?clone3;start_thread;[^;]*thread_start;.*;rs_threads::spin$" ;;
 	# Assembly kernels without CFI (their prologues read): main -> run -> the driver -> the kernel.
 	asm_*) chain="^$name;_start;__libc_start_main;__libc_start_call_main;main;run;(sub_driver;asm_sub_kernel|push_driver;asm_push_kernel)$" ;;
 	esac
@@ -134,8 +134,8 @@ for name in "${names[@]}"; do
 		awk -v a="$whole" -v b="$total" 'BEGIN { exit !(b >= 50 && a * 100 >= b * 98) }'
 	[ "$whole" -lt "$total" ] && sort -t' ' -k2 -nr "$TMP/$name.folded" | grep -vE "$chain" | head -3 | cut -c1-200 | sed 's/^/    /'
 	if [ "$name" = thr_cpp ]; then
-		w=$(sum_samples "$TMP/$name.folded" ";clone3;start_thread;[^;]+;worker;work::spin$")
-		t=$(sum_samples "$TMP/$name.folded" ";clone3;start_thread;[^;]+;team;work::spin$")
+		w=$(sum_samples "$TMP/$name.folded" ";(__)?clone3;start_thread;[^;]+;worker;work::spin$")
+		t=$(sum_samples "$TMP/$name.folded" ";(__)?clone3;start_thread;[^;]+;team;work::spin$")
 		check "thr_cpp: the std::thread's work under libstdc++'s thread function ($w), an OpenMP thread's under libgomp's ($t)" \
 			[ "$w" -gt 20 -a "$t" -gt 20 ]
 	fi
@@ -175,15 +175,15 @@ if [ $blas = 1 ]; then
 	"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid "$blaspid" --from $((${first:-0} + 2)) --to $((START + 600)) > "$TMP/blas.folded"
 	kern=';[sd]gemm_kernel_[A-Za-z0-9]+$'
 	in_kernel=$(sum_samples "$TMP/blas.folded" "$kern")
-	rooted=$(sum_samples "$TMP/blas.folded" "^[^;]+;(_start;__libc_start_main;|clone3;start_thread;).*$kern")
+	rooted=$(sum_samples "$TMP/blas.folded" "^[^;]+;(_start;__libc_start_main;|(__)?clone3;start_thread;).*$kern")
 	caller=$(sum_samples "$TMP/blas.folded" "^[^;]+;_start;.*;drive \(npblas\.py\);step \(npblas\.py\);.*;cblas_dgemm;.*$kern")
-	worker=$(sum_samples "$TMP/blas.folded" "^[^;]+;clone3;start_thread;.*$kern")
+	worker=$(sum_samples "$TMP/blas.folded" "^[^;]+;(__)?clone3;start_thread;.*$kern")
 	echo "OpenBLAS: $in_kernel samples in its gemm kernels, $rooted of them whole from _start or clone3; $caller under drive;step;cblas_dgemm, $worker in its threads"
 	check "OpenBLAS: at least 95% of the samples in its assembly kernels carry their callers to _start or clone3 ($rooted of $in_kernel)" \
 		awk -v a="$rooted" -v b="$in_kernel" 'BEGIN { exit !(b >= 50 && a * 100 >= b * 95) }'
 	check "OpenBLAS: the caller's thread shows drive;step;...;cblas_dgemm;...;the kernel ($caller), OpenBLAS's own threads clone3;start_thread;...;the kernel ($worker)" \
 		[ "$caller" -gt 10 -a "$worker" -gt 10 ]
-	[ "$rooted" -lt "$in_kernel" ] && grep -E "$kern" "$TMP/blas.folded" | grep -vE "^[^;]+;(_start|clone3);" | sort -t' ' -k2 -nr | head -3 | cut -c1-240 | sed 's/^/    /'
+	[ "$rooted" -lt "$in_kernel" ] && grep -E "$kern" "$TMP/blas.folded" | grep -vE "^[^;]+;(_start|(__)?clone3);" | sort -t' ' -k2 -nr | head -3 | cut -c1-240 | sed 's/^/    /'
 	check "status: functions without CFI given rows from their prologues ($(curl -sf "$URL/api/v1/status" | jq .unwind.prologue_functions))" \
 		[ "$(curl -sf "$URL/api/v1/status" | jq .unwind.prologue_functions)" -gt 100 ]
 fi
