@@ -819,7 +819,7 @@ static struct unwind_row row_at(Dwarf_CFI *cfi, uint64_t pc, uint64_t *end)
 
 /* ---- rows ---- */
 
-static bool same_rule(const struct unwind_row *a, const struct unwind_row *b)
+bool cfi_same_rule(const struct unwind_row *a, const struct unwind_row *b)
 {
 	return a->kinds == b->kinds && a->cfa_off == b->cfa_off && a->rbp_off == b->rbp_off;
 }
@@ -831,7 +831,7 @@ static int push_row(struct build *b, uint64_t pc, struct unwind_row row)
 	struct unwind_row *nv;
 	size_t cap;
 
-	if (b->n > 0 && same_rule(&b->rows[b->n - 1], &row))
+	if (b->n > 0 && cfi_same_rule(&b->rows[b->n - 1], &row))
 		return 0;
 	if (pc > UINT32_MAX || (b->n > 0 && pc <= b->rows[b->n - 1].pc))
 		return -EINVAL;

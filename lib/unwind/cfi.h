@@ -2,6 +2,7 @@
 #ifndef FLAMED_UNWIND_CFI_H
 #define FLAMED_UNWIND_CFI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
@@ -69,6 +70,9 @@ struct cfi_stats {
  * success. */
 int cfi_build(int fd, int debug_fd, size_t max_rows, struct unwind_row **rows, size_t *n,
 	      struct cfi_stats *stats);
+
+/* Whether rows a and b say the same (their kinds and offsets; not their pcs). */
+bool cfi_same_rule(const struct unwind_row *a, const struct unwind_row *b);
 
 /* The row covering ELF address pc: the last row whose pc is <= pc (binary search, as the BPF side
  * does), or NULL when n is 0 or pc is below the first row. */

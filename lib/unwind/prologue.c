@@ -25,6 +25,12 @@ static struct unwind_row frame_row(const struct frame *f, uint64_t pc)
 				    .rbp_off = f->rbp_saved ? (__s8)(f->rbp_at / 8) : 0 };
 }
 
+/* The signed 32-bit little-endian immediate or displacement at p. */
+static int32_t imm32(const uint8_t *p)
+{
+	return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+}
+
 /* rbp saved at rsp + disp: kept where the row can say it (a multiple of 8 within int8 * 8). */
 static void save_rbp(struct frame *f, int64_t disp)
 {
@@ -55,7 +61,7 @@ static size_t store_to_rsp(const uint8_t *c, size_t left, int *reg, int64_t *dis
 		return 5;
 	}
 	if ((modrm & 0xc7) == 0x84 && left >= 8) {
-		*disp = (int32_t)((uint32_t)c[4] | (uint32_t)c[5] << 8 | (uint32_t)c[6] << 16 | (uint32_t)c[7] << 24);
+		*disp = imm32(c + 4);
 		return 8;
 	}
 	return 0;
@@ -114,9 +120,7 @@ static bool epilogue_matches(const uint8_t *tail, size_t len, const struct frame
 		} else if (!added && p >= 4 && t[-4] == 0x48 && t[-3] == 0x83 && t[-2] == 0xc4 && !(t[-1] & 0x80)) {
 			p -= 4, freed += t[-1], added = true; /* add $imm8, %rsp */
 		} else if (!added && p >= 7 && t[-7] == 0x48 && t[-6] == 0x81 && t[-5] == 0xc4) {
-			freed += (int32_t)((uint32_t)t[-4] | (uint32_t)t[-3] << 8 | (uint32_t)t[-2] << 16 |
-					   (uint32_t)t[-1] << 24);
-			p -= 7, added = true; /* add $imm32, %rsp */
+			p -= 7, freed += imm32(t - 4), added = true; /* add $imm32, %rsp */
 		} else {
 			break;
 		}
@@ -156,8 +160,7 @@ size_t prologue_decode(const uint8_t *code, size_t len, const uint8_t *tail, siz
 		} else if (left >= 4 && c[0] == 0x48 && c[1] == 0x83 && c[2] == 0xec) {
 			step = 4, grow = (int8_t)c[3]; /* sub $imm8, %rsp */
 		} else if (left >= 7 && c[0] == 0x48 && c[1] == 0x81 && c[2] == 0xec) {
-			step = 7; /* sub $imm32, %rsp */
-			grow = (int32_t)((uint32_t)c[3] | (uint32_t)c[4] << 8 | (uint32_t)c[5] << 16 | (uint32_t)c[6] << 24);
+			step = 7, grow = imm32(c + 3); /* sub $imm32, %rsp */
 		} else if (left >= 3 && c[0] == 0x48 && ((c[1] == 0x89 && c[2] == 0xe5) || (c[1] == 0x8b && c[2] == 0xec))) {
 			if (!f.rbp_saved)
 				break; /* a frame pointer over an unsaved rbp: not a frame this decoder knows */
@@ -187,16 +190,7 @@ size_t prologue_decode(const uint8_t *code, size_t len, const uint8_t *tail, siz
 			rows[n++] = frame_row(&f, lo + i);
 		}
 	}
-	if (!epilogue_matches(tail, tail_len, &f))
-		return 0;
-	/* Rows at the same pc: the last one holds. */
-	size_t out = 0;
-	for (size_t k = 0; k < n; k++) {
-		if (out > 0 && rows[out - 1].pc == rows[k].pc)
-			out--;
-		rows[out++] = rows[k];
-	}
-	return out;
+	return epilogue_matches(tail, tail_len, &f) ? n : 0; /* each row past the instruction before it */
 }
 
 /* One function no row covers: [lo, hi). */
@@ -264,8 +258,7 @@ static void put(struct unwind_row *out, size_t *k, struct unwind_row row)
 {
 	if (*k > 0 && out[*k - 1].pc == row.pc)
 		(*k)--;
-	if (*k > 0 && out[*k - 1].kinds == row.kinds && out[*k - 1].cfa_off == row.cfa_off &&
-	    out[*k - 1].rbp_off == row.rbp_off)
+	if (*k > 0 && cfi_same_rule(&out[*k - 1], &row))
 		return;
 	out[(*k)++] = row;
 }

@@ -49,8 +49,7 @@ static void check_rows(const struct unwind_row *rows, size_t n, const struct cfi
 		if (i == 0)
 			continue;
 		FUZZ_ASSERT(rows[i].pc > rows[i - 1].pc);
-		FUZZ_ASSERT(rows[i].kinds != rows[i - 1].kinds || rows[i].cfa_off != rows[i - 1].cfa_off ||
-			    rows[i].rbp_off != rows[i - 1].rbp_off);
+		FUZZ_ASSERT(!cfi_same_rule(&rows[i], &rows[i - 1]));
 		FUZZ_ASSERT(cfi_lookup(rows, n, rows[i].pc - 1) == &rows[i - 1]);
 	}
 	FUZZ_ASSERT(other == st->rows_other);
@@ -70,8 +69,7 @@ static void check_filled(const struct elf_file *ef, struct unwind_row **rows, si
 	FUZZ_ASSERT(*n <= MAX_ROWS && UNWIND_CFA_KIND((*rows)[*n - 1].kinds) == UNWIND_CFA_NONE);
 	for (size_t i = 1; i < *n; i++) {
 		FUZZ_ASSERT((*rows)[i].pc > (*rows)[i - 1].pc);
-		FUZZ_ASSERT((*rows)[i].kinds != (*rows)[i - 1].kinds || (*rows)[i].cfa_off != (*rows)[i - 1].cfa_off ||
-			    (*rows)[i].rbp_off != (*rows)[i - 1].rbp_off);
+		FUZZ_ASSERT(!cfi_same_rule(&(*rows)[i], &(*rows)[i - 1]));
 	}
 }
 
