@@ -56,6 +56,26 @@ sum_samples() {
 	awk -v re="${2:-.}" '{ n = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ re) s += n } END { print s + 0 }' "$1"
 }
 
+# wait_tables: waits (up to 30 s) until flamed's unwinder has no request waiting: the tables of the
+# processes started so far are built.
+wait_tables() {
+	for _ in $(seq 100); do
+		[ "$(curl -sf "$URL/api/v1/status" | jq '.unwind.requests_pending')" = 0 ] && return 0
+		sleep 0.3
+	done
+	return 1
+}
+
+# wait_walked PID ERE: waits (up to 30 s) until PID's profile, stored up to now (flush=1), holds a folded
+# line matching ERE (grep -E): a stack walked whole says flamed knows the process and its tables.
+wait_walked() {
+	for _ in $(seq 60); do
+		curl -sf "$URL/api/v1/profile?pid=$1&format=folded&from=-1m&flush=1" | grep -qE "$2" && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
 # need_root WHAT: skips the whole test (exit 0) unless root: loading BPF programs needs it.
 need_root() {
 	if [ "$(id -u)" -ne 0 ]; then

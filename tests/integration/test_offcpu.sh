@@ -29,10 +29,7 @@ while time.time() < end: pass' &
 done
 "$TMP/waits" 0.5 50 50 50 > /dev/null & warm+=($!)
 wait "${warm[@]}"
-for _ in $(seq 100); do
-	[ "$(curl -sf "$URL/api/v1/status" | jq '.unwind.requests_pending')" = 0 ] && break
-	sleep 0.3
-done
+wait_tables
 
 # --- the waits workload: 100 ms burn, 200 ms nanosleep, 300 ms pipe per cycle ---
 # Its waiter thread starts once flamed knows the process (a CPU sample of its prelude walked whole,
@@ -40,13 +37,8 @@ done
 # samples of a process, issue 29's subject, not this test's), and a busy machine can take a second
 # or more to get there.
 "$TMP/waits" $SECONDS_RUN 100 200 300 "$TMP/go" > "$TMP/waits.out" & wpid=$!
-for _ in $(seq 60); do
-	curl -sf "$URL/api/v1/profile?pid=$wpid&format=folded&from=-1m&flush=1" |
-		grep -q ';_start;__libc_start_main;__libc_start_call_main;main;prelude_leaf' && break
-	sleep 0.5
-done
 check "flamed walks the waits workload whole before its waits begin" \
-	bash -c "curl -sf '$URL/api/v1/profile?pid=$wpid&format=folded&from=-1m' | grep -q ';_start;__libc_start_main;__libc_start_call_main;main;prelude_leaf'"
+	wait_walked $wpid ';_start;__libc_start_main;__libc_start_call_main;main;prelude_leaf'
 
 # The 30 s sleep starts with the waits: it must be seen with 20 s off CPU before it ends.
 sleep 30 & sleeper=$!

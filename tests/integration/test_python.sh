@@ -36,10 +36,7 @@ while time.time() < end: pass' &
 done
 wait "${warm[@]}"
 # Their tables may still be building (seconds under ASan): the measured runs start once none waits.
-for _ in $(seq 100); do
-	[ "$(curl -sf "$URL/api/v1/status" | jq '.unwind.requests_pending')" = 0 ] && break
-	sleep 0.3
-done
+wait_tables
 sleep 0.5
 
 # The measured runs, two at a time (two threads of one process share its GIL: about one CPU each).

@@ -82,10 +82,7 @@ run_flamed linkers --db "$TMP/flamed.db" --frequency 99 --flush-interval 1 --lis
 # takes seconds), then every program, two at a time (two CPUs).
 "$TMP/c_bfd" 1 > /dev/null
 [ $blas = 1 ] && OPENBLAS_NUM_THREADS=2 "$SYSPY" "$W/npblas.py" 1 > /dev/null
-for _ in $(seq 100); do
-	[ "$(curl -sf "$URL/api/v1/status" | jq '.unwind.requests_pending')" = 0 ] && break
-	sleep 0.3
-done
+wait_tables
 START=$(date +%s)
 if [ $blas = 1 ]; then
 	OPENBLAS_NUM_THREADS=2 "$SYSPY" "$W/npblas.py" $SECONDS_RUN > /dev/null & blaspid=$!
@@ -108,6 +105,15 @@ done
 curl -sf -o /dev/null "$URL/api/v1/processes?flush=1"
 curl -sf "$URL/api/v1/status" | jq -c '.unwind.samples'
 
+# settled PID OUT: PID's profile from a second after flamed first saw it (its first second skipped:
+# samples taken before its tables are built are #29's), into OUT.
+settled() {
+	local first
+	first=$("$BUILD/flamectl" --db "$TMP/flamed.db" processes --from "$START" --to $((START + 600)) --format json |
+		jq --argjson p "$1" '.processes[] | select(.pid == $p) | .first_seen')
+	"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid "$1" --from $((${first:-0} + 2)) --to $((START + 600)) > "$2"
+}
+
 for name in "${names[@]}"; do
 	pid=$("$BUILD/flamectl" --db "$TMP/flamed.db" processes --from "$START" --to $((START + 600)) |
 		awk -v n="$name" '$2 == n { print $1; exit }')
@@ -124,9 +130,7 @@ for name in "${names[@]}"; do
 	esac
 	# The whole run, and from a second after its start (its pid's first second skipped).
 	"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid "${pid:-0}" --from "$START" --to $((START + 600)) > "$TMP/$name.all"
-	first=$("$BUILD/flamectl" --db "$TMP/flamed.db" processes --from "$START" --to $((START + 600)) --format json |
-		jq --argjson p "${pid:-0}" '.processes[] | select(.pid == $p) | .first_seen')
-	"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid "${pid:-0}" --from $((${first:-0} + 2)) --to $((START + 600)) > "$TMP/$name.folded"
+	settled "${pid:-0}" "$TMP/$name.folded"
 	whole=$(sum_samples "$TMP/$name.folded" "$chain")
 	total=$(sum_samples "$TMP/$name.folded")
 	echo "$name: $whole of $total samples whole from a second on; $(sum_samples "$TMP/$name.all" "$chain") of $(sum_samples "$TMP/$name.all") in all"
@@ -146,9 +150,7 @@ i=0
 for e in "${pyexts[@]}"; do
 	p=${pypids[i]}
 	i=$((i + 1))
-	first=$("$BUILD/flamectl" --db "$TMP/flamed.db" processes --from "$START" --to $((START + 600)) --format json |
-		jq --argjson p "$p" '.processes[] | select(.pid == $p) | .first_seen')
-	"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid "$p" --from $((${first:-0} + 2)) --to $((START + 600)) > "$TMP/py$i.folded"
+	settled "$p" "$TMP/py$i.folded"
 	if [ "${e#*|}" = --crypto ]; then
 		what="cryptography's Rust (${e%%|*})"
 		kept=$(sum_samples "$TMP/py$i.folded" ';parse_all \(pyext\.py\);')
@@ -170,9 +172,7 @@ done
 
 # ---- OpenBLAS's assembly kernels: their callers, in the caller's thread and in OpenBLAS's own ----
 if [ $blas = 1 ]; then
-	first=$("$BUILD/flamectl" --db "$TMP/flamed.db" processes --from "$START" --to $((START + 600)) --format json |
-		jq --argjson p "$blaspid" '.processes[] | select(.pid == $p) | .first_seen')
-	"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid "$blaspid" --from $((${first:-0} + 2)) --to $((START + 600)) > "$TMP/blas.folded"
+	settled "$blaspid" "$TMP/blas.folded"
 	kern=';[sd]gemm_kernel_[A-Za-z0-9]+$'
 	in_kernel=$(sum_samples "$TMP/blas.folded" "$kern")
 	rooted=$(sum_samples "$TMP/blas.folded" "^[^;]+;(_start;__libc_start_main;|(__)?clone3;start_thread;).*$kern")

@@ -53,19 +53,12 @@ while time.monotonic() < end:
 '
 # Other processes starting meanwhile (a build on the same host) may queue tables ahead: measure once
 # the unwinder has none waiting.
-for _ in $(seq 60); do
-	[ "$(curl -sf "$URL/api/v1/status" | jq '.unwind.requests_pending')" = 0 ] && break
-	sleep 0.5
-done
+wait_tables
 # 10 s each: about 1000 samples, so that the 3:1 split is measured within 1.4 points (one sigma). The
 # C program warms up until flamed walks it whole (its warm_spin seen from _start): the samples a new
 # process takes before its tables load (0.1 s of them seen under ASan in CI) are #29's, not this check's.
 NOFP_GO=$TMP/nofp.go "$TMP/nofp" 10 > "$TMP/nofp.out" & wpid=$!
-for _ in $(seq 60); do
-	curl -sf "$URL/api/v1/profile?pid=$wpid&format=folded&from=-1m&flush=1" |
-		grep -qE '^nofp;_start;__libc_start_main;__libc_start_call_main;main;warm_up;warm_spin [0-9]+$' && break
-	sleep 0.5
-done
+wait_walked $wpid '^nofp;_start;__libc_start_main;__libc_start_call_main;main;warm_up;warm_spin [0-9]+$'
 touch "$TMP/nofp.go"
 # A pure-Python loop: every sample is in the interpreter, under main and Py_RunMain. Measured from 2 s
 # after its start: a process's first samples, until its tables are written (a few ms; 0.3 s seen under
