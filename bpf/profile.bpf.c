@@ -349,6 +349,7 @@ struct walk {
 	__u32 unwound;    /* native frames unwound so far (0: ip is the leaf's) */
 	__u32 py_state;   /* PY_* */
 	__u64 py_frame;   /* the next Python frame to write (0: none) */
+	__u64 py_base;    /* 3.15+: the thread's base frame, under its outermost Python frame (0: none) */
 	__u32 py_written; /* Python frames written */
 	__u8 py_truncated;
 	__u8 after_eval;  /* the frame just unwound was an eval-loop call's (a perf trampoline may call it) */
@@ -690,7 +691,7 @@ __noinline __u64 walk_user(const struct uregs *r, const struct unwind_proc *p, _
 	bpf_loop(3 * PROFILE_MAX_DEPTH, walk_step, &wc, 0);
 	if (w->py_written)
 		stat_inc(STAT_PY_STACKS);
-	if (w->py_frame && w->py_state == PY_NATIVE && w->done == WALK_END)
+	if (w->py_frame && w->py_frame != w->py_base && w->py_state == PY_NATIVE && w->done == WALK_END)
 		stat_inc(STAT_PY_UNMATCHED); /* an eval-loop call not recognised, or a thread state that lies */
 	n = w->n;
 	if (!n || n > PROFILE_MAX_DEPTH)

@@ -153,6 +153,8 @@ static __always_inline __u64 py_current_frame(const struct py_proc *py, struct w
 		}
 	}
 	frame = py_load64(w->py_buf, PY_TSTATE_READ, o->tstate_frame);
+	if (o->tstate_base_frame != PY_NO_OFFSET)
+		w->py_base = py_load64(w->py_buf, PY_TSTATE_READ, o->tstate_base_frame);
 	if (frame && o->cframe_frame != PY_NO_OFFSET &&
 	    bpf_probe_read_user(&frame, sizeof(frame), (void *)(frame + o->cframe_frame))) {
 		stat_inc(STAT_PY_READ_FAILED);
@@ -228,8 +230,9 @@ static __always_inline void py_step(struct walk *w, const struct py_proc *py, st
 	back = py_load64(w->py_buf, PY_FRAME_READ, o->frame_back);
 	if (back == w->py_frame)
 		back = 0; /* a frame that is its own caller: a lie; stop there */
-	if (o->walk == PY_WALK_SHIM && py_load8(w->py_buf, PY_FRAME_READ, o->frame_owner) == o->owner_cstack) {
-		/* The shim under an eval-loop call's first frame: it ends the call's frames. */
+	if (o->walk == PY_WALK_SHIM && py_load8(w->py_buf, PY_FRAME_READ, o->frame_owner) >= o->owner_cstack) {
+		/* The shim or entry frame under an eval-loop call's first frame (3.15: or the thread's base
+		 * frame): it ends the call's frames. */
 		w->py_frame = back;
 		if (w->py_state != PY_TAIL)
 			w->py_state = PY_EVAL;
@@ -238,10 +241,15 @@ static __always_inline void py_step(struct walk *w, const struct py_proc *py, st
 	if (o->walk == PY_WALK_OBJECTS ||
 	    (o->walk == PY_WALK_ENTRY && py_load8(w->py_buf, PY_FRAME_READ, o->frame_entry)))
 		last = true;
-	st->ips[n] = PY_FRAME(code, py_instr(o, w->py_buf, code));
-	w->n = n + 1;
-	py_note_code(py, w->pid, code);
-	w->py_written++;
+	/* 3.14+ tag f_executable (a _PyStackRef) in its low two bits; 3 marks a tagged int, no object:
+	 * nothing to write for it. */
+	if ((code & 3) != 3 && (code & ~3ULL)) {
+		code &= ~3ULL;
+		st->ips[n] = PY_FRAME(code, py_instr(o, w->py_buf, code));
+		w->n = n + 1;
+		py_note_code(py, w->pid, code);
+		w->py_written++;
+	}
 	w->py_frame = back;
 	if (last && w->py_state != PY_TAIL)
 		w->py_state = PY_EVAL;

@@ -40,16 +40,20 @@ struct py_offsets {
 	__u16 tstate_thread_id;    /* PyThreadState.thread_id: pthread_self(), the thread pointer (fsbase) */
 	__u16 tstate_frame;        /* PyThreadState.frame (3.8-3.10), .cframe (3.11, 3.12), .current_frame */
 	__u16 cframe_frame;        /* _PyCFrame.current_frame (3.11, 3.12); PY_NO_OFFSET: no cframe */
-	__u16 frame_code;          /* the frame's code object: f_code, f_executable (3.13) */
+	__u16 tstate_base_frame;   /* PyThreadState.base_frame (3.15+), the sentinel the chain ends in;
+				    * PY_NO_OFFSET: none */
+	__u16 frame_code;          /* the frame's code object: f_code, f_executable (3.13+; tagged in its low
+				    * two bits from 3.14) */
 	__u16 frame_back;          /* the caller's frame: f_back, previous (3.11+) */
 	__u16 frame_instr;         /* f_lasti (int, 3.8-3.10), prev_instr or instr_ptr (pointer, 3.11+) */
 	__u16 frame_entry;         /* 3.11: is_entry (byte); else PY_NO_OFFSET */
 	__u16 frame_owner;         /* 3.12+: owner (byte); else PY_NO_OFFSET */
 	__u16 code_first_instr;    /* 3.11+: co_code_adaptive, the code's first instruction */
 	__u8 walk;                 /* enum py_walk_kind */
-	__u8 owner_cstack;         /* PY_WALK_SHIM: the owner value of a shim frame (3) */
+	__u8 owner_cstack;         /* PY_WALK_SHIM: owners from this value up (3) mark a shim, entry or
+				    * base frame, which ends an eval-loop call's frames */
 	__u8 lasti_bytes;          /* f_lasti counts bytes (3.8, 3.9), not code units (3.10) */
-	__u8 pad;
+	__u8 pad[3];
 };
 
 /* Bytes of a frame read at once: every field above lies in them (f_lasti of 3.8/3.9 ends at 108). */
