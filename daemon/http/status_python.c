@@ -4,6 +4,7 @@
 #include "http/http_impl.h"
 #include "http/status_bpf.h"
 #include "http/status_python.h"
+#include "render/json.h"
 
 /* Why Python walks came up short, as counted by the BPF program (enum profile_stat). */
 static const struct {
@@ -26,6 +27,20 @@ static uint64_t unnamed(const struct daemon_status *s, int i)
 }
 static const char *const unnamed_kinds[] = { "process_gone", "unreadable", "not_code", "untracked" };
 
+/* Why interpreters are not walked: processes by reason, the last one's version, and the interpreters
+ * whose _Py_DebugOffsets were refused. */
+static void status_python_unsupported_json(FILE *o, const struct daemon_status *s)
+{
+	const struct pyprocs_stats *p = &s->py;
+
+	fprintf(o, ", \"unsupported_by_reason\": {\"version\": %" PRIu64 ", \"prerelease\": %" PRIu64
+		", \"free_threaded\": %" PRIu64 "}, \"unsupported_last\": ",
+		p->unsupported - p->unsupported_free_threaded - p->unsupported_prerelease, p->unsupported_prerelease,
+		p->unsupported_free_threaded);
+	json_write_string(o, p->unsupported_last);
+	fprintf(o, ", \"debug_offsets_refused\": %" PRIu64, p->debug_offsets_refused);
+}
+
 void status_python_json(FILE *o, const struct daemon_status *s)
 {
 	fprintf(o, ", \"python\": {\"enabled\": %s", s->python ? "true" : "false");
@@ -45,7 +60,9 @@ void status_python_json(FILE *o, const struct daemon_status *s)
 		s->pynames.hits, s->pynames.misses, s->pynames.prefetched, s->pynames.replaced, s->pynames.evicted);
 	for (int i = 0; i < 4; i++)
 		fprintf(o, "%s\"%s\": %" PRIu64, i ? ", " : "", unnamed_kinds[i], unnamed(s, i));
-	fputs("}}", o);
+	fputs("}", o);
+	status_python_unsupported_json(o, s);
+	fputs("}", o);
 }
 
 void status_python_text(FILE *o, const struct daemon_status *s)
@@ -76,8 +93,16 @@ void status_python_metrics(FILE *o, const struct daemon_status *s)
 		   s->py.processes);
 	http_metric_u64(o, "flamed_python_processes_refused_total", "counter",
 		   "Python processes not walked: --python-processes reached.", s->py.processes_refused);
-	http_metric_u64(o, "flamed_python_unsupported_total", "counter",
-		   "Processes of an interpreter version without a layout (not walked).", s->py.unsupported);
+	http_metric(o, "flamed_python_unsupported_total", "counter",
+		    "Processes of an interpreter flamed does not walk, by reason.");
+	fprintf(o, "flamed_python_unsupported_total{reason=\"version\"} %" PRIu64 "\n"
+		"flamed_python_unsupported_total{reason=\"prerelease\"} %" PRIu64 "\n"
+		"flamed_python_unsupported_total{reason=\"free_threaded\"} %" PRIu64 "\n",
+		s->py.unsupported - s->py.unsupported_free_threaded - s->py.unsupported_prerelease,
+		s->py.unsupported_prerelease, s->py.unsupported_free_threaded);
+	http_metric_u64(o, "flamed_python_debug_offsets_refused_total", "counter",
+		   "Interpreters whose _Py_DebugOffsets were missing or lied (not walked).",
+		   s->py.debug_offsets_refused);
 	http_metric_u64(o, "flamed_python_rereads_failed_total", "counter",
 		   "Tracked Python processes whose mappings were read again without their interpreter (kept).",
 		   s->py.rereads_failed);

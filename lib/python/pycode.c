@@ -6,7 +6,6 @@
 #include "python/pycode.h"
 #include "util/utf8.h"
 
-#define HEADER_MAX 256        /* bytes of a code object, str or bytes header read at most */
 #define STR_KIND(state) (((state) >> 2) & 7) /* PyASCIIObject.state: bytes per code point */
 #define STR_COMPACT 0x20      /* data follows the object header */
 #define STR_ASCII 0x40        /* and is ASCII (kind 1), right after PyASCIIObject */
@@ -89,7 +88,7 @@ static bool str_ok(unsigned state, int64_t length)
 static int read_str(const struct py_layout *l, py_read_fn read, void *ctx, uint64_t addr, char *out,
 		    size_t size)
 {
-	uint8_t hdr[HEADER_MAX], data[(PY_FILE_MAX - 1) * 4];
+	uint8_t hdr[PY_HEADER_MAX], data[(PY_FILE_MAX - 1) * 4];
 	unsigned state, kind;
 	uint16_t data_at;
 	size_t count;
@@ -121,7 +120,7 @@ static int read_str(const struct py_layout *l, py_read_fn read, void *ctx, uint6
 /* Reads the bytes object at addr into c->lines (cut at PY_LINES_MAX): its header, then its data. */
 static int read_lines(const struct py_layout *l, py_read_fn read, void *ctx, uint64_t addr, struct py_code *c)
 {
-	uint8_t hdr[HEADER_MAX];
+	uint8_t hdr[PY_HEADER_MAX];
 	int64_t size;
 	size_t n;
 	int rc;
@@ -156,7 +155,7 @@ static bool code_layout_ok(const struct py_layout *l)
 {
 	uint16_t name = l->code_qualname != PY_NO_OFFSET ? l->code_qualname : l->code_name;
 
-	return l->code_size <= HEADER_MAX && l->object_type + 8u <= l->code_size &&
+	return l->code_size <= PY_HEADER_MAX && l->object_type + 8u <= l->code_size &&
 	       name + 8u <= l->code_size && l->code_filename + 8u <= l->code_size &&
 	       l->code_linetable + 8u <= l->code_size && l->code_firstlineno + 4u <= l->code_size;
 }
@@ -165,7 +164,7 @@ static bool code_layout_ok(const struct py_layout *l)
 static int read_header(const struct py_layout *l, uint64_t code_type, py_read_fn read, void *ctx, uint64_t addr,
 		       struct py_code_id *id)
 {
-	uint8_t hdr[HEADER_MAX];
+	uint8_t hdr[PY_HEADER_MAX];
 	int rc;
 
 	if (!l || !read || !code_layout_ok(l))

@@ -27,6 +27,7 @@ struct py_files {
 /* A version read from the file; found says whether it was. */
 struct py_version {
 	unsigned major, minor, micro;
+	uint64_t hex; /* PY_VERSION_HEX, from Py_Version; 0 from a cache tag */
 	bool found;
 };
 
@@ -84,7 +85,7 @@ static int version_symbol(const struct py_files *fs, struct py_version *v)
 	if (hex > UINT32_MAX || (hex >> 24) == 0)
 		return -EINVAL;
 	*v = (struct py_version){ .major = (unsigned)(hex >> 24), .minor = (unsigned)((hex >> 16) & 0xff),
-				  .micro = (unsigned)((hex >> 8) & 0xff), .found = true };
+				  .micro = (unsigned)((hex >> 8) & 0xff), .hex = hex, .found = true };
 	return 0;
 }
 
@@ -104,6 +105,7 @@ static bool parse_tag(const uint8_t *p, size_t avail, struct py_version *v)
 	v->major = p[0] - '0';
 	v->minor = n == 2 ? (unsigned)(p[1] - '0') : (unsigned)((p[1] - '0') * 10 + p[2] - '0');
 	v->micro = 0;
+	v->hex = 0;
 	v->found = true;
 	return true;
 }
@@ -208,6 +210,7 @@ static int find_version(const struct py_files *fs, struct py_binary *b)
 	b->major = sym.major;
 	b->minor = sym.minor;
 	b->micro = sym.micro;
+	b->hex = sym.hex;
 	return 0;
 }
 
@@ -406,7 +409,7 @@ static void decode_trampoline(const uint8_t *code, size_t len, struct py_binary 
 }
 
 /* Finds the -X perf trampoline (3.12+): both symbols, start below end, at most PY_MAX_TRAMP bytes of
- * executable code between them. Returns 0 (none: both 0) or -EINVAL. */
+ * loaded code between them. Returns 0 (none: both 0) or -EINVAL. */
 static int find_trampoline(const struct py_files *fs, struct py_binary *b)
 {
 	uint8_t code[PY_MAX_TRAMP];
@@ -421,7 +424,9 @@ static int find_trampoline(const struct py_files *fs, struct py_binary *b)
 	if (end.st_value <= start.st_value || end.st_value - start.st_value > PY_MAX_TRAMP)
 		return -EINVAL;
 	len = (size_t)(end.st_value - start.st_value);
-	if (elf_file_vaddr_loaded(fs->f, start.st_value, len, PF_X) < 0 ||
+	/* Only a template, copied to new pages for each code object: 3.12 and 3.13 keep it in .text, 3.14
+	 * and 3.15 in .rodata. */
+	if (elf_file_vaddr_loaded(fs->f, start.st_value, len, 0) < 0 ||
 	    elf_file_read_vaddr(fs->f, start.st_value, code, len) < 0)
 		return -EINVAL;
 	b->tramp_start = start.st_value;
@@ -430,30 +435,56 @@ static int find_trampoline(const struct py_files *fs, struct py_binary *b)
 	return 0;
 }
 
-/* ---- _Py_DebugOffsets ---- */
+/* ---- the layout ---- */
 
-/* Checks the _Py_DebugOffsets at the start of _PyRuntime against the layout: required from 3.13 on;
- * before, only a table that is there and disagrees is an error. Returns 0 or -EINVAL. */
-static int check_debug_offsets(const struct py_files *fs, struct py_binary *b)
+/* Whether the interpreter publishes its layout (_Py_DebugOffsets, 3.13+). */
+static bool publishes_layout(const struct py_binary *b)
 {
-	bool required = b->major > 3 || (b->major == 3 && b->minor >= 13);
-	uint8_t buf[PY_DEBUG_OFFSETS_LEN];
-	int err = elf_file_read_vaddr(fs->f, b->runtime, buf, sizeof(buf));
+	return b->major > 3 || (b->major == 3 && b->minor >= 13);
+}
 
-	if (err)
-		return required ? -EINVAL : 0; /* before 3.13 _PyRuntime may be in .bss */
-	err = py_layout_check_debug_offsets(b->layout, buf, sizeof(buf));
-	if (err == -ENOENT && !required)
-		return 0;
-	if (err)
+/* Reads the layout from the _Py_DebugOffsets at the start of _PyRuntime (runtime). Returns 0, -ENOTSUP
+ * (b->unsupported says why) or -EINVAL (none, or one that lies: b->debug_offsets_refused). */
+static int layout_from_runtime(const struct py_files *fs, const GElf_Sym *runtime, struct py_binary *b)
+{
+	uint8_t buf[PY_DEBUG_OFFSETS_MAX];
+	size_t len = runtime->st_size < sizeof(buf) ? (size_t)runtime->st_size : sizeof(buf);
+	int err;
+
+	if (!b->hex || elf_file_read_vaddr(fs->f, runtime->st_value, buf, len) < 0) {
+		b->debug_offsets_refused = true;
 		return -EINVAL;
+	}
+	err = py_layout_from_debug_offsets(buf, len, b->hex, &b->layout, &b->unsupported);
+	if (err == -ENOTSUP)
+		return err;
+	if (err) {
+		b->debug_offsets_refused = true;
+		return -EINVAL;
+	}
 	b->debug_offsets = true;
+	return 0;
+}
+
+/* The layout: read from the interpreter (3.13+), else compiled in. Returns 0, -ENOTSUP or -EINVAL. */
+static int find_layout(const struct py_files *fs, const GElf_Sym *runtime, struct py_binary *b)
+{
+	const struct py_layout *l;
+
+	if (publishes_layout(b))
+		return layout_from_runtime(fs, runtime, b);
+	l = py_layout_find(b->major, b->minor);
+	if (!l) {
+		b->unsupported = PY_UNSUPPORTED_VERSION;
+		return -ENOTSUP;
+	}
+	b->layout = *l;
 	return 0;
 }
 
 /* ---- all of it ---- */
 
-/* The rest, once the version is known and has a layout. Returns 0 or -errno. */
+/* The rest, once the layout is known. Returns 0 or -errno. */
 static int inspect_layout(const struct py_files *fs, const GElf_Sym *runtime, const GElf_Sym *eval,
 			  struct py_binary *b)
 {
@@ -463,8 +494,6 @@ static int inspect_layout(const struct py_files *fs, const GElf_Sym *runtime, co
 		err = find_cold(fs, b);
 	if (!err)
 		err = find_trampoline(fs, b);
-	if (!err)
-		err = check_debug_offsets(fs, b);
 	return err;
 }
 
@@ -475,7 +504,7 @@ int py_elf_inspect(const struct elf_file *f, const struct elf_file *debug, struc
 	GElf_Sym runtime, eval;
 	int err;
 
-	*out = b;
+	memset(out, 0, sizeof(*out));
 	err = find_sym(&fs, "_PyRuntime", &runtime);
 	if (!err)
 		err = find_sym(&fs, "_PyEval_EvalFrameDefault", &eval);
@@ -486,16 +515,18 @@ int py_elf_inspect(const struct elf_file *f, const struct elf_file *debug, struc
 	err = find_version(&fs, &b);
 	if (err)
 		return err;
-	b.layout = py_layout_find(b.major, b.minor);
-	if (!b.layout) {
+	err = find_layout(&fs, &runtime, &b);
+	if (!err)
+		err = inspect_layout(&fs, &runtime, &eval, &b);
+	if (err) {
+		/* What says which interpreter it is and why it is not walked. */
 		out->major = b.major;
 		out->minor = b.minor;
 		out->micro = b.micro;
-		return -ENOTSUP;
-	}
-	err = inspect_layout(&fs, &runtime, &eval, &b);
-	if (err)
+		out->unsupported = b.unsupported;
+		out->debug_offsets_refused = b.debug_offsets_refused;
 		return err;
+	}
 	*out = b;
 	return 0;
 }

@@ -22,7 +22,8 @@ enum py_cold_source {
 struct py_binary {
 	unsigned major, minor, micro;      /* from Py_Version (3.11+), else the "cpython-3X" cache tag
 					    * (micro 0 then) */
-	const struct py_layout *layout;    /* py_layout_find(major, minor) */
+	uint64_t hex;                      /* PY_VERSION_HEX from Py_Version; 0 when only the tag says */
+	struct py_layout layout;           /* from _Py_DebugOffsets (3.13+), else py_layout_find's */
 	uint64_t runtime;                  /* _PyRuntime */
 	uint64_t eval_start, eval_end;     /* _PyEval_EvalFrameDefault, from its symbol's size */
 	uint64_t cold_start, cold_end;     /* its .cold part; both 0 when none */
@@ -32,15 +33,19 @@ struct py_binary {
 	uint8_t tramp_cfa;                 /* at the trampoline's call's return address CFA = rsp +
 					    * tramp_cfa; 0 when the template was not understood */
 	bool tramp_rbp_saved;              /* the template pushes rbp (saved at CFA - 16) */
-	bool debug_offsets;                /* 3.13+: _Py_DebugOffsets were found and agree with layout */
+	bool debug_offsets;                /* 3.13+: the layout was read from _Py_DebugOffsets */
+	bool debug_offsets_refused;        /* 3.13+: its _Py_DebugOffsets were missing or lied (-EINVAL) */
+	enum py_unsupported unsupported;   /* -ENOTSUP: why it is not walked */
 };
 
 /* Inspects f, with its separate debug file debug (NULL: none) for .symtab. Symbols are looked up in
- * f's .dynsym, then .symtab, then debug's .symtab. Returns 0 with *out filled; -ENOENT when f is not an
- * interpreter (no _PyRuntime or _PyEval_EvalFrameDefault symbol: most files); -ENOTSUP for an
- * interpreter of a version without a layout (out->major and minor say which); -EINVAL when it looks
- * like one but is inconsistent: no version found or several, a 3.13+ _Py_DebugOffsets that disagrees
- * with the layout, symbols outside the file's segments. */
+ * f's .dynsym, then .symtab, then debug's .symtab. The layout of 3.13 and later is read from the
+ * _Py_DebugOffsets at the start of _PyRuntime, as the file holds it. Returns 0 with *out filled;
+ * -ENOENT when f is not an interpreter (no _PyRuntime or _PyEval_EvalFrameDefault symbol: most files);
+ * -ENOTSUP for an interpreter this build does not walk (out->major, minor, micro and unsupported say
+ * which and why); -EINVAL when it looks like one but is inconsistent: no version found or several, a
+ * 3.13+ _Py_DebugOffsets missing or lying (out->debug_offsets_refused), symbols outside the file's
+ * segments. */
 int py_elf_inspect(const struct elf_file *f, const struct elf_file *debug, struct py_binary *out);
 
 /* Whether f needs a libpython3 (a DT_NEEDED entry starting "libpython3."): a python executable whose

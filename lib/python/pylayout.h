@@ -8,6 +8,10 @@
 
 #include "python.h"
 
+/* Bytes of a code object, str or bytes header the daemon reads at most: every field it reads of one lies
+ * in them. */
+#define PY_HEADER_MAX 256
+
 /* How a code object maps instructions to lines. */
 enum py_linetable_kind {
 	PY_LINES_LNOTAB = 1,    /* 3.8, 3.9: co_lnotab, (bytes, lines) increments */
@@ -37,17 +41,33 @@ struct py_layout {
 	uint16_t str_compact_size;  /* sizeof(PyCompactUnicodeObject): other compact strings' data */
 };
 
-/* The layout of CPython major.minor, or NULL when it is not one this build knows (3.8 to 3.13). */
+/* The layout of CPython major.minor, or NULL when it is not one compiled in: 3.8 to 3.12, the versions
+ * that publish none. 3.13 and later are read from the interpreter (py_layout_from_debug_offsets). */
 const struct py_layout *py_layout_find(unsigned major, unsigned minor);
 
-/* Bytes of _Py_DebugOffsets (3.13) this checks: up to and including its PyObject offsets. */
-#define PY_DEBUG_OFFSETS_LEN 368
+/* Bytes of _Py_DebugOffsets read from the start of _PyRuntime: the longest table known (3.15's, 888),
+ * and more. */
+#define PY_DEBUG_OFFSETS_MAX 1024
 
-/* Checks the _Py_DebugOffsets at the start of a 3.13+ _PyRuntime (debug, len bytes, as in the binary)
- * against layout l: the cookie "xdebugpy", the version (major.minor), a build that is not free-threaded,
- * and every offset both know. Returns 0, -ENOENT (no cookie: a build without them, or before 3.13),
- * or -EINVAL (another version, free-threaded, or an offset that differs: the table is wrong for this
- * build, which must then not be walked). */
-int py_layout_check_debug_offsets(const struct py_layout *l, const uint8_t *debug, size_t len);
+/* Why an interpreter that publishes _Py_DebugOffsets is not walked (py_layout_from_debug_offsets'
+ * -ENOTSUP). */
+enum py_unsupported {
+	PY_UNSUPPORTED_NONE = 0,
+	PY_UNSUPPORTED_VERSION = 1,       /* a minor version whose table this build does not know */
+	PY_UNSUPPORTED_PRERELEASE = 2,    /* an alpha, beta or rc, whose table may differ from the final's */
+	PY_UNSUPPORTED_FREE_THREADED = 3, /* a free-threaded build (3.13t+): another object header */
+};
+
+/* Reads the layout of a 3.13+ interpreter from the _Py_DebugOffsets at the start of its _PyRuntime
+ * (debug, len bytes), which claims version hex (PY_VERSION_HEX, from the binary's Py_Version). Where each
+ * offset sits in the table depends on the minor version (known: 3.13, 3.14, 3.15, keyed on the exact
+ * version for pre-releases); the offsets themselves are the build's. Every offset is checked against
+ * the size of its structure, as the table gives it, and against the bytes the BPF program and the
+ * code-object reader read at once. Returns 0 with *out filled; -ENOENT (no cookie "xdebugpy": a build
+ * without the table); -ENOTSUP with *why set (a table this build cannot read, or a build it does not
+ * walk); -EINVAL (a table that lies: another version than the binary claims, a free_threaded flag that
+ * is neither 0 nor 1, too short, or an offset past its structure or the reads). */
+int py_layout_from_debug_offsets(const uint8_t *debug, size_t len, uint64_t hex, struct py_layout *out,
+				 enum py_unsupported *why);
 
 #endif

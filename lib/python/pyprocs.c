@@ -45,6 +45,7 @@ struct proc_entry {
 	uint64_t token;
 	unsigned gone_sweeps;    /* sweeps that found it gone */
 	struct pyproc_info info;
+	struct py_layout layout; /* info.layout: its own copy, as the binary's entry may be evicted */
 	char path[1024];
 };
 
@@ -106,6 +107,7 @@ static void drop_proc(struct pyprocs *p, size_t i)
 		bpf_map_delete_elem(p->o.procs_fd, &p->procs[i].pid);
 	p->procs[i] = p->procs[--p->nprocs];
 	p->procs[i].info.path = p->procs[i].path; /* it moved */
+	p->procs[i].info.layout = &p->procs[i].layout;
 	p->st.processes = p->nprocs;
 }
 
@@ -184,6 +186,8 @@ static const struct bin_entry *binary_for(struct pyprocs *p, uint32_t pid, const
 			p->st.cold_by_jumps++;
 	} else if (e->verdict == -EINVAL) {
 		p->st.inconsistent++;
+		if (e->b.debug_offsets_refused)
+			p->st.debug_offsets_refused++;
 	}
 	return e;
 }
@@ -205,7 +209,7 @@ static void fill_value(const struct pyprocs *p, const struct py_binary *b, uint6
 	v->tramp_cfa = b->tramp_cfa;
 	v->tramp_rbp_saved = b->tramp_rbp_saved;
 	v->max_frames = (__u16)p->o.max_frames;
-	v->off = b->layout->bpf;
+	v->off = b->layout.bpf;
 }
 
 /* Records pid as a Python process whose interpreter (b, mapped at m) is loaded bias bytes away. */
@@ -236,10 +240,24 @@ static int track(struct pyprocs *p, uint32_t pid, uint64_t token, const struct b
 	pe->token = token;
 	pe->gone_sweeps = 0;
 	snprintf(pe->path, sizeof(pe->path), "%s", m->path);
-	pe->info = (struct pyproc_info){ .token = token, .layout = e->b.layout, .code_type = e->b.code_type ? e->b.code_type + bias : 0,
+	pe->layout = e->b.layout;
+	pe->info = (struct pyproc_info){ .token = token, .layout = &pe->layout,
+					 .code_type = e->b.code_type ? e->b.code_type + bias : 0,
 					 .major = e->b.major, .minor = e->b.minor, .micro = e->b.micro,
 					 .path = pe->path };
 	return 0;
+}
+
+/* Counts a process of an interpreter it does not walk, by why. */
+static void count_unsupported(struct pyprocs *p, const struct py_binary *b)
+{
+	p->st.unsupported++;
+	if (b->unsupported == PY_UNSUPPORTED_FREE_THREADED)
+		p->st.unsupported_free_threaded++;
+	else if (b->unsupported == PY_UNSUPPORTED_PRERELEASE)
+		p->st.unsupported_prerelease++;
+	snprintf(p->st.unsupported_last, sizeof(p->st.unsupported_last), "%u.%u.%u%s", b->major, b->minor,
+		 b->micro, b->unsupported == PY_UNSUPPORTED_FREE_THREADED ? "t" : "");
 }
 
 static double mono_now(void)
@@ -322,7 +340,7 @@ int pyprocs_add(struct pyprocs *p, uint32_t pid, uint64_t token)
 		if (e->verdict) { /* -ENOTSUP and the like: an interpreter, not walked */
 			found = e->verdict;
 			if (e->verdict == -ENOTSUP)
-				p->st.unsupported++;
+				count_unsupported(p, &e->b);
 			break;
 		}
 		if (elf_segments_vaddr(e->segs, e->nsegs, maps[i].offset, maps[i].exec, &vaddr))

@@ -23,8 +23,13 @@ struct pyprocs_stats {
 	uint64_t processes;        /* Python processes tracked now */
 	uint64_t processes_refused; /* not tracked: max_procs reached, or the map refused them */
 	uint64_t interpreters;     /* interpreter binaries found since start */
-	uint64_t unsupported;      /* processes whose interpreter has a version without a layout */
+	uint64_t unsupported;      /* processes whose interpreter is not walked (py_elf_inspect -ENOTSUP): */
+	uint64_t unsupported_free_threaded; /* of them: a free-threaded build (3.13t+) */
+	uint64_t unsupported_prerelease;    /* of them: an alpha, beta or rc of a version whose table
+					     * differs; the rest: a version flamed has no layout for */
+	char unsupported_last[24];          /* the version of the last one ("3.16.0", "3.14.2t"); "" */
 	uint64_t inconsistent;     /* interpreter binaries rejected as inconsistent (py_elf_inspect -EINVAL) */
+	uint64_t debug_offsets_refused; /* of them: a 3.13+ _Py_DebugOffsets missing or lying */
 	uint64_t binaries_checked; /* files inspected since start */
 	uint64_t binaries_evicted; /* remembered files dropped for room */
 	uint64_t cold_by_jumps;    /* interpreters whose eval loop's cold part was found by its jumps */

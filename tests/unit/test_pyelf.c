@@ -331,8 +331,7 @@ static void check_version(const char *what, const char *exe, const struct py_bin
 	CHECK(b->major == major && b->minor == minor && (minor < 11 ? b->micro == 0 : b->micro == micro),
 	      "%s: version %u.%u.%u (%s says %u.%u.%u)", what, b->major, b->minor, b->micro, exe, major, minor,
 	      micro);
-	CHECK(b->layout && b->layout->major == major && b->layout->minor == minor, "%s: the layout of %u.%u", what,
-	      major, minor);
+	CHECK(b->layout.major == major && b->layout.minor == minor, "%s: the layout of %u.%u", what, major, minor);
 }
 
 /* Checks the perf trampoline of b against nm (dynamic: nm -D, for a stripped binary) and objdump (3.12+), or
@@ -348,7 +347,7 @@ static void check_trampoline(const char *what, const char *lib, bool dynamic, co
 		return;
 	}
 	e = nm_lookup(lib, dynamic, "_Py_trampoline_func_end");
-	push = first_line(line, sizeof(line), "objdump -d --start-address=0x%" PRIx64 " --stop-address=0x%" PRIx64
+	push = first_line(line, sizeof(line), "objdump -D --start-address=0x%" PRIx64 " --stop-address=0x%" PRIx64
 			  " -- '%s' | grep -c 'push *%%rbp'", s.value, e.value, lib) == 0 && atoi(line) > 0;
 	CHECK(s.found && e.found && b->tramp_start == s.value && b->tramp_end == e.value,
 	      "%s: perf trampoline [%#" PRIx64 ", %#" PRIx64 ") as nm says", what, b->tramp_start, b->tramp_end);
@@ -431,20 +430,45 @@ static void check_cold_jumps(const char *what, const char *lib, const struct py_
 		       what, b->cold_start, b->cold_end, b->cold_source);
 }
 
-/* A copy of the 3.13 lib with one offset of _Py_DebugOffsets changed must be refused. */
+/* Copies of a 3.13 lib with a byte of its _Py_DebugOffsets changed (at runtime + at, xor x): refused as
+ * lying (-EINVAL), refused as not walked (-ENOTSUP, why), or read with the changed offset. */
 static void test_debug_offsets_patched(const char *dir, const char *lib, const struct py_binary *b)
 {
-	uint64_t off = file_offset(lib, b->runtime + 184); /* thread_state.current_frame */
+	static const struct {
+		unsigned at;
+		unsigned char x;
+		int err;
+		enum py_unsupported why;
+		const char *what;
+	} cases[] = {
+		{ 0, 0x01, -EINVAL, 0, "no cookie \"xdebugpy\" (3.13 must have one)" },
+		{ 10, 0x02, -EINVAL, 0, "a version (3.15) other than Py_Version's" },
+		{ 16, 0x01, -ENOTSUP, PY_UNSUPPORTED_FREE_THREADED, "free_threaded 1: not walked, counted as free-threaded" },
+		{ 16, 0x02, -EINVAL, 0, "free_threaded 2" },
+		{ 185, 0x10, -EINVAL, 0, "thread_state.current_frame past the thread state's size" },
+		{ 289, 0x01, -EINVAL, 0, "code_object.name past the code object's size" },
+		{ 154, 0x40, -EINVAL, 0, "thread_state.size over a megabyte" },
+		{ 264, 0x80, -EINVAL, 0, "interpreter_frame.owner past the frame's size" },
+		{ 184, 0x08, 0, 0, "thread_state.current_frame 64, inside: read as the build's" },
+	};
 	char copy[PATH_MAX];
 	struct py_binary p;
+	uint64_t off;
 	int err;
 
-	if (off == 0 || byte_copy(lib, dir, "libpython-debugoff.so", off, 1, copy, sizeof(copy)) < 0) {
-		CHECK(0, "3.13: a copy with _Py_DebugOffsets patched at file offset %#" PRIx64, off);
-		return;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		off = file_offset(lib, b->runtime + cases[i].at);
+		if (off == 0 || byte_copy(lib, dir, "libpython-debugoff.so", off, cases[i].x, copy, sizeof(copy)) < 0) {
+			CHECK(0, "3.13: a copy with _Py_DebugOffsets patched at file offset %#" PRIx64, off);
+			return;
+		}
+		err = inspect(copy, NULL, &p);
+		CHECK(err == cases[i].err && (err != -ENOTSUP || p.unsupported == cases[i].why) &&
+		      (err != -EINVAL || p.debug_offsets_refused) &&
+		      (err || p.layout.bpf.tstate_frame == (b->layout.bpf.tstate_frame ^ cases[i].x)),
+		      "3.13 _Py_DebugOffsets: %s: %d (%d, why %d, refused %d)", cases[i].what, cases[i].err, err,
+		      p.unsupported, p.debug_offsets_refused);
 	}
-	err = inspect(copy, NULL, &p);
-	CHECK(err == -EINVAL, "3.13: a _Py_DebugOffsets offset that disagrees with the layout: -EINVAL (%d)", err);
 }
 
 /* A copy of a 3.12+ lib with the trampoline template changed (sub $16) keeps the range, not the CFA. */
@@ -582,6 +606,83 @@ static void test_others(void)
 		      "(%d, %u.%u)", path, err, b.major, b.minor);
 	} else {
 		printf("# python3.7: not installed here, not tested\n");
+	}
+}
+
+/* ---- Debian sid's and experimental's interpreters, stripped as shipped (scripts/python-root.sh) ---- */
+
+#define PYROOT_DEFAULT "/var/tmp/flamed-pyroot"
+
+/* What CPython's headers say of each version's structures (x86-64, GIL build). */
+static const struct {
+	unsigned minor;
+	uint16_t tstate_frame, tstate_thread_id, base_frame, frame_back, frame_owner, code_first_instr;
+	uint16_t code_qualname, str_ascii_size;
+} pyroot_want[] = {
+	{ 13, 72, 152, PY_NO_OFFSET, 8, 70, 200, 128, 40 },
+	{ 14, 72, 152, PY_NO_OFFSET, 8, 74, 208, 128, 40 },
+	{ 15, 72, 176, 80, 8, 74, 208, 128, 40 },
+};
+
+/* Checks the version of b against what python3.MINOR says inside root. */
+static void check_root_version(const char *what, const char *root, unsigned minor, const struct py_binary *b)
+{
+	unsigned major = 0, mi = 0, micro = 0;
+	char line[64];
+
+	if (first_line(line, sizeof(line), "chroot '%s' /usr/bin/python3.%u -c 'import sys; "
+		       "print(*sys.version_info[:3])' 2>/dev/null", root, minor) < 0 ||
+	    sscanf(line, "%u %u %u", &major, &mi, &micro) != 3) {
+		CHECK(0, "%s: it says its version in its root", what);
+		return;
+	}
+	CHECK(b->major == major && b->minor == mi && b->micro == micro && b->layout.major == major &&
+	      b->layout.minor == mi, "%s: version %u.%u.%u, its layout's %u.%u (it says %u.%u.%u)", what, b->major,
+	      b->minor, b->micro, b->layout.major, b->layout.minor, major, mi, micro);
+}
+
+static void test_pyroot(void)
+{
+	const char *root = getenv("FLAMED_PYROOT") ? getenv("FLAMED_PYROOT") : PYROOT_DEFAULT;
+	char path[PATH_MAX], mark[PATH_MAX], what[64];
+	struct py_binary b;
+	int err;
+
+	snprintf(mark, sizeof(mark), "%s/.flamed-pyroot-ready", root);
+	if (access(mark, F_OK) != 0) {
+		SKIP("Debian sid's python3.13 and 3.14, experimental's 3.15", "their private root is not made here "
+		     "(scripts/python-root.sh; tests/integration/test_pyroot.sh makes it)");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(pyroot_want) / sizeof(pyroot_want[0]); i++) {
+		unsigned minor = pyroot_want[i].minor;
+
+		snprintf(path, sizeof(path), "%s/usr/bin/python3.%u", root, minor);
+		snprintf(what, sizeof(what), "Debian's python3.%u", minor);
+		err = inspect(path, NULL, &b);
+		CHECK(err == 0 && b.major == 3 && b.minor == minor && b.debug_offsets,
+		      "%s (%s, stripped): an interpreter, its layout read from _Py_DebugOffsets (%d)", what, path, err);
+		if (err)
+			continue;
+		CHECK(b.layout.bpf.tstate_frame == pyroot_want[i].tstate_frame &&
+		      b.layout.bpf.tstate_thread_id == pyroot_want[i].tstate_thread_id &&
+		      b.layout.bpf.tstate_base_frame == pyroot_want[i].base_frame &&
+		      b.layout.bpf.frame_back == pyroot_want[i].frame_back && b.layout.bpf.frame_code == 0 &&
+		      b.layout.bpf.frame_owner == pyroot_want[i].frame_owner &&
+		      b.layout.bpf.code_first_instr == pyroot_want[i].code_first_instr &&
+		      b.layout.code_qualname == pyroot_want[i].code_qualname &&
+		      b.layout.str_ascii_size == pyroot_want[i].str_ascii_size && b.layout.bpf.walk == PY_WALK_SHIM,
+		      "%s: current_frame %u, thread_id %u, base_frame %u, previous %u, owner %u, co_code_adaptive %u, "
+		      "co_qualname %u, PyASCIIObject %u", what, b.layout.bpf.tstate_frame, b.layout.bpf.tstate_thread_id,
+		      b.layout.bpf.tstate_base_frame, b.layout.bpf.frame_back, b.layout.bpf.frame_owner,
+		      b.layout.bpf.code_first_instr, b.layout.code_qualname, b.layout.str_ascii_size);
+		check_root_version(what, root, minor, &b);
+		check_addresses(what, path, &b);
+		check_trampoline(what, path, true, &b);
+		/* gcc 16 with Debian's profile moves the eval loop's body (its computed gotos) to its .cold part. */
+		CHECK(b.cold_source == PY_COLD_JUMPS && b.cold_end - b.cold_start > 32768,
+		      "%s: the eval loop's body found by jumps: [%#" PRIx64 ", %#" PRIx64 ")", what, b.cold_start,
+		      b.cold_end);
 	}
 }
 
@@ -802,6 +903,7 @@ int main(void)
 	test_pyenv(dir);
 	test_needs_libpython(&py);
 	test_others();
+	test_pyroot();
 	test_crafted(dir);
 	run("rm -rf -- '%s'", dir);
 	return CHECK_EXIT();
