@@ -130,9 +130,29 @@ static void name_user_frame(struct ingest *f, const struct sampler_sample *s, un
 	u->origin.module[0] = u->origin.build_id[0] = '\0';
 }
 
+/* Whether user frame u is the interpreter's (py) code. */
+static bool in_interpreter(const struct user_frame *u, const struct pyproc_info *py)
+{
+	return u->kind != USER_FRAME_PYTHON && !strcmp(u->origin.module, py->path);
+}
+
+/* Marks the frame no symbol names that passes a call on to the Python frame at index p (leaf first): an
+ * unnamed frame of the interpreter right outside p, called by one its symbols name as glue. A stripped
+ * interpreter names its exported entry points of a call (_PyFunction_Vectorcall) but not the static
+ * function they pass it through to the eval loop (_PyEval_Vector). One frame only: a run of unnamed
+ * frames may be real work in C (a builtin's loop, list_sort calling a key function), kept. (-X perf's
+ * evaluator, which calls the trampoline, the BPF program leaves out itself.) */
+static void drop_unnamed_glue(struct ingest *f, unsigned p, unsigned n, const struct pyproc_info *py)
+{
+	if (p + 2 < n && in_interpreter(&f->user[p + 1], py) && f->user[p + 1].kind == FRAME_UNKNOWN &&
+	    in_interpreter(&f->user[p + 2], py) && py_is_glue(f->user[p + 2].name))
+		f->user[p + 1].drop = true;
+}
+
 /* Marks the interpreter's glue for leaving out: its call machinery between two Python frames, and
- * between the innermost Python frame and the builtin it calls; between two Python frames also its
- * frames no symbol names (the same machinery, in a binary without its symbols). */
+ * between the innermost Python frame and the builtin it calls. Glue is what the interpreter's symbols
+ * (.dynsym, or .symtab and a debug file where there) name as call machinery (py_is_glue), and the
+ * unnamed frames between such a frame and the Python frame it calls (drop_unnamed_glue). */
 static void drop_glue(struct ingest *f, unsigned n, const struct pyproc_info *py)
 {
 	unsigned inner = n, outer = n; /* the innermost and outermost Python frames */
@@ -149,9 +169,10 @@ static void drop_glue(struct ingest *f, unsigned n, const struct pyproc_info *py
 	for (unsigned i = 0; i < outer; i++) {
 		struct user_frame *u = &f->user[i];
 
-		if (u->kind == USER_FRAME_PYTHON || strcmp(u->origin.module, py->path))
-			continue;
-		u->drop = py_is_glue(u->name) || (i > inner && u->kind == FRAME_UNKNOWN);
+		if (u->kind == USER_FRAME_PYTHON)
+			drop_unnamed_glue(f, i, outer, py);
+		else if (in_interpreter(u, py) && py_is_glue(u->name))
+			u->drop = true;
 	}
 }
 

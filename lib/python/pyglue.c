@@ -3,7 +3,7 @@
 
 #include "python/pyglue.h"
 
-/* Names starting so are glue (what a call passes through in 3.8 to 3.13). */
+/* Names starting so are glue (what a call passes through in 3.8 to 3.15). */
 static const char *const prefixes[] = {
 	"_PyEval_Vector", "_PyEval_EvalCode", "_PyEval_EvalFrame", "PyEval_EvalFrame", "PyEval_EvalCode",
 	"PyEval_CallObject", "_PyFunction_", "function_code_fastcall", "call_function", "do_call_core",
@@ -14,6 +14,7 @@ static const char *const prefixes[] = {
 	"wrapperdescr_call", "wrapper_call", "call_method", "type_call", "gen_send_ex", "gen_iternext",
 	"_PyGen_Send", "PyIter_Send", "partial_call", "partial_vectorcall", "property_descr_get",
 	"py_trampoline_evaluator", "_Py_trampoline_func", "context_run", "_PyEvalFramePushAndInit",
+	"_Py_VectorCall", /* 3.15: _Py_VectorCall_StackRefSteal, the eval loop's calls */
 };
 
 bool py_is_glue(const char *name)

@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-/* True when name is one of CPython's (3.8 to 3.13) functions that only pass a call on: the eval loop's
+/* True when name is one of CPython's (3.8 to 3.15) functions that only pass a call on: the eval loop's
  * wrappers, vectorcall and tp_call dispatch, bound-method and slot trampolines, generator resumption,
  * the -X perf trampoline. They stand between two Python frames and are no work of their own, as
  * py-spy --native leaves them out. The eval loop itself (_PyEval_EvalFrameDefault) is not glue: where
