@@ -354,7 +354,8 @@ struct walk {
 	__u8 py_truncated;
 	__u8 after_eval;  /* the frame just unwound was an eval-loop call's (a perf trampoline may call it) */
 	__u8 fp_ended;    /* the walk ended where a frame pointer chain did: perhaps code without one */
-	__u8 pad;
+	__u8 after_tramp; /* the frame just unwound was a perf trampoline: its caller is the interpreter's
+			   * evaluator that called it, glue not written (a stripped binary cannot name it) */
 	__u8 py_buf[PY_TSTATE_READ]; /* a thread state or frame read from the process */
 	__u64 copy_at;    /* user address of copy[0] */
 	__u64 copied;     /* bytes of copy holding the stack (0: none) */
@@ -580,6 +581,7 @@ static long walk_step(__u64 index, void *ctx)
 		}
 		if (w->after_eval && wc->py->tramp_cfa && (!m || m->table == UNWIND_NO_TABLE)) {
 			w->after_eval = 0; /* a perf trampoline: stood for by the Python frames, not written */
+			w->after_tramp = 1;
 			w->unwound++;
 			return native_done(w, wc, tramp_step(w, wc->py));
 		}
@@ -587,6 +589,8 @@ static long walk_step(__u64 index, void *ctx)
 	w->after_eval = w->py_state == PY_EVAL;
 	if (w->py_state == PY_EVAL) {
 		w->py_state = PY_NATIVE;
+	} else if (w->after_tramp) {
+		w->after_tramp = 0;
 	} else {
 		st->ips[n] = w->ip;
 		w->n = n + 1;
