@@ -66,8 +66,8 @@ check_setup() {
 	if want python; then
 		[ -x "$PYTHON" ] || die "no ${PYTHON:-/usr/bin/python3} for the python part: apt-get install python3"
 		v=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])') || die "$PYTHON does not run"
-		[[ $v =~ ^3\.([89]|1[0-3])$ ]] ||
-			die "$PYTHON is Python $v: flamed reads the Python frames of CPython 3.8 to 3.13 (set PYTHON=PATH to one)"
+		[[ $v =~ ^3\.([89]|1[0-5])$ ]] ||
+			die "$PYTHON is Python $v: flamed reads the Python frames of CPython 3.8 to 3.15 (set PYTHON=PATH to one)"
 	fi
 	if want offcpu; then
 		[ -x "$BUILD/bench/storm" ] || die "no $BUILD/bench/storm: run make bench, not bench/run.sh alone"

@@ -84,7 +84,7 @@ static void usage(FILE *f)
 		"                         binaries no process runs are dropped first\n"
 		"  --unwind-processes N   processes given unwind tables at once, 16-65536 (default\n"
 		"                         1024; 8 KiB of kernel memory each); more use frame pointers\n"
-		"  --python on|off        name Python functions (CPython 3.8-3.13) in every stack,\n"
+		"  --python on|off        name Python functions (CPython 3.8-3.15) in every stack,\n"
 		"                         walked from each thread's own interpreter state where the\n"
 		"                         eval loop runs, in place of its native frames (default on;\n"
 		"                         not with --unwind fp)\n"

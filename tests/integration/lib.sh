@@ -84,9 +84,9 @@ need_root() {
 	fi
 }
 
-# py_supported VER: VER ("3.13") is a CPython whose Python frames flamed reads (3.8 to 3.13).
+# py_supported VER: VER ("3.13") is a CPython whose Python frames flamed reads (3.8 to 3.15).
 py_supported() {
-	[[ $1 =~ ^3\.([89]|1[0-3])$ ]]
+	[[ $1 =~ ^3\.([89]|1[0-5])$ ]]
 }
 
 # system_python: the system's own python3 (/usr/bin/python3, not the first on PATH, which may be a pyenv
@@ -107,7 +107,8 @@ system_python() {
 
 # python_interps: INTERPS, the interpreters whose Python frames are checked: the system's python3 first
 # (system_python; a SKIP line where flamed does not read its version yet), then every other CPython 3.8
-# to 3.13 in /usr/bin, then pyenv's newest build of each ($PYENV_ROOT, else /root/.pyenv).
+# to 3.15 in /usr/bin, then pyenv's newest build of each ($PYENV_ROOT, else /root/.pyenv). Debian sid's
+# and experimental's in a private root: test_pyroot.sh.
 python_interps() {
 	local pyenv=${PYENV_ROOT:-/root/.pyenv} v p
 	[ -n "$SYSPY" ] || system_python
@@ -115,13 +116,13 @@ python_interps() {
 	if py_supported "$SYSPY_VER"; then
 		INTERPS+=("$SYSPY")
 	else
-		skip "python $SYSPY_VER ($SYSPY, the system's python3): flamed reads the Python frames of CPython 3.8 to 3.13, not $SYSPY_VER yet"
+		skip "python $SYSPY_VER ($SYSPY, the system's python3): flamed reads the Python frames of CPython 3.8 to 3.15, not $SYSPY_VER yet"
 	fi
-	for v in 3.8 3.9 3.10 3.11 3.12 3.13; do
+	for v in 3.8 3.9 3.10 3.11 3.12 3.13 3.14 3.15; do
 		p=$(readlink -f "/usr/bin/python$v" 2> /dev/null)
 		[ -x "$p" ] && [ "$p" != "$SYSPY" ] && INTERPS+=("$p")
 	done
-	for v in 3.8 3.9 3.10 3.11 3.12 3.13; do
+	for v in 3.8 3.9 3.10 3.11 3.12 3.13 3.14 3.15; do
 		p=$(ls -d "$pyenv"/versions/"$v".*/bin/python"$v" 2> /dev/null | sort -V | tail -1)
 		if [ -x "$p" ]; then INTERPS+=("$p"); else echo "# python$v (pyenv): not installed here, not tested"; fi
 	done

@@ -2,7 +2,7 @@
 # test_python.sh - Python functions in every stack: tests/workloads/pyspin.py, whose main thread runs
 # main -> Engine.crank -> Engine.gear_a / gear_b (3:2) -> tooth and whose thread 'sorter' sorts with a
 # Python key function (Python -> C -> Python), profiled on the system's python3 (python3.11 on Debian 12,
-# python3.13 on Debian 13), every other CPython 3.8 to 3.13 in /usr/bin and every pyenv interpreter 3.8 to
+# python3.13 on Debian 13), every other CPython 3.8 to 3.15 in /usr/bin and every pyenv interpreter 3.8 to
 # 3.13 present, with -X perf on 3.12+ and -X perf_jit on 3.13, and in C calls that release the GIL.
 . "$(dirname "$0")/lib.sh"
 FREQ=499
@@ -14,7 +14,7 @@ need_root python
 python_interps
 interps=("${INTERPS[@]}")
 if [ ${#interps[@]} -eq 0 ]; then
-	skip "python: no CPython flamed reads here (3.8 to 3.13; the system's python3 is $SYSPY_VER)"
+	skip "python: no CPython flamed reads here (3.8 to 3.15; the system's python3 is $SYSPY_VER)"
 	exit 0
 fi
 

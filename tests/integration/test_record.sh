@@ -12,7 +12,7 @@ FLAMECTL=$BUILD/flamectl
 need_root record
 system_python
 if ! py_supported "$SYSPY_VER"; then
-	skip "record: its Python programs on $SYSPY ($SYSPY_VER): flamed reads the Python frames of CPython 3.8 to 3.13, not $SYSPY_VER yet"
+	skip "record: its Python programs on $SYSPY ($SYSPY_VER): flamed reads the Python frames of CPython 3.8 to 3.15, not $SYSPY_VER yet"
 	exit 0
 fi
 

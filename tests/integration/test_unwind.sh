@@ -117,7 +117,7 @@ if py_supported "$SYSPY_VER"; then
 	check "its Python code is named in place of the interpreter loop (test_python.sh tests that fully)" \
 		grep -qE ';<module> \(<string>\);builtin_sum[^;]*;<genexpr> \(<string>\)' "$TMP/p.folded"
 else
-	skip "$SYSPY_NAME's Python code named: flamed reads the Python frames of CPython 3.8 to 3.13, not $SYSPY_VER yet"
+	skip "$SYSPY_NAME's Python code named: flamed reads the Python frames of CPython 3.8 to 3.15, not $SYSPY_VER yet"
 fi
 
 # 200 calls deep: more than the 127 frames kept, so the root is marked, not silently another frame.

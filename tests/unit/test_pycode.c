@@ -1,5 +1,5 @@
 /* test_pycode.c - py_code_read on crafted memory (str kinds, bad objects, cuts), then on code objects of live
- * CPython 3.8 to 3.13 processes read through process_vm_readv. */
+ * CPython 3.8 to 3.15 processes read through process_vm_readv. */
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -278,7 +278,7 @@ static void add_glob(const char *pattern, unsigned minor, struct interp *list, s
 	globfree(&g);
 }
 
-/* Every CPython 3.8 to 3.13 here: the system's python3 first (a SKIP where its version is not one of
+/* Every CPython 3.8 to 3.15 here: the system's python3 first (a SKIP where its version is not one of
  * them), the others in /usr/bin, pyenv's builds ($PYENV_ROOT, /root/.pyenv). A minor version with none is
  * said in a comment. Returns how many were found. */
 static size_t find_interps(struct interp *list)

@@ -371,10 +371,10 @@ static void test_system(const struct system_python *py)
 	}
 	printf("# the system's python3: %s (%u.%u.%u)\n", path, py->major, py->minor, py->micro);
 	err = inspect(path, NULL, &b);
-	if (py->major != 3 || py->minor < 8 || py->minor > 13) {
+	if (py->major != 3 || py->minor < 8 || py->minor > 15) {
 		CHECK(err == -ENOTSUP && b.major == py->major && b.minor == py->minor, "%s: %u.%u, no layout: "
 		      "-ENOTSUP with the version (%d, %u.%u)", name, py->major, py->minor, err, b.major, b.minor);
-		snprintf(dbg, sizeof(dbg), "flamed reads CPython 3.8 to 3.13, not %u.%u yet", py->major, py->minor);
+		snprintf(dbg, sizeof(dbg), "flamed reads CPython 3.8 to 3.15, not %u.%u yet", py->major, py->minor);
 		SKIP(name, dbg);
 		return;
 	}

@@ -16,7 +16,7 @@
 #include "python/pylines.h"
 
 #define MIN_MINOR 8
-#define MAX_MINOR 13
+#define MAX_MINOR 15
 #define MAX_INTERPS 32
 #define SHOWN_MISMATCHES 5 /* mismatches printed (as comments) per interpreter */
 #define FAR_PAST 100000u   /* an instruction far past any table here */
@@ -50,7 +50,7 @@ static void add_glob(const char *pattern, unsigned minor, struct interp *list, s
 	globfree(&g);
 }
 
-/* Every CPython 3.8 to 3.13 here: the system's python3 first (a SKIP where its version is not one of
+/* Every CPython 3.8 to 3.15 here: the system's python3 first (a SKIP where its version is not one of
  * them), the others in /usr/bin, pyenv's builds ($PYENV_ROOT, /root/.pyenv). A minor version with none is
  * said in a comment. Returns how many were found. */
 static size_t find_interps(struct interp *list)
