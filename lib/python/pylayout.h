@@ -1,4 +1,4 @@
-/* pylayout.h - where CPython 3.8 to 3.13 (x86-64) keep what a Python stack walk and its naming read. */
+/* pylayout.h - where CPython 3.8 to 3.15 (x86-64) keep what a Python stack walk and its naming read. */
 #ifndef FLAMED_PYTHON_PYLAYOUT_H
 #define FLAMED_PYTHON_PYLAYOUT_H
 
