@@ -15,6 +15,7 @@ static const char *const prefixes[] = {
 	"_PyGen_Send", "PyIter_Send", "partial_call", "partial_vectorcall", "property_descr_get",
 	"py_trampoline_evaluator", "_Py_trampoline_func", "context_run", "_PyEvalFramePushAndInit",
 	"_Py_VectorCall", /* 3.15: _Py_VectorCall_StackRefSteal, the eval loop's calls */
+	"_TAIL_CALL_",    /* 3.14+ built --with-tail-call-interp: an opcode's handler, the eval loop's own */
 };
 
 bool py_is_glue(const char *name)
