@@ -357,6 +357,9 @@ struct walk {
 	__u8 after_tramp; /* the frame just unwound was a perf trampoline: its caller is the interpreter's
 			   * evaluator that called it, glue not written (a stripped binary cannot name it) */
 	__u8 py_buf[PY_TSTATE_READ]; /* a thread state or frame read from the process */
+	__u64 py_win_at;  /* user address of py_win[0]; 0: nothing read there this walk */
+	__u8 py_win[PY_WIN + PY_FRAME_READ]; /* the page of process memory a frame was read from (its
+					       * callers' frames are mostly there), and room for the bounds */
 	__u64 copy_at;    /* user address of copy[0] */
 	__u64 copied;     /* bytes of copy holding the stack (0: none) */
 	__u8 copy[STACK_COPY];
@@ -668,7 +671,10 @@ __noinline __u64 walk_user(const struct uregs *r, const struct unwind_proc *p, _
 	w->py_written = 0;
 	w->py_truncated = 0;
 	w->after_eval = 0;
+	w->after_tramp = 0;
 	w->fp_ended = 0;
+	w->py_base = 0;
+	w->py_win_at = 0;
 	w->ip = r->ip;
 	w->sp = r->sp;
 	w->bp = r->bp;

@@ -203,11 +203,34 @@ static __always_inline __u32 py_instr(const struct py_offsets *o, const __u8 *bu
 	return (__u32)((at - first) / 2);
 }
 
+/* The PY_FRAME_READ bytes of the frame at frame: from the page read for an earlier frame of this walk
+ * when it lies there, else from a read of the page it lies in (3.11+: the frames of its callers were
+ * pushed before it on the thread's data stack, below it, most in the same page), else from a read of
+ * its own (a frame across a page's end, 3.8 to 3.10's frame objects). Only the frame's own page is
+ * read: the data stack's chunk may begin in it, and a read touching an unmapped page fails whole, at a
+ * fault's cost. NULL: unreadable. */
+static __always_inline const __u8 *py_frame_bytes(struct walk *w, const struct py_offsets *o, __u64 frame)
+{
+	__u64 at = w->py_win_at, page = frame & ~(__u64)(PY_WIN - 1);
+
+	if (at && frame >= at && frame - at <= PY_WIN - PY_FRAME_READ)
+		return w->py_win + ((frame - at) & (PY_WIN - 1));
+	if (o->walk != PY_WALK_OBJECTS && frame - page <= PY_WIN - PY_FRAME_READ && page != at &&
+	    !bpf_probe_read_user(w->py_win, PY_WIN, (void *)page)) {
+		w->py_win_at = page;
+		return w->py_win + ((frame - page) & (PY_WIN - 1));
+	}
+	if (bpf_probe_read_user(w->py_buf, PY_FRAME_READ, (void *)frame))
+		return 0;
+	return w->py_buf;
+}
+
 /* One step of writing the Python frames of the eval-loop call at w->ip: writes the next frame, or ends
  * the call's frames (w->py_state to PY_EVAL: the native frame is unwound next, not written). */
 static __always_inline void py_step(struct walk *w, const struct py_proc *py, struct stack_trace *st)
 {
 	const struct py_offsets *o = &py->off;
+	const __u8 *f;
 	__u64 code, back;
 	__u32 n = w->n;
 	bool last = false;
@@ -220,17 +243,18 @@ static __always_inline void py_step(struct walk *w, const struct py_proc *py, st
 		w->py_state = w->py_state == PY_TAIL ? PY_DONE : PY_EVAL;
 		return;
 	}
-	if (bpf_probe_read_user(w->py_buf, PY_FRAME_READ, (void *)w->py_frame)) {
+	f = py_frame_bytes(w, o, w->py_frame);
+	if (!f) {
 		stat_inc(STAT_PY_READ_FAILED);
 		w->py_frame = 0;
 		w->py_state = w->py_state == PY_TAIL ? PY_DONE : PY_EVAL;
 		return;
 	}
-	code = py_load64(w->py_buf, PY_FRAME_READ, o->frame_code);
-	back = py_load64(w->py_buf, PY_FRAME_READ, o->frame_back);
+	code = py_load64(f, PY_FRAME_READ, o->frame_code);
+	back = py_load64(f, PY_FRAME_READ, o->frame_back);
 	if (back == w->py_frame)
 		back = 0; /* a frame that is its own caller: a lie; stop there */
-	if (o->walk == PY_WALK_SHIM && py_load8(w->py_buf, PY_FRAME_READ, o->frame_owner) >= o->owner_cstack) {
+	if (o->walk == PY_WALK_SHIM && py_load8(f, PY_FRAME_READ, o->frame_owner) >= o->owner_cstack) {
 		/* The shim or entry frame under an eval-loop call's first frame (3.15: or the thread's base
 		 * frame): it ends the call's frames. */
 		w->py_frame = back;
@@ -239,13 +263,13 @@ static __always_inline void py_step(struct walk *w, const struct py_proc *py, st
 		return;
 	}
 	if (o->walk == PY_WALK_OBJECTS ||
-	    (o->walk == PY_WALK_ENTRY && py_load8(w->py_buf, PY_FRAME_READ, o->frame_entry)))
+	    (o->walk == PY_WALK_ENTRY && py_load8(f, PY_FRAME_READ, o->frame_entry)))
 		last = true;
 	/* 3.14+ tag f_executable (a _PyStackRef) in its low two bits; 3 marks a tagged int, no object:
 	 * nothing to write for it. */
 	if ((code & 3) != 3 && (code & ~3ULL)) {
 		code &= ~3ULL;
-		st->ips[n] = PY_FRAME(code, py_instr(o, w->py_buf, code));
+		st->ips[n] = PY_FRAME(code, py_instr(o, f, code));
 		w->n = n + 1;
 		py_note_code(py, w->pid, code);
 		w->py_written++;

@@ -58,6 +58,10 @@ struct py_offsets {
 
 /* Bytes of a frame read at once: every field above lies in them (f_lasti of 3.8/3.9 ends at 108). */
 #define PY_FRAME_READ 112
+/* Bytes of process memory read at once around a frame (3.11+): the page it lies in, where the frames of
+ * its callers, pushed before it on the thread's data stack, mostly lie too; they are taken from it
+ * without a read of their own. */
+#define PY_WIN 4096
 /* Bytes of a thread state read at once: next, thread_id and the frame field lie in them. */
 #define PY_TSTATE_READ 192
 
