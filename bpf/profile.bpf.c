@@ -666,15 +666,8 @@ __noinline __u64 walk_user(const struct uregs *r, const struct unwind_proc *p, _
 	w->pid = pid;
 	w->key_flags = 0;
 	w->n = w->done = w->used = w->unwound = 0;
-	w->py_state = PY_NATIVE;
-	w->py_frame = 0;
-	w->py_written = 0;
-	w->py_truncated = 0;
-	w->after_eval = 0;
-	w->after_tramp = 0;
 	w->fp_ended = 0;
-	w->py_base = 0;
-	w->py_win_at = 0;
+	py_walk_start(w);
 	w->ip = r->ip;
 	w->sp = r->sp;
 	w->bp = r->bp;

@@ -45,6 +45,15 @@ struct {
 	__type(value, struct py_thread);
 } py_threads SEC(".maps");
 
+/* Sets the Python part of a walk to its start: no Python frame known, nothing read. */
+static __always_inline void py_walk_start(struct walk *w)
+{
+	w->py_state = PY_NATIVE;
+	w->py_frame = w->py_base = w->py_win_at = 0;
+	w->py_written = 0;
+	w->py_truncated = w->after_eval = w->after_tramp = 0;
+}
+
 static __always_inline __u64 py_load64(const __u8 *buf, __u32 size, __u32 off)
 {
 	__u64 v;
