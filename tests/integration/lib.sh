@@ -128,6 +128,62 @@ python_interps() {
 	done
 }
 
+# pyspin_enough PART ALL PCT: PART >= PCT% of ALL, and ALL > 0.
+pyspin_enough() { [ "$2" -gt 0 ] && [ $((100 * $1)) -ge $(($2 * $3)) ]; }
+
+# pyspin_python_checks NAME OUT E G BETWEEN: the checks of a tests/workloads/pyspin.py run in its python
+# mode, from its folded stacks OUT: the main thread's whole chain from Py_RunMain to tooth in >= 95% of
+# crank's samples, the 3:2 split of gear_a and gear_b within 5 points, >= 90% of key_of's samples under
+# sorter with BETWEEN (the C frames of sorted, an ERE ending in ";") between, at most 5% of the samples
+# ending in the eval loop. E: what precedes crank, gear_a and gear_b ("(Engine\.)?" where co_name is all
+# a frame has); G: what may stand between two frames of the chain ("" for nothing).
+pyspin_python_checks() {
+	local name=$1 out=$2 E=$3 g=$4 between=$5 P='\(pyspin\.py\)' total crank chain_re chain ga gb key callback eval_leaf glued=
+	total=$(sum_samples "$out")
+	crank=$(sum_samples "$out" ";${E}crank $P")
+	chain_re=";Py_RunMain;([^;]*;)*<module> $P;${g}main $P;${g}${E}crank $P;${g}${E}gear_[ab] $P;${g}tooth $P(;[^;(]*)*$"
+	chain=$(sum_samples "$out" "$chain_re")
+	ga=$(sum_samples "$out" ";${E}gear_a $P;${g}tooth")
+	gb=$(sum_samples "$out" ";${E}gear_b $P;${g}tooth")
+	key=$(sum_samples "$out" ";key_of $P")
+	callback=$(sum_samples "$out" ";sorter $P;${between}key_of $P")
+	eval_leaf=$(sum_samples "$out" ";_PyEval_EvalFrameDefault(\\.cold)?$")
+	[ -n "$g" ] && glued="; with a frame between crank and gear $(sum_samples "$out" "$P;${g%\?}${E}gear_[ab] $P")"
+	echo "$name: $total samples; crank $crank, whole chain $chain; gear_a $ga, gear_b $gb; key_of $key, C frames kept under sorter $callback; ending in the eval loop $eval_leaf$glued"
+	check "$name: >= 95% of crank's samples carry Py_RunMain;...;<module>;main;crank;gear_a|gear_b;tooth${g:+ (at most one frame between each two)} ($chain of $crank)" \
+		pyspin_enough "$chain" "$crank" 95
+	# What the others are, most samples first.
+	pyspin_enough "$chain" "$crank" 95 || awk -v re="$chain_re" -v crank=";${E}crank $P" \
+		'{ l = $0; sub(/ [0-9]+$/, "", l); if (l ~ crank && l !~ re) print $NF "\t" l }' "$out" |
+		sort -rn | head -5 | cut -c1-700 | sed 's/^/    not the chain: /'
+	check "$name: gear_a's share of gear_a + gear_b is 60% within 5 points ($ga vs $gb)" \
+		awk -v a="$ga" -v b="$gb" 'BEGIN { exit !(a + b > 100 && (s = 100 * a / (a + b)) >= 55 && s <= 65) }'
+	check "$name: >= 90% of key_of's samples keep sorter, the C frames of sorted between, and key_of ($callback of $key)" \
+		pyspin_enough "$callback" "$key" 90
+	pyspin_enough "$callback" "$key" 90 || grep ";key_of $P" "$out" | grep -Ev ";sorter $P;${between}key_of" |
+		sort -t' ' -k2 -rn | head -3 | cut -c1-600 | sed 's/^/    not kept: /'
+	check "$name: at most 5% of the samples end in the eval loop ($eval_leaf of $total)" \
+		[ "$total" -gt 0 -a $((100 * eval_leaf)) -le $((5 * total)) ]
+}
+
+# pyspin_native_checks NAME OUT SLEEP_MID SLEEP: the checks of a pyspin.py run in its native mode: >= 90%
+# of the samples in time.sleep (leaf frame SLEEP, an ERE) keep poller;poll_once above, with SLEEP_MID
+# between, and >= 90% of those in zlib's deflate keep packer;pack: threads with the GIL released keep
+# their Python callers.
+pyspin_native_checks() {
+	local name=$1 out=$2 mid=$3 leaf=$4 P='\(pyspin\.py\)' total sleep sleep_chain zlib zlib_chain
+	total=$(sum_samples "$out")
+	sleep=$(sum_samples "$out" ";$leaf(;|$)")
+	sleep_chain=$(sum_samples "$out" ";poller $P;poll_once $P;$mid$leaf(;|$)")
+	zlib=$(sum_samples "$out" ";deflate(;|$)")
+	zlib_chain=$(sum_samples "$out" ";packer $P;pack $P;([^;(]*;)*deflate(;|$)")
+	echo "$name: $total samples; in time.sleep $sleep (under poller;poll_once $sleep_chain); in zlib's deflate $zlib (under packer;pack $zlib_chain)"
+	check "$name: >= 90% of the samples in time.sleep (GIL released) keep poller;poll_once above ($sleep_chain of $sleep)" \
+		pyspin_enough "$sleep_chain" "$sleep" 90
+	check "$name: >= 90% of the samples in zlib.compress (GIL released) keep packer;pack above ($zlib_chain of $zlib)" \
+		pyspin_enough "$zlib_chain" "$zlib" 90
+}
+
 # build_workload NAME: compiles tests/workloads/NAME.c to $TMP/NAME with frame pointers everywhere.
 build_workload() {
 	clang -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls \

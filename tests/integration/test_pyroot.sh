@@ -34,8 +34,6 @@ done
 [ ${#interps[@]} -gt 0 ] || exit 1
 mkdir -p "$ROOT/tmp/flamed-test" && cp "$W/pyspin.py" "$ROOT/tmp/flamed-test/" || { fail "pyroot: copy pyspin.py into the root"; exit 1; }
 
-# enough PART ALL PCT: PART >= PCT% of ALL, and ALL > 0.
-enough() { [ "$2" -gt 0 ] && [ $((100 * $1)) -ge $(($2 * $3)) ]; }
 
 run_flamed pyroot --db "$TMP/flamed.db" --frequency $FREQ --flush-interval 1 --listen 127.0.0.1:0
 
@@ -82,56 +80,24 @@ jq -c '.python' "$TMP/status.json"
 check "status: three interpreters found, none refused or unsupported" \
 	jq -e ".python.interpreters >= ${#interps[@]} and .python.inconsistent == 0 and .python.unsupported == 0" "$TMP/status.json"
 
-P='\(pyspin\.py\)'
 for spec in "${runs[@]}"; do
 	mode=${spec%%:*} v=${spec#*:} pid=${pid_of[$spec]}
 	name="python$v from Debian ($mode)"
 	out=$TMP/$pid.folded
 	# From two seconds after it started: its first samples may come before the daemon has looked at it.
 	"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid "$pid" --from $((started[$spec] + 2)) > "$out"
-	total=$(sum_samples "$out")
 	case $mode in
 	python|perf)
-		crank=$(sum_samples "$out" ";Engine\\.crank $P")
 		# Under -X perf 3.15 passes each call through a static vectorcall helper no symbol names (the
 		# evaluator that calls the trampoline is left out): it may stand between two Python frames.
+		# sorted's C frames: in a stripped interpreter no symbol names them, and they stay.
 		g=
 		[ "$mode" = perf ] && g="(python$v\\+0x[0-9a-f]+;)?"
-		chain_re=";Py_RunMain;([^;]*;)*<module> $P;${g}main $P;${g}Engine\\.crank $P;${g}Engine\\.gear_[ab] $P;${g}tooth $P(;[^;(]*)*$"
-		glued=$(sum_samples "$out" "$P;python$v\\+0x[0-9a-f]+;Engine\\.gear_[ab] $P")
-		chain=$(sum_samples "$out" "$chain_re")
-		ga=$(sum_samples "$out" ";Engine\\.gear_a $P;${g}tooth")
-		gb=$(sum_samples "$out" ";Engine\\.gear_b $P;${g}tooth")
-		key=$(sum_samples "$out" ";key_of $P")
-		# sorted's C frames: in a stripped interpreter no symbol names them, and they stay.
-		callback=$(sum_samples "$out" ";sorter $P;[^;(]+;([^;(]*;)*key_of $P")
-		eval_leaf=$(sum_samples "$out" ";_PyEval_EvalFrameDefault(\\.cold)?$")
-		echo "$name: $total samples; crank $crank, whole chain $chain; gear_a $ga, gear_b $gb; key_of $key, C frames kept between $callback; ending in the eval loop $eval_leaf; an unnamed frame between crank and gear $glued"
-		check "$name: >= 95% of crank's samples carry Py_RunMain;...;<module>;main;crank;gear_a|gear_b;tooth ($chain of $crank)" \
-			enough "$chain" "$crank" 95
-		enough "$chain" "$crank" 95 || awk -v re="$chain_re" -v crank=";Engine\\.crank $P" \
-			'{ l = $0; sub(/ [0-9]+$/, "", l); if (l ~ crank && l !~ re) print $NF "\t" l }' "$out" |
-			sort -rn | head -5 | cut -c1-700 | sed 's/^/    not the chain: /'
-		check "$name: gear_a's share of gear_a + gear_b is 60% within 5 points ($ga vs $gb)" \
-			awk -v a="$ga" -v b="$gb" 'BEGIN { exit !(a + b > 100 && (s = 100 * a / (a + b)) >= 55 && s <= 65) }'
-		check "$name: >= 90% of key_of's samples keep sorter, C frames between, and key_of ($callback of $key)" \
-			enough "$callback" "$key" 90
-		enough "$callback" "$key" 90 || grep ";key_of $P" "$out" | grep -Ev ";sorter $P;[^;(]+;([^;(]*;)*key_of" |
-			sort -t' ' -k2 -rn | head -3 | cut -c1-600 | sed 's/^/    not kept: /'
-		check "$name: at most 5% of the samples end in the eval loop ($eval_leaf of $total)" \
-			[ "$total" -gt 0 -a $((100 * eval_leaf)) -le $((5 * total)) ]
+		pyspin_python_checks "$name" "$out" 'Engine\.' "$g" '[^;(]+;([^;(]*;)*'
 		;;
 	native)
 		# time.sleep(0) is time_sleep, unnamed here; its samples end in libc's clock_nanosleep.
-		sleep=$(sum_samples "$out" ";(__)?clock_nanosleep[^;]*(;|$)")
-		sleep_chain=$(sum_samples "$out" ";poller $P;poll_once $P;([^;]*;)*(__)?clock_nanosleep[^;]*(;|$)")
-		zlib=$(sum_samples "$out" ";deflate(;|$)")
-		zlib_chain=$(sum_samples "$out" ";packer $P;pack $P;([^;(]*;)*deflate(;|$)")
-		echo "$name: $total samples; in clock_nanosleep $sleep (under poller;poll_once $sleep_chain); in deflate $zlib (under packer;pack $zlib_chain)"
-		check "$name: >= 90% of the samples in time.sleep (GIL released) keep poller;poll_once above ($sleep_chain of $sleep)" \
-			enough "$sleep_chain" "$sleep" 90
-		check "$name: >= 90% of the samples in zlib.compress (GIL released) keep packer;pack above ($zlib_chain of $zlib)" \
-			enough "$zlib_chain" "$zlib" 90
+		pyspin_native_checks "$name" "$out" '([^;]*;)*' '(__)?clock_nanosleep[^;]*'
 		;;
 	esac
 done

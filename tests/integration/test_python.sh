@@ -21,8 +21,6 @@ fi
 # version PY: "3.11" of interpreter PY.
 version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }
 
-# enough PART ALL PCT: PART >= PCT% of ALL, and ALL > 0.
-enough() { [ "$2" -gt 0 ] && [ $((100 * $1)) -ge $(($2 * $3)) ]; }
 
 run_flamed python --db "$TMP/flamed.db" --frequency $FREQ --flush-interval 1 --listen 127.0.0.1:0
 
@@ -81,7 +79,6 @@ stop_flamed
 check "flamed exits 0 on SIGTERM" [ $? -eq 0 ]
 
 # A Python frame in the folded text: "NAME (pyspin.py)"; before 3.11 NAME is co_name, not qualified.
-PF='[^;]* \(pyspin\.py\)'
 for spec in "${runs[@]}"; do
 	mode=${spec%%:*} py=${spec#*:} pid=${pid_of[$spec]}
 	v=$(version "$py")
@@ -91,44 +88,15 @@ for spec in "${runs[@]}"; do
 	# before the daemon has looked at it and given it unwind tables (some milliseconds; under ASan, with
 	# a flush in the way, up to a second), and then have only their Python frames.
 	"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid "$pid" --from $((started[$spec] + 2)) > "$out"
-	total=$(sum_samples "$out")
-	E='(Engine\.)?'
 	case $mode in
 	python|perf|perfjit)
-		# The main thread: native main through Py_RunMain, then only Python frames down to tooth.
-		crank=$(sum_samples "$out" ";${E}crank \\(pyspin\\.py\\)")
-		chain_re=";Py_RunMain;([^;]*;)*<module> \\(pyspin\\.py\\);main \\(pyspin\\.py\\);${E}crank \\(pyspin\\.py\\);${E}gear_[ab] \\(pyspin\\.py\\);tooth \\(pyspin\\.py\\)(;[^;(]*)*$"
-		chain=$(sum_samples "$out" "$chain_re")
-		ga=$(sum_samples "$out" ";${E}gear_a \\(pyspin\\.py\\);tooth")
-		gb=$(sum_samples "$out" ";${E}gear_b \\(pyspin\\.py\\);tooth")
-		key=$(sum_samples "$out" ";key_of \\(pyspin\\.py\\)")
-		callback=$(sum_samples "$out" ";sorter \\(pyspin\\.py\\);([^;(]*;)*[^;(]*sort[^;(]*;([^;(]*;)*key_of \\(pyspin\\.py\\)")
-		eval_leaf=$(sum_samples "$out" ";_PyEval_EvalFrameDefault(\\.cold)?$")
-		echo "$name: $total samples; crank $crank, whole chain $chain; gear_a $ga, gear_b $gb; key_of $key, through sort $callback; ending in the eval loop $eval_leaf"
-		check "$name: >= 95% of crank's samples carry main;...;Py_RunMain;...;<module>;main;crank;gear_a|gear_b;tooth, nothing between the Python frames ($chain of $crank)" \
-			enough "$chain" "$crank" 95
-		# What the others are, most samples first.
-		enough "$chain" "$crank" 95 || awk -v re="$chain_re" -v crank=";${E}crank \\(pyspin\\.py\\)" \
-			'{ l = $0; sub(/ [0-9]+$/, "", l); if (l ~ crank && l !~ re) print $NF "\t" l }' "$out" |
-			sort -rn | head -5 | cut -c1-700 | sed 's/^/    not the chain: /'
-		check "$name: gear_a's share of gear_a + gear_b is 60% within 5 points ($ga vs $gb)" \
-			awk -v a="$ga" -v b="$gb" 'BEGIN { exit !(a + b > 100 && (s = 100 * a / (a + b)) >= 55 && s <= 65) }'
-		check "$name: >= 90% of key_of's samples keep sorter, the C sort between, and key_of ($callback of $key)" \
-			enough "$callback" "$key" 90
-		check "$name: at most 5% of the samples still end in the eval loop ($eval_leaf of $total)" \
-			[ "$total" -gt 0 -a $((100 * eval_leaf)) -le $((5 * total)) ]
+		# The main thread: native main through Py_RunMain, then only Python frames down to tooth; the
+		# sorter thread with sorted's C sort (named: a frame with "sort" in it) under it.
+		pyspin_python_checks "$name" "$out" '(Engine\.)?' '' '([^;(]*;)*[^;(]*sort[^;(]*;([^;(]*;)*'
 		;;
 	native)
 		# Samples in the C functions the threads called, GIL released: their Python callers stay.
-		sleep=$(sum_samples "$out" ";time_sleep(\\.[^;]*)?(;|$)")
-		sleep_chain=$(sum_samples "$out" ";poller \\(pyspin\\.py\\);poll_once \\(pyspin\\.py\\);([^;(]*;)*time_sleep(\\.[^;]*)?(;|$)")
-		zlib=$(sum_samples "$out" ";deflate(;|$)")
-		zlib_chain=$(sum_samples "$out" ";packer \\(pyspin\\.py\\);pack \\(pyspin\\.py\\);([^;(]*;)*deflate(;|$)")
-		echo "$name: $total samples; in time.sleep $sleep (under poller;poll_once $sleep_chain); in zlib's deflate $zlib (under packer;pack $zlib_chain)"
-		check "$name: >= 90% of the samples in time.sleep (GIL released) keep poller;poll_once above ($sleep_chain of $sleep)" \
-			enough "$sleep_chain" "$sleep" 90
-		check "$name: >= 90% of the samples in zlib.compress (GIL released) keep packer;pack above ($zlib_chain of $zlib)" \
-			enough "$zlib_chain" "$zlib" 90
+		pyspin_native_checks "$name" "$out" '([^;(]*;)*' 'time_sleep(\.[^;]*)?'
 		;;
 	esac
 done
