@@ -189,7 +189,6 @@ int py_layout_from_debug_offsets(const uint8_t *debug, size_t len, uint64_t hex,
 	const struct debug_map *m;
 	struct py_layout l = { 0 };
 	uint64_t flag;
-	uint16_t code_end;
 
 	*why = PY_UNSUPPORTED_NONE;
 	if (!debug || len < 24 || memcmp(debug, "xdebugpy", 8))
@@ -220,19 +219,14 @@ int py_layout_from_debug_offsets(const uint8_t *debug, size_t len, uint64_t hex,
 	 * frame 3: every owner from 3 up ends a call's frames. */
 	l.bpf.owner_cstack = 3;
 	l.lines = PY_LINES_LOCATIONS;
-	/* The code object's header read to name it: up to its last field read. */
-	code_end = l.object_type + 8;
-	if (l.code_filename + 8 > code_end)
-		code_end = l.code_filename + 8;
-	if (l.code_name + 8 > code_end)
-		code_end = l.code_name + 8;
-	if (l.code_qualname + 8 > code_end)
-		code_end = l.code_qualname + 8;
-	if (l.code_linetable + 8 > code_end)
-		code_end = l.code_linetable + 8;
-	if (l.code_firstlineno + 4 > code_end)
-		code_end = l.code_firstlineno + 4;
-	l.code_size = code_end;
+	/* The code object's header read to name it: up to the end of its last field read. */
+	const struct {
+		uint16_t at, width;
+	} code_fields[] = { { l.object_type, 8 }, { l.code_filename, 8 }, { l.code_name, 8 },
+			    { l.code_qualname, 8 }, { l.code_linetable, 8 }, { l.code_firstlineno, 4 } };
+	for (size_t i = 0; i < sizeof(code_fields) / sizeof(code_fields[0]); i++)
+		if (l.code_size < code_fields[i].at + code_fields[i].width)
+			l.code_size = (uint16_t)(code_fields[i].at + code_fields[i].width);
 	*out = l;
 	return 0;
 }
