@@ -35,8 +35,7 @@ static void status_python_unsupported_json(FILE *o, const struct daemon_status *
 
 	fprintf(o, ", \"unsupported_by_reason\": {\"version\": %" PRIu64 ", \"prerelease\": %" PRIu64
 		", \"free_threaded\": %" PRIu64 "}, \"unsupported_last\": ",
-		p->unsupported - p->unsupported_free_threaded - p->unsupported_prerelease, p->unsupported_prerelease,
-		p->unsupported_free_threaded);
+		p->unsupported_version, p->unsupported_prerelease, p->unsupported_free_threaded);
 	json_write_string(o, p->unsupported_last);
 	fprintf(o, ", \"debug_offsets_refused\": %" PRIu64, p->debug_offsets_refused);
 }
@@ -98,8 +97,7 @@ void status_python_metrics(FILE *o, const struct daemon_status *s)
 	fprintf(o, "flamed_python_unsupported_total{reason=\"version\"} %" PRIu64 "\n"
 		"flamed_python_unsupported_total{reason=\"prerelease\"} %" PRIu64 "\n"
 		"flamed_python_unsupported_total{reason=\"free_threaded\"} %" PRIu64 "\n",
-		s->py.unsupported - s->py.unsupported_free_threaded - s->py.unsupported_prerelease,
-		s->py.unsupported_prerelease, s->py.unsupported_free_threaded);
+		s->py.unsupported_version, s->py.unsupported_prerelease, s->py.unsupported_free_threaded);
 	http_metric_u64(o, "flamed_python_debug_offsets_refused_total", "counter",
 		   "Interpreters whose _Py_DebugOffsets were missing or lied (not walked).",
 		   s->py.debug_offsets_refused);

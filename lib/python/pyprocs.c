@@ -256,6 +256,8 @@ static void count_unsupported(struct pyprocs *p, const struct py_binary *b)
 		p->st.unsupported_free_threaded++;
 	else if (b->unsupported == PY_UNSUPPORTED_PRERELEASE)
 		p->st.unsupported_prerelease++;
+	else
+		p->st.unsupported_version++;
 	snprintf(p->st.unsupported_last, sizeof(p->st.unsupported_last), "%u.%u.%u%s", b->major, b->minor,
 		 b->micro, b->unsupported == PY_UNSUPPORTED_FREE_THREADED ? "t" : "");
 }

@@ -24,9 +24,10 @@ struct pyprocs_stats {
 	uint64_t processes_refused; /* not tracked: max_procs reached, or the map refused them */
 	uint64_t interpreters;     /* interpreter binaries found since start */
 	uint64_t unsupported;      /* processes whose interpreter is not walked (py_elf_inspect -ENOTSUP): */
+	uint64_t unsupported_version;       /* of them: a version flamed has no layout for (or not x86-64) */
 	uint64_t unsupported_free_threaded; /* of them: a free-threaded build (3.13t+) */
 	uint64_t unsupported_prerelease;    /* of them: an alpha, beta or rc of a version whose table
-					     * differs; the rest: a version flamed has no layout for */
+					     * differs */
 	char unsupported_last[24];          /* the version of the last one ("3.16.0", "3.14.2t"); "" */
 	uint64_t inconsistent;     /* interpreter binaries rejected as inconsistent (py_elf_inspect -EINVAL) */
 	uint64_t debug_offsets_refused; /* of them: a 3.13+ _Py_DebugOffsets missing or lying */
