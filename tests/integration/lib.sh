@@ -51,6 +51,18 @@ stop_flamed() {
 	return $rc
 }
 
+# steal_mark: notes the CPUs' busy and stolen time so far (/proc/stat). steal_factor then prints how
+# many more samples than its CPU time gives a process running since the mark may get: a cpu-clock
+# sample also lands in time the hypervisor stole from a busy vCPU, which the process's CPU time leaves
+# out (busy + stolen over busy, since the mark; 1.000 where nothing was stolen).
+steal_mark() {
+	STEAL_MARK=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $9 }' /proc/stat)
+}
+steal_factor() {
+	awk -v m="${STEAL_MARK:-0 0}" '/^cpu / { split(m, a, " "); b = $2 + $3 + $4 + $7 + $8 - a[1]; s = $9 - a[2]
+		printf "%.3f\n", (b > 0 && s > 0) ? (b + s) / b : 1 }' /proc/stat
+}
+
 # sum_samples FILE [REGEX]: sum of the counts of folded lines whose stack matches REGEX (awk ERE).
 sum_samples() {
 	awk -v re="${2:-.}" '{ n = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ re) s += n } END { print s + 0 }' "$1"
