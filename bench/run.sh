@@ -1,8 +1,10 @@
 #!/bin/bash
 # run.sh - make bench: flamed's overhead next to perf, ingest rate, off-CPU profiling's cost next to perf and bpftrace, query latency, storage and memory; prints one table and writes docs/BENCHMARKS.md.
-# Usage: [QUICK=1] [BENCH_PARTS="overhead python ingest offcpu query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] [BPFTRACE=PATH] [PYTHON=PATH] bench/run.sh
+# Usage: [QUICK=1] [BENCH_PARTS="overhead python ingest offcpu query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] [BPFTRACE=PATH] [PYTHON=PATH [PYROOT=DIR]] bench/run.sh
 #        (root; `make bench` builds first). BENCH_PARTS runs only the parts named (query, storage and
-#        memory share one generated history); the report says which ran.
+#        memory share one generated history); the report says which ran. PYROOT runs the python part's
+#        PYTHON inside that root (scripts/python-root.sh makes one with sid's 3.13 and 3.14 and
+#        experimental's 3.15: `PYROOT=$(scripts/python-root.sh --print) PYTHON=/usr/bin/python3.14`).
 # shellcheck disable=SC2154 # G_* (gen_history) and Q_* (query_bench) are set by parse_kv
 set -euo pipefail
 export LC_ALL=C
@@ -14,6 +16,10 @@ QUICK=${QUICK:-0}
 OUT=docs/BENCHMARKS.md
 ALL_PARTS="overhead python ingest offcpu query storage memory"
 PYTHON=${PYTHON:-$(readlink -f /usr/bin/python3 2> /dev/null || true)} # the system's python3 (its real path)
+PYROOT=${PYROOT:-}      # a root PYTHON runs in (its path is then the root's)
+PYBURN=bench/pyburn.py # the Python workload, as PYTHON sees it
+PYV=                   # PYTHON's version (3.11): the python part's rows are that version's
+PY=()                  # the command that runs PYTHON (in PYROOT: chroot, which execs it in the same process)
 BPFTRACE=${BPFTRACE:-bpftrace}
 PARTS=${BENCH_PARTS:-$ALL_PARTS}
 STARTED=()
@@ -45,6 +51,7 @@ cleanup() {
 	if [ -n "$BPF_STATS_WAS" ]; then sysctl -q kernel.bpf_stats_enabled="$BPF_STATS_WAS" || true; fi
 	if [ -n "$TRACEFS_MOUNTED" ]; then umount /sys/kernel/tracing 2> /dev/null || true; fi
 	if [ -n "$TMP" ] && [ -z "${BENCH_KEEP:-}" ]; then rm -rf "$TMP"; fi
+	if [ -n "$PYROOT" ]; then rm -rf "$PYROOT/tmp/flamed-bench"; fi
 	return 0
 }
 trap cleanup EXIT
@@ -64,10 +71,18 @@ check_setup() {
 		[ -x "$BUILD/$c" ] || die "no $BUILD/$c: run make bench, not bench/run.sh alone"
 	done
 	if want python; then
-		[ -x "$PYTHON" ] || die "no ${PYTHON:-/usr/bin/python3} for the python part: apt-get install python3"
-		v=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])') || die "$PYTHON does not run"
-		[[ $v =~ ^3\.([89]|1[0-5])$ ]] ||
-			die "$PYTHON is Python $v: flamed reads the Python frames of CPython 3.8 to 3.15 (set PYTHON=PATH to one)"
+		if [ -n "$PYROOT" ]; then
+			[ -x "$PYROOT$PYTHON" ] || die "no $PYTHON in $PYROOT (scripts/python-root.sh makes a root with sid's Pythons)"
+			mkdir -p "$PYROOT/tmp/flamed-bench" && cp bench/pyburn.py "$PYROOT/tmp/flamed-bench/" ||
+				die "cannot copy bench/pyburn.py into $PYROOT/tmp"
+			PYBURN=/tmp/flamed-bench/pyburn.py
+			PY=(chroot "$PYROOT")
+		fi
+		PY+=("$PYTHON")
+		[ -x "$PYROOT$PYTHON" ] || die "no ${PYTHON:-/usr/bin/python3} for the python part: apt-get install python3"
+		PYV=$("${PY[@]}" -c 'import sys; print("%d.%d" % sys.version_info[:2])') || die "$PYTHON does not run"
+		[[ $PYV =~ ^3\.([89]|1[0-5])$ ]] ||
+			die "$PYTHON is Python $PYV: flamed reads the Python frames of CPython 3.8 to 3.15 (set PYTHON=PATH to one)"
 	fi
 	if want offcpu; then
 		[ -x "$BUILD/bench/storm" ] || die "no $BUILD/bench/storm: run make bench, not bench/run.sh alone"
@@ -107,7 +122,7 @@ burn_workload() { run_burners "$1" 4 4 "$2"; }
 run_pyburners() {
 	local pids=() i
 	for i in 1 2; do
-		"$PYTHON" bench/pyburn.py "$1" > "$2/pyburn$i.out" &
+		"${PY[@]}" "$PYBURN" "$1" > "$2/pyburn$i.out" &
 		pids+=($!)
 		track $!
 	done
@@ -126,7 +141,7 @@ flamed_window() {
 	local dir=$1 ids=() t0 b0 b1 w0
 	shift
 	if [ "$1" = python ]; then
-		"$PYTHON" bench/pyburn.py 1 > /dev/null || die "the Python workload failed"
+		"${PY[@]}" "$PYBURN" 1 > /dev/null || die "the Python workload failed"
 	else
 		"$BUILD/bench/burn" --fanout "$2" --depth "$3" 1 > /dev/null || die "the burn workload failed"
 	fi
@@ -239,7 +254,7 @@ python_overhead() {
 	local hz=99 d=$TMP/python base r on=() daemon=() bpf=() on_us=() off_us=() perf=() f_units g_units
 	local total chain pid f_pct g_pct ratio saved_t=$T
 	mkdir -p "$d/base"
-	log "python at $hz Hz: no profiler, then $PY_ROUNDS rounds of flamed, flamed --python off, perf -g ($PY_T s each) over two $PYTHON"
+	log "python at $hz Hz: no profiler, then $PY_ROUNDS rounds of flamed, flamed --python off, perf -g ($PY_T s each) over two $PYTHON${PYROOT:+ in $PYROOT}"
 	run_pyburners "$PY_T" "$d/base"
 	base=$BURN_UNITS
 	T=$PY_T # pct() and the windows use T
@@ -250,7 +265,7 @@ python_overhead() {
 		on+=("$(pct "$R_DAEMON_S + $R_BPF_S")") daemon+=("$(pct "$R_DAEMON_S")") bpf+=("$(pct "$R_BPF_S")")
 		on_us+=("$(fmt 2 "$R_BPF_RUNS ? 1e6 * $R_BPF_S / $R_BPF_RUNS : 0")")
 		f_units=$R_UNITS
-		[ "$r" = 1 ] && MEM_ROWS+=("flamed at $hz Hz over two Python processes ($PY_T s)	$R_RSS	$R_HWM")
+		[ "$r" = 1 ] && MEM_ROWS+=("flamed at $hz Hz over two Python $PYV processes ($PY_T s)	$R_RSS	$R_HWM")
 		if [ "$r" = 1 ]; then
 			for pid in $PYBURN_PIDS; do
 				"$BUILD/flamectl" --db "$d/1/on/flamed.db" query --pid "$pid" --since 1h || die "flamectl query failed"
@@ -270,14 +285,14 @@ python_overhead() {
 	} END { print t + 0, k + 0 }' "$d/on.folded")
 	f_pct=$(median "${on[@]}") g_pct=$(median "${perf[@]}")
 	ratio=$(fmt 3 "$g_pct > 0 ? $f_pct / $g_pct : 0")
-	row "1. Overhead Python $hz Hz" "flamed: daemon CPU + BPF run time, per wall second, over two Python processes (median of $PY_ROUNDS)" \
+	row "1. Overhead Python $PYV $hz Hz" "flamed: daemon CPU + BPF run time, per wall second, over two Python processes (median of $PY_ROUNDS)" \
 		"$f_pct% of a core (daemon $(median "${daemon[@]}")%, BPF $(median "${bpf[@]}")%) = ${ratio}x perf -g ($g_pct% of a core); each run: flamed ${on[*]}%, perf -g ${perf[*]}%" \
 		"≤ 0.25x perf record -a -g" "$(status_of "$ratio <= 0.25")"
-	row "1. Overhead Python $hz Hz" "BPF run time per sample: Python frames walked / --python off (median of $PY_ROUNDS)" \
+	row "1. Overhead Python $PYV $hz Hz" "BPF run time per sample: Python frames walked / --python off (median of $PY_ROUNDS)" \
 		"$(median "${on_us[@]}") µs / $(median "${off_us[@]}") µs (each run: ${on_us[*]} / ${off_us[*]})" "—" "—"
-	row "1. Overhead Python $hz Hz" "flamed's samples under Py_RunMain carrying main and the 21 handler frames to spin" \
+	row "1. Overhead Python $PYV $hz Hz" "flamed's samples under Py_RunMain carrying main and the 21 handler frames to spin" \
 		"$chain of $total ($(fmt 1 "$total > 0 ? 100 * $chain / $total : 0")%)" "—" "—"
-	row "1. Overhead Python $hz Hz" "workload throughput against no profiler (2 x pyburn.py, $base units/s), last round" \
+	row "1. Overhead Python $PYV $hz Hz" "workload throughput against no profiler (2 x pyburn.py, $base units/s), last round" \
 		"flamed $(change "$f_units" "$base")%, perf -g $(change "$g_units" "$base")%" "—" "—"
 }
 
@@ -723,7 +738,7 @@ How each figure is measured:
   \`perf script | awk -f bench/fold.awk\`, which makes the folded stacks. Both are per second of wall time, in %
   of one core. perf's own sampling in interrupt context is charged to the interrupted processes, not to perf:
   it shows only in the throughput row.
-- Overhead over Python: the same method at 99 Hz, $PY_ROUNDS rounds of $PY_T s (medians), with two \`bench/pyburn.py\` on $PYTHON (a pure-Python
+- Overhead over Python: the same method at 99 Hz, $PY_ROUNDS rounds of $PY_T s (medians), with two \`bench/pyburn.py\` on $PYTHON${PYROOT:+ (in a root made by \`scripts/python-root.sh\`)} (a pure-Python
   loop under main and 21 calls of handler, so every sample walks 23 Python frames), with \`flamed\`,
   \`flamed --python off\` (for the BPF program's cost per sample without the Python walk) and \`perf record -a -g\`;
   the chain row reads flamed's own database: of the workload's main-thread samples (under Py_RunMain), those
@@ -777,7 +792,11 @@ EOF
 # part_of AREA MEASUREMENT: the part a row of the table belongs to.
 part_of() {
 	case "$1|$2" in
+	"1. Overhead Python $PYV "*) echo python ;;
+	"1. Overhead Python 3."*) echo python-other ;; # another version's: kept
 	"1. Overhead Python"*) echo python ;;
+	*"Python $PYV processes"*) echo python ;;
+	*"Python 3."*" processes"*) echo python-other ;;
 	*"Python processes"*) echo python ;;
 	"1. "*) echo overhead ;;
 	"6. "*) echo offcpu ;;
