@@ -532,11 +532,11 @@ static __always_inline long table_step(struct walk *w, const struct unwind_row *
 #include "python_walk.h"
 
 /* After a native step that stopped the walk (stop 1): when it failed, or ended in code without unwind
- * information (the vDSO, JIT code) whose frame pointer led nowhere, with Python frames still to write,
- * they are written after what was walked (their native callers are lost, they are not). */
+ * information (the vDSO, JIT code) whose frame pointer led nowhere, with Python frames (not 3.15's base
+ * frame) still to write, they are written after what was walked (their native callers are lost). */
 static __always_inline long native_done(struct walk *w, const struct walk_ctx *wc, long stop)
 {
-	if (stop && (w->done == WALK_FAILED || w->fp_ended) && w->py_frame && wc->py) {
+	if (stop && (w->done == WALK_FAILED || w->fp_ended) && w->py_frame && w->py_frame != w->py_base && wc->py) {
 		w->py_state = PY_TAIL;
 		stat_inc(STAT_PY_APPENDED);
 		return 0;
