@@ -120,17 +120,19 @@ else
 	check "a command too short for a sample (sampled ${n:-?} times this run): exit 0, and no word of an empty profile" \
 		eval '[ $rc -eq 0 ] && [ -n "$n" ] && ! grep -q "no samples of it" "$TMP/true.out"'
 fi
-# A process asleep all along: never sampled, and said so. Recorded once it sleeps: a sample of its exec
-# and start would be the one it got.
+# A process asleep all along: never sampled, and said so. Recorded from a second after it sleeps: a
+# sample of its exec and start would be the one it got (a recording's window is in whole seconds).
 sleep 60 & asleep=$!
 for _ in $(seq 100); do
 	[ "$(cat /proc/$asleep/comm)" = sleep ] && [ "$(awk '{ print $3 }' /proc/$asleep/stat)" = S ] && break
 	sleep 0.05
 done
+sleep 1
 "$FLAMECTL" --server "$URL" record --pid $asleep --duration 1s -o "$TMP/asleep.folded" > "$TMP/asleep.out" 2>&1
 rc=$?
 kill $asleep; wait $asleep 2> /dev/null
 sed -n 1,2p "$TMP/asleep.out"
+cat "$TMP/asleep.folded" # what it got, if anything
 check "a process asleep all along: exit 0, and it says it was hardly ever on a CPU (--off-cpu)" \
 	eval '[ $rc -eq 0 ] && grep -q "no samples of it: in [0-9][0-9.]* s it was hardly ever on a CPU (it waited: --off-cpu records where)" "$TMP/asleep.out"'
 
