@@ -77,9 +77,10 @@ check_setup() {
 				die "cannot copy bench/pyburn.py into $PYROOT/tmp"
 			PYBURN=/tmp/flamed-bench/pyburn.py
 			PY=(chroot "$PYROOT")
+		else
+			[ -x "$PYTHON" ] || die "no ${PYTHON:-/usr/bin/python3} for the python part: apt-get install python3"
 		fi
 		PY+=("$PYTHON")
-		[ -x "$PYROOT$PYTHON" ] || die "no ${PYTHON:-/usr/bin/python3} for the python part: apt-get install python3"
 		PYV=$("${PY[@]}" -c 'import sys; print("%d.%d" % sys.version_info[:2])') || die "$PYTHON does not run"
 		[[ $PYV =~ ^3\.([89]|1[0-5])$ ]] ||
 			die "$PYTHON is Python $PYV: flamed reads the Python frames of CPython 3.8 to 3.15 (set PYTHON=PATH to one)"

@@ -34,7 +34,6 @@ done
 [ ${#interps[@]} -gt 0 ] || exit 1
 mkdir -p "$ROOT/tmp/flamed-test" && cp "$W/pyspin.py" "$ROOT/tmp/flamed-test/" || { fail "pyroot: copy pyspin.py into the root"; exit 1; }
 
-
 run_flamed pyroot --db "$TMP/flamed.db" --frequency $FREQ --flush-interval 1 --listen 127.0.0.1:0
 
 # Each interpreter once, briefly: its unwind table is built before the measured runs.

@@ -33,7 +33,6 @@ ft=$("$SCRIPTS/python-build.sh" --print t 2> /dev/null) ||
 # version PY: "3.11" of interpreter PY.
 version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }
 
-
 run_flamed python --db "$TMP/flamed.db" --frequency $FREQ --flush-interval 1 --listen 127.0.0.1:0
 
 # Each interpreter once, briefly: its binaries' unwind tables are built before the measured runs.
