@@ -71,7 +71,7 @@ export function comparePanel(root) {
       p.busy(false);
       if (!tree.value) {
         view.destroy();
-        p.status('empty', `The new window has no ${KIND[st.kind].noun}: pick another one on the timeline.${emptyHint(st.kind)}`);
+        p.status('empty', `The new window has no ${KIND[st.kind].noun}: pick another one on the timeline.`, emptyHint(st.kind));
         return;
       }
       p.status('');

@@ -31,14 +31,18 @@ export function offCpuStatus(status) {
   if (now === recorded && why === refused) return;
   recorded = now;
   refused = why;
+  for (const el of document.querySelectorAll('[data-offcpu-hint]')) el.textContent = hintText(el.dataset.offcpuHint);
   for (const fn of listeners) fn();
 }
 
 const START = 'start flamed with --off-cpu';
 const REFUSED = 'it was started with --off-cpu, but the kernel refused its off-CPU program';
 
-// What an empty view of kind adds to its "nothing here" text: why off-CPU time may be missing.
-export function emptyHint(kind) {
+// What an empty view of kind adds to its "nothing here" text: why off-CPU time may be missing. A span that
+// follows the status: a view may say it is empty before the first status has come.
+export const emptyHint = (kind) => h('span', { dataset: { offcpuHint: kind } }, hintText(kind));
+
+function hintText(kind) {
   if (kind === 'cpu') return '';
   if (refused) return ` This flamed records no off-CPU time: ${REFUSED} (${refused}).`;
   if (recorded === false) return ` This flamed does not record off-CPU time: ${START}.`;

@@ -2,7 +2,7 @@
 import { h, fill } from './dom.js';
 
 // Builds a panel inside root. name gives the data-testid of the panel ("name") and of its status
-// line ("name-status"). Returns { el, title, tools, body, status(kind, text), busy(on) }.
+// line ("name-status"). Returns { el, title, tools, body, status(kind, ...text), busy(on) }.
 export function panel(root, name, titleText) {
   const title = h('h2', { class: 'panel-title', testid: `${name}-title` }, titleText);
   const tools = h('div', { class: 'panel-tools' });
@@ -14,7 +14,7 @@ export function panel(root, name, titleText) {
   return {
     el, title, tools, body,
     // kind: 'loading' | 'error' | 'empty' | '' (hidden).
-    status(kind, text = '') {
+    status(kind, ...text) {
       statusEl.hidden = !kind;
       statusEl.className = `status ${kind}`;
       statusEl.dataset.kind = kind;

@@ -117,7 +117,7 @@ export function processesPanel(root) {
       if (!all.length) {
         p.status('empty', st.kind === 'cpu'
           ? 'No samples in this window: is flamed sampling? Samples are stored at each flush; try a longer range.'
-          : `No ${KIND[st.kind].noun} in this window; it is stored at each flush, try a longer range.${emptyHint(st.kind)}`);
+          : `No ${KIND[st.kind].noun} in this window; it is stored at each flush, try a longer range.`, emptyHint(st.kind));
       }
       else p.status('');
     } catch (e) {

@@ -58,7 +58,7 @@ export function profilePanel(root, hooks = {}) {
       if (!tree.value) {
         view.destroy();
         p.status('empty', `No ${KIND[st.kind].noun} of ${who(st)} in this window. Pick a longer range, another window or another ` +
-          `process; samples show up after each flush of the daemon.${emptyHint(st.kind)}`);
+          `process; samples show up after each flush of the daemon.`, emptyHint(st.kind));
         return;
       }
       p.status('');

@@ -43,7 +43,7 @@ export function threadsPanel(root) {
       const total = r.threads.reduce((s, x) => s + x.samples, 0);
       t.set(r.threads.map((x) => ({ ...x, share: total ? x.samples / total : 0 })));
       t.select(S.get().tid);
-      if (!r.threads.length) p.status('empty', `No ${KIND[st.kind].noun} of this process in this window.${emptyHint(st.kind)}`);
+      if (!r.threads.length) p.status('empty', `No ${KIND[st.kind].noun} of this process in this window.`, emptyHint(st.kind));
       else p.status('');
     } catch (e) {
       if (isAbort(e)) return;

@@ -76,7 +76,7 @@ export function timelinePanel(root) {
         h('span', { class: 'sub' }, `${span(from, to)} · ${what}${data.step > 1 ? ` · ${data.step} s per bar` : ''}`));
       fill(key, data.split ? legend([[RUNNING, 'running (on CPU)'], [WAITING, 'waiting (off CPU)']])
         : st.kind === 'offcpu' ? legend([[WAITING, 'waiting (off CPU)']]) : null);
-      p.status(total ? '' : 'empty', total ? '' : `No ${KIND[st.kind].noun} of ${who(st)} in this range.${emptyHint(st.kind)}`);
+      p.status(total ? '' : 'empty', total ? '' : `No ${KIND[st.kind].noun} of ${who(st)} in this range.`, emptyHint(st.kind));
       draw();
     } catch (e) {
       if (isAbort(e)) return;

@@ -55,7 +55,7 @@ export function topPanel(root, onPick) {
       const key = JSON.stringify([filter(st), from, to]); // filter() holds the kind
       if (key !== shown) scroller.scrollTop = 0; // another selection: from the top again
       shown = key;
-      if (!r.functions.length) p.status('empty', `No ${KIND[st.kind].noun} in this window.${emptyHint(st.kind)}`);
+      if (!r.functions.length) p.status('empty', `No ${KIND[st.kind].noun} in this window.`, emptyHint(st.kind));
       else p.status('');
     } catch (e) {
       if (isAbort(e)) return;
