@@ -1,0 +1,137 @@
+/* stackwalk.c - walks a copied user stack with the BPF walk's unwind rules (see stackwalk.h). */
+#include <string.h>
+
+#include "unwind/stackwalk.h"
+
+struct walk {
+	uint64_t ip, sp, bp;
+	const struct stackwalk_copy *c;
+	bool no_fp;
+	struct stackwalk_result *out;
+};
+
+/* Reads the 8 bytes at addr from the copy. Returns false when the copy does not hold them all. */
+static bool read_u64(const struct walk *w, uint64_t addr, uint64_t *v)
+{
+	uint64_t off = addr - w->c->at; /* wraps to a huge value below the copy */
+
+	if (addr < w->c->at || off > w->c->len || w->c->len - off < sizeof(*v))
+		return false;
+	memcpy(v, w->c->bytes + off, sizeof(*v));
+	return true;
+}
+
+/* A step stops the walk with why, or goes on. */
+static bool stop(struct walk *w, enum stackwalk_end why)
+{
+	w->out->end = why;
+	return false;
+}
+
+/* One frame up with the frame pointer: [bp] is the caller's bp, [bp + 8] the return address. Returns
+ * whether the walk goes on. */
+static bool fp_step(struct walk *w)
+{
+	uint64_t bp, ra;
+
+	if (w->no_fp)
+		return stop(w, STACKWALK_FAILED);
+	w->out->used_fp = true;
+	if (!w->bp || w->bp < w->sp)
+		return stop(w, STACKWALK_END); /* the chain ends (or was never there) */
+	if (!read_u64(w, w->bp, &bp) || !read_u64(w, w->bp + 8, &ra))
+		return stop(w, STACKWALK_SHORT); /* bp >= sp >= the copy's start: past its end */
+	w->sp = w->bp + 16;
+	w->bp = bp;
+	w->ip = ra;
+	return ra ? true : stop(w, STACKWALK_END);
+}
+
+/* One frame up with the row r. Returns whether the walk goes on. */
+static bool table_step(struct walk *w, const struct unwind_row *r)
+{
+	uint8_t cfa_kind = UNWIND_CFA_KIND(r->kinds), rbp_kind = UNWIND_RBP_KIND(r->kinds);
+	uint64_t cfa, ra, bp = w->bp;
+
+	if (cfa_kind == UNWIND_CFA_NONE)
+		return fp_step(w);
+	if (cfa_kind == UNWIND_CFA_END)
+		return stop(w, STACKWALK_END);
+	w->out->used_table = true;
+	if (cfa_kind == UNWIND_CFA_RSP)
+		cfa = w->sp + r->cfa_off;
+	else if (cfa_kind == UNWIND_CFA_RBP)
+		cfa = w->bp + r->cfa_off;
+	else if (cfa_kind == UNWIND_CFA_PLT)
+		cfa = w->sp + r->cfa_off + ((w->ip & 15) >= (uint64_t)(uint8_t)r->rbp_off ? 8 : 0);
+	else
+		return stop(w, STACKWALK_FAILED);
+	if (cfa <= w->sp)
+		return stop(w, STACKWALK_FAILED); /* a stack only grows down */
+	if (!read_u64(w, cfa - 8, &ra))
+		return stop(w, STACKWALK_SHORT);
+	if (cfa_kind != UNWIND_CFA_PLT && rbp_kind == UNWIND_RBP_CFA) {
+		if (!read_u64(w, cfa + (int64_t)r->rbp_off * 8, &bp))
+			bp = 0;
+	} else if (rbp_kind == UNWIND_RBP_OTHER) {
+		bp = 0;
+	}
+	w->ip = ra;
+	w->sp = cfa;
+	w->bp = bp;
+	return ra ? true : stop(w, STACKWALK_END);
+}
+
+/* The mapping of p holding addr, or NULL. */
+static const struct unwind_mapping *mapping_find(const struct unwind_proc *p, uint64_t addr)
+{
+	uint32_t lo = 0, hi = p->n < UNWIND_MAX_MAPPINGS ? p->n : UNWIND_MAX_MAPPINGS;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (addr < p->m[mid].start)
+			hi = mid;
+		else if (addr >= p->m[mid].end)
+			lo = mid + 1;
+		else
+			return &p->m[mid];
+	}
+	return NULL;
+}
+
+void stackwalk(const struct unwind_proc *p, stackwalk_row_fn row, void *ctx, const struct stackwalk_regs *r,
+	       const struct stackwalk_copy *c, bool no_fp, uint64_t *ips, size_t max, struct stackwalk_result *out)
+{
+	struct walk w = { .ip = r->ip, .sp = r->sp, .bp = r->bp, .c = c, .no_fp = no_fp, .out = out };
+
+	memset(out, 0, sizeof(*out));
+	out->end = STACKWALK_TRUNCATED;
+	if (!w.ip) {
+		out->end = STACKWALK_END;
+		return;
+	}
+	while (out->n < max) {
+		const struct unwind_mapping *m;
+		struct unwind_row rw;
+		uint64_t pc;
+		bool on;
+
+		if (w.ip >= STACKWALK_USER_TOP) { /* no user code is there: a frame pointer (or a stack) that lied */
+			out->end = STACKWALK_FAILED;
+			return;
+		}
+		pc = out->n ? w.ip - 1 : w.ip; /* a return address may be past the end of its call's function */
+		m = mapping_find(p, pc);
+		ips[out->n++] = w.ip;
+		if (!m)
+			out->unknown = true;
+		if (!m || m->table == UNWIND_NO_TABLE || pc - m->bias > 0xffffffffULL ||
+		    row(ctx, m->table, m->nrows, (uint32_t)(pc - m->bias), &rw))
+			on = fp_step(&w);
+		else
+			on = table_step(&w, &rw);
+		if (!on)
+			return;
+	}
+}
