@@ -1,0 +1,284 @@
+/* test_stackwalk.c - stackwalk on real stacks (root): a thread of this test stops in a chain of calls,
+ * keeps its registers and a copy of its stack, and the copy is walked with the tables the unwinder put in
+ * real BPF maps for this process; the frames must be glibc's backtrace() of the same point. Then the
+ * copy cut short, no tables (with and without frame pointers), and random copies and registers. */
+#include <errno.h>
+#include <execinfo.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/types.h>
+#include <bpf/bpf.h>
+
+#include "check.h"
+#include "unwind.h"
+#include "unwind/stackwalk.h"
+#include "unwind/unwinder.h"
+#include "unwindmaps.h"
+
+#define COPY_MAX (64 * 1024) /* the stack kept: at most this much from the sampled sp */
+#define MAX_FRAMES 127
+#define RANDOM_ROUNDS 20000
+
+/* What the thread kept where it stopped. */
+struct snap {
+	struct stackwalk_regs regs;
+	uint8_t copy[COPY_MAX];
+	size_t len;
+	void *bt[MAX_FRAMES]; /* backtrace() from the same function */
+	int nbt;
+	uint64_t stack_top;   /* the thread's stack ends here */
+};
+
+static struct snap snap;
+static volatile int sink;
+
+/* Keeps the registers (at the instruction after the lea: rsp and rbp are the same there), the stack from
+ * rsp up to the thread's stack top (at most COPY_MAX), and glibc's backtrace. The copy reads the callers'
+ * frames, redzones too: byte by byte through volatile, out of AddressSanitizer's sight, as the BPF
+ * program reads a stack. */
+__attribute__((noinline, no_sanitize_address)) static void stop_here(void)
+{
+	const volatile uint8_t *stack;
+	uint64_t ip, sp, bp;
+
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
+	snap.regs = (struct stackwalk_regs){ .ip = ip, .sp = sp, .bp = bp };
+	snap.len = snap.stack_top - sp < COPY_MAX ? snap.stack_top - sp : COPY_MAX;
+	stack = (const volatile uint8_t *)(uintptr_t)sp;
+	for (size_t i = 0; i < snap.len; i++)
+		snap.copy[i] = stack[i];
+	snap.nbt = backtrace(snap.bt, MAX_FRAMES);
+	sink++;
+}
+
+/* A chain with frames of several shapes: a big one, one kept in rbp (alloca), a plain one. */
+__attribute__((noinline)) static void chain_c(int n)
+{
+	volatile char big[3000];
+
+	big[n & 1023] = (char)n;
+	stop_here();
+	sink += big[(n + 1) & 1023];
+}
+
+__attribute__((noinline)) static void chain_b(int n)
+{
+	char *p = __builtin_alloca((size_t)n + 32);
+
+	memset(p, 1, (size_t)n + 32);
+	chain_c(n + p[n]);
+	sink += p[0];
+}
+
+__attribute__((noinline)) static void chain_a(int n)
+{
+	chain_b(n + 1);
+	sink++;
+}
+
+static void *thread_main(void *arg)
+{
+	pthread_attr_t attr;
+	void *addr;
+	size_t size;
+
+	(void)arg;
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		pthread_attr_getstack(&attr, &addr, &size);
+		snap.stack_top = (uint64_t)(uintptr_t)addr + size;
+		pthread_attr_destroy(&attr);
+	}
+	chain_a(40);
+	return NULL;
+}
+
+/* Rows from the maps, as the BPF side finds them: the last row whose pc is <= pc. */
+static int map_row(void *ctx, uint32_t table, uint32_t nrows, uint32_t pc, struct unwind_row *row)
+{
+	const struct maps *m = ctx;
+	__u32 slot = UNWIND_SLOT(table), inner_id, lo = 0, hi = nrows, mid;
+	int inner = -1, rc = -1;
+
+	if (bpf_map_lookup_elem(m->tables, &slot, &inner_id) == 0)
+		inner = bpf_map_get_fd_by_id(inner_id);
+	if (inner < 0)
+		return -1;
+	while (lo + 1 < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (bpf_map_lookup_elem(inner, &mid, row))
+			goto out;
+		if (row->pc <= pc)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (nrows && bpf_map_lookup_elem(inner, &lo, row) == 0 && row->pc <= pc)
+		rc = 0;
+out:
+	close(inner);
+	return rc;
+}
+
+static const char *end_name(enum stackwalk_end e)
+{
+	static const char *const names[] = { "end", "failed", "short", "truncated" };
+
+	return (unsigned)e < sizeof(names) / sizeof(names[0]) ? names[e] : "?";
+}
+
+/* The walk of the whole copy is backtrace()'s: the same return addresses from the first caller on. */
+static void test_whole(const struct maps *m, const struct unwind_proc *p)
+{
+	uint64_t ips[MAX_FRAMES];
+	struct stackwalk_copy c = { .at = snap.regs.sp, .bytes = snap.copy, .len = snap.len };
+	struct stackwalk_result res;
+	int same = 0, skip = 1;
+
+	stackwalk(p, map_row, (void *)m, &snap.regs, &c, true, ips, MAX_FRAMES, &res);
+	/* backtrace()'s first frame is in stop_here (AddressSanitizer's interceptor adds one more): the
+	 * callers start where the walk's first return address is. */
+	while (skip < snap.nbt - 1 && res.n > 1 && (void *)ips[1] != snap.bt[skip])
+		skip++;
+	printf("# walked %zu frames (%s), backtrace %d from its frame %d; copy %zu bytes\n", res.n, end_name(res.end),
+	       snap.nbt, skip, snap.len);
+	for (size_t i = 0; i < res.n; i++)
+		printf("#   %2zu %#" PRIx64 "%s\n", i, ips[i],
+		       i && (int)i - 1 + skip < snap.nbt && (void *)ips[i] == snap.bt[i - 1 + skip] ? "" : " *");
+	for (int i = skip; i < snap.nbt && (size_t)(i - skip + 1) < res.n; i++)
+		same += (void *)ips[i - skip + 1] == snap.bt[i];
+	CHECK(res.n >= 6, "a thread stopped 5 calls deep walks 6 frames or more (%zu)", res.n);
+	CHECK(ips[0] == snap.regs.ip, "the first frame is the sampled ip");
+	CHECK(res.end == STACKWALK_END, "the walk reaches the thread's outermost frame (%s)", end_name(res.end));
+	CHECK((int)res.n == snap.nbt - skip + 1 && same == snap.nbt - skip,
+	      "every caller is backtrace()'s, in order (%d of %d alike, %zu walked)", same, snap.nbt - skip, res.n);
+	CHECK(res.used_table && !res.used_fp && !res.unknown, "tables alone walked it, every frame in a mapping");
+}
+
+/* A copy cut short ends the walk where it needs what is not there, with the frames up to it. */
+static void test_short(const struct maps *m, const struct unwind_proc *p)
+{
+	uint64_t ips[MAX_FRAMES], whole[MAX_FRAMES];
+	struct stackwalk_copy c = { .at = snap.regs.sp, .bytes = snap.copy, .len = snap.len };
+	struct stackwalk_result res, all;
+	bool prefix = true;
+
+	stackwalk(p, map_row, (void *)m, &snap.regs, &c, true, whole, MAX_FRAMES, &all);
+	c.len = 64;
+	stackwalk(p, map_row, (void *)m, &snap.regs, &c, true, ips, MAX_FRAMES, &res);
+	for (size_t i = 0; i < res.n && i < all.n; i++)
+		prefix &= ips[i] == whole[i];
+	CHECK(res.end == STACKWALK_SHORT && res.n >= 1 && res.n < all.n && prefix,
+	      "64 bytes of copy: the walk stops short (%s) after %zu of %zu frames, the same ones", end_name(res.end),
+	      res.n, all.n);
+	c.len = snap.len;
+	stackwalk(p, map_row, (void *)m, &snap.regs, &c, true, ips, 3, &res);
+	CHECK(res.end == STACKWALK_TRUNCATED && res.n == 3, "room for 3 frames: 3 written, truncated (%s, %zu)",
+	      end_name(res.end), res.n);
+	c.len = 0;
+	stackwalk(p, map_row, (void *)m, &snap.regs, &c, true, ips, MAX_FRAMES, &res);
+	CHECK(res.n == 1 && res.end == STACKWALK_SHORT, "no copy: the sampled ip alone, short (%zu, %s)", res.n,
+	      end_name(res.end));
+}
+
+/* Without tables: frame pointers, or a failure at once with no_fp. */
+static void test_no_tables(const struct unwind_proc *p)
+{
+	static struct unwind_proc bare;
+	uint64_t ips[MAX_FRAMES];
+	struct stackwalk_copy c = { .at = snap.regs.sp, .bytes = snap.copy, .len = snap.len };
+	struct stackwalk_result res;
+
+	bare = *p;
+	for (__u32 i = 0; i < bare.n && i < UNWIND_MAX_MAPPINGS; i++)
+		bare.m[i].table = UNWIND_NO_TABLE;
+	stackwalk(&bare, map_row, NULL, &snap.regs, &c, true, ips, MAX_FRAMES, &res);
+	CHECK(res.n == 1 && res.end == STACKWALK_FAILED, "no tables, no frame pointers allowed: 1 frame, failed (%zu, %s)",
+	      res.n, end_name(res.end));
+	stackwalk(&bare, map_row, NULL, &snap.regs, &c, false, ips, MAX_FRAMES, &res);
+	CHECK(res.used_fp && !res.used_table && res.n >= 1 && res.n <= MAX_FRAMES,
+	      "no tables: frame pointers walked (%zu frames, %s; this build keeps none, so few)", res.n, end_name(res.end));
+	bare.n = 0;
+	stackwalk(&bare, map_row, NULL, &snap.regs, &c, false, ips, MAX_FRAMES, &res);
+	CHECK(res.unknown, "no mappings: the frames are in none, and it says so");
+}
+
+/* Random registers and copies (some of them the real copy with random words): every walk ends, within
+ * max frames, reading nothing outside the copy (ASan watches). */
+static void test_random(const struct maps *m, const struct unwind_proc *p)
+{
+	static uint8_t junk[4096];
+	uint64_t ips[MAX_FRAMES];
+	struct stackwalk_result res;
+	size_t bad = 0, frames = 0;
+
+	srand(7);
+	for (int r = 0; r < RANDOM_ROUNDS; r++) {
+		struct stackwalk_regs regs = snap.regs;
+		struct stackwalk_copy c = { .at = snap.regs.sp, .bytes = snap.copy, .len = snap.len };
+
+		for (size_t i = 0; i < sizeof(junk); i++)
+			junk[i] = (uint8_t)rand();
+		if (r & 1) {
+			c.bytes = junk;
+			c.len = (size_t)rand() % sizeof(junk);
+			memcpy(&regs.bp, junk + 8, 8);
+			if (r & 2)
+				regs.sp = UINT64_MAX - (uint64_t)(rand() % 64);
+			c.at = regs.sp;
+		} else {
+			static uint8_t mixed[COPY_MAX];
+
+			memcpy(mixed, snap.copy, snap.len);
+			for (int k = 0; k < 8; k++) {
+				size_t at = ((size_t)rand() % (snap.len / 8)) * 8;
+				memcpy(mixed + at, junk + k * 8, 8);
+			}
+			c.bytes = mixed;
+		}
+		stackwalk(p, map_row, (void *)m, &regs, &c, r % 3 == 0, ips, 1 + (size_t)(r % MAX_FRAMES), &res);
+		bad += res.n > 1 + (size_t)(r % MAX_FRAMES) || (res.n && ips[0] != regs.ip);
+		frames += res.n;
+	}
+	CHECK(bad == 0, "%d random walks ended within their room, each from its ip (%zu frames in all)", RANDOM_ROUNDS,
+	      frames);
+}
+
+int main(void)
+{
+	struct maps m;
+	struct unwind_proc p;
+	struct unwinder *u;
+	pthread_t t;
+	__u32 pid = (__u32)getpid();
+	int err;
+
+	if (geteuid() != 0) {
+		SKIP("stackwalk", "needs root for BPF maps");
+		return 0;
+	}
+	err = make_maps(&m, 16, 8);
+	CHECK(err == 0, "BPF maps made (%d)", err);
+	if (err)
+		return CHECK_EXIT();
+	CHECK(pthread_create(&t, NULL, thread_main, NULL) == 0 && pthread_join(t, NULL) == 0, "the thread ran and stopped");
+	u = new_unwinder(&m, 16, 8, 64 << 20);
+	err = u ? unwinder_add(u, pid, 1) : -1;
+	CHECK(err == 0, "the unwinder loads this process's tables (%d)", err);
+	err = bpf_map_lookup_elem(m.procs, &pid, &p);
+	CHECK(err == 0 && p.n > 0, "this process's mappings are in the map");
+	if (err == 0 && u && snap.len) {
+		test_whole(&m, &p);
+		test_short(&m, &p);
+		test_no_tables(&p);
+		test_random(&m, &p);
+	}
+	unwinder_free(u);
+	close_maps(&m);
+	return CHECK_EXIT();
+}
