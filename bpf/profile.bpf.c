@@ -611,23 +611,7 @@ static long walk_step(__u64 index, void *ctx)
 	return native_done(w, wc, table_step(w, &c->row));
 }
 
-/* Asks the daemon to read pid's mappings again, at most once per REFRESH_GAP_NS. */
-static __always_inline void ask_refresh(__u32 pid)
-{
-	struct seen_process *known = bpf_map_lookup_elem(&seen, &pid);
-	struct process_event *e;
-	__u64 now = bpf_ktime_get_ns();
-
-	if (!known || now - known->refresh_ns < REFRESH_GAP_NS)
-		return;
-	known->refresh_ns = now;
-	e = event_new(&events, pid, PROCESS_MAPPINGS, known->token, STAT_EVENTS_LOST);
-	if (!e)
-		return;
-	e->start_ns = known->start;
-	bpf_ringbuf_submit(e, 0);
-	stat_inc(STAT_UNWIND_REFRESH);
-}
+#include "events.h"
 
 /* The user registers a walk starts from: where user code was interrupted, or where it entered the
  * kernel (and then for which system call: off-CPU's blocks are told apart by it). */
@@ -751,36 +735,6 @@ static __always_inline void count(void *counts, struct sample_key *key)
 {
 	key->flags &= ~SAMPLE_WALK_PARTIAL;
 	stat_inc(map_add(counts, key, 1) ? STAT_COUNTS_FULL : STAT_SAMPLES);
-}
-
-#include "forks.h"
-
-/* Reports a process's first samples (pid and start time) through the events ring buffer. */
-static __always_inline void note_process(struct task_struct *task, __u32 pid)
-{
-	__u64 start = task->group_leader->start_time, now = bpf_ktime_get_ns();
-	struct seen_process *known = bpf_map_lookup_elem(&seen, &pid), fresh = { .start = start };
-	struct process_event *e;
-	__u64 token = now; /* a new entry's */
-
-	if (known && known->start == start) {
-		if (known->reports >= REPORTS || now - known->last_ns < (REPORT_GAP_NS << (known->reports - 1)))
-			return;
-		known->reports++;
-		known->last_ns = now;
-		token = known->token;
-	} else {
-		fresh.last_ns = now;
-		fresh.token = token;
-		fresh.reports = 1;
-		bpf_map_update_elem(&seen, &pid, &fresh, BPF_ANY);
-	}
-	e = event_new(&events, pid, PROCESS_NEW, token, STAT_EVENTS_LOST);
-	if (!e)
-		return;
-	e->start_ns = start;
-	parent_of(task, pid, start, &e->ppid, &e->ppid_start_ns);
-	bpf_ringbuf_submit(e, 0);
 }
 
 SEC("perf_event")
