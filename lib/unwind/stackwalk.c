@@ -7,6 +7,9 @@ struct walk {
 	uint64_t ip, sp, bp;
 	const struct stackwalk_copy *c;
 	bool no_fp;
+	bool fp_ended; /* a frame pointer chain ended (its code had no table: JIT, the vDSO) */
+	const struct stackwalk_py *py;
+	size_t py_at;  /* the next of py's frames */
 	struct stackwalk_result *out;
 };
 
@@ -37,8 +40,10 @@ static bool fp_step(struct walk *w)
 	if (w->no_fp)
 		return stop(w, STACKWALK_FAILED);
 	w->out->used_fp = true;
-	if (!w->bp || w->bp < w->sp)
+	if (!w->bp || w->bp < w->sp) {
+		w->fp_ended = true;
 		return stop(w, STACKWALK_END); /* the chain ends (or was never there) */
+	}
 	if (!read_u64(w, w->bp, &bp) || !read_u64(w, w->bp + 8, &ra))
 		return stop(w, STACKWALK_SHORT); /* bp >= sp >= the copy's start: past its end */
 	w->sp = w->bp + 16;
@@ -100,10 +105,45 @@ static const struct unwind_mapping *mapping_find(const struct unwind_proc *p, ui
 	return NULL;
 }
 
-void stackwalk(const struct unwind_proc *p, stackwalk_row_fn row, void *ctx, const struct stackwalk_regs *r,
-	       const struct stackwalk_copy *c, bool no_fp, uint64_t *ips, size_t max, struct stackwalk_result *out)
+/* Whether Python frames are left to write. */
+static bool py_left(const struct walk *w)
 {
-	struct walk w = { .ip = r->ip, .sp = r->sp, .bp = r->bp, .c = c, .no_fp = no_fp, .out = out };
+	for (size_t i = w->py_at; w->py && i < w->py->n; i++)
+		if (w->py->frames[i] != STACKWALK_PY_END)
+			return true;
+	return false;
+}
+
+static bool py_in_eval(const struct stackwalk_py *py, uint64_t pc)
+{
+	return (pc >= py->eval_start[0] && pc < py->eval_end[0]) || (pc >= py->eval_start[1] && pc < py->eval_end[1]);
+}
+
+/* Writes Python frames into ips (at most max in all): the next eval-loop call's (to its end mark), or
+ * with all every one left. */
+static void py_write(struct walk *w, bool all, uint64_t *ips, size_t max)
+{
+	while (w->py_at < w->py->n) {
+		uint64_t f = w->py->frames[w->py_at++];
+
+		if (f == STACKWALK_PY_END) {
+			if (all)
+				continue;
+			return;
+		}
+		if (w->out->n < max) {
+			ips[w->out->n++] = f;
+			w->out->py_written++;
+		}
+	}
+}
+
+void stackwalk(const struct unwind_proc *p, stackwalk_row_fn row, void *ctx, const struct stackwalk_regs *r,
+	       const struct stackwalk_copy *c, const struct stackwalk_py *py, bool no_fp, uint64_t *ips, size_t max,
+	       struct stackwalk_result *out)
+{
+	struct walk w = { .ip = r->ip, .sp = r->sp, .bp = r->bp, .c = c, .no_fp = no_fp, .py = py, .out = out };
+	size_t steps = 0;
 
 	memset(out, 0, sizeof(*out));
 	out->end = STACKWALK_TRUNCATED;
@@ -119,11 +159,15 @@ void stackwalk(const struct unwind_proc *p, stackwalk_row_fn row, void *ctx, con
 
 		if (w.ip >= STACKWALK_USER_TOP) { /* no user code is there: a frame pointer (or a stack) that lied */
 			out->end = STACKWALK_FAILED;
-			return;
+			break;
 		}
-		pc = out->n ? w.ip - 1 : w.ip; /* a return address may be past the end of its call's function */
+		/* A return address may be past the end of its call's function. */
+		pc = steps++ ? w.ip - 1 : w.ip;
 		m = mapping_find(p, pc);
-		ips[out->n++] = w.ip;
+		if (py_left(&w) && py_in_eval(py, pc))
+			py_write(&w, false, ips, max); /* its Python frames in its place */
+		else
+			ips[out->n++] = w.ip;
 		if (!m)
 			out->unknown = true;
 		if (!m || m->table == UNWIND_NO_TABLE || pc - m->bias > 0xffffffffULL ||
@@ -132,6 +176,11 @@ void stackwalk(const struct unwind_proc *p, stackwalk_row_fn row, void *ctx, con
 		else
 			on = table_step(&w, &rw);
 		if (!on)
-			return;
+			break;
+	}
+	/* Stopped early with Python frames left: they go after what was walked (their callers are lost). */
+	if ((out->end == STACKWALK_FAILED || out->end == STACKWALK_SHORT || w.fp_ended) && py_left(&w)) {
+		py_write(&w, true, ips, max);
+		out->py_appended = true;
 	}
 }

@@ -42,12 +42,28 @@ struct stackwalk_result {
 	enum stackwalk_end end;
 	bool used_table, used_fp;
 	bool unknown;            /* a frame in no mapping of the process */
+	size_t py_written;       /* Python frames written */
+	bool py_appended;        /* the walk stopped early: the Python frames left were written after it */
+};
+
+/* A Python process's frames, read when the sample was taken (bpf/defer.h): innermost first, PY_FRAME
+ * values, the frames of each eval-loop call closed by STACKWALK_PY_END. The walk writes each call's
+ * frames in place of its eval-loop frame (pc in [eval_start[i], eval_end[i])), as the BPF walk does;
+ * when the walk stops early (failed, or its frame pointers led nowhere) the frames left are written
+ * after it. */
+#define STACKWALK_PY_END 0ULL
+struct stackwalk_py {
+	const uint64_t *frames;
+	size_t n;
+	uint64_t eval_start[2], eval_end[2];
 };
 
 /* Walks from r over the mappings p (sorted by start, as unwind_procs holds them) with rows from row(ctx,
  * ...) and frame pointers where a mapping has no table (never, with no_fp), writing at most max return
- * addresses into ips (the first is r->ip, as the BPF walk writes them). Reads the stack only from c. */
+ * addresses into ips (the first is r->ip, as the BPF walk writes them), with py's Python frames (NULL:
+ * none). Reads the stack only from c. */
 void stackwalk(const struct unwind_proc *p, stackwalk_row_fn row, void *ctx, const struct stackwalk_regs *r,
-	       const struct stackwalk_copy *c, bool no_fp, uint64_t *ips, size_t max, struct stackwalk_result *out);
+	       const struct stackwalk_copy *c, const struct stackwalk_py *py, bool no_fp, uint64_t *ips, size_t max,
+	       struct stackwalk_result *out);
 
 #endif

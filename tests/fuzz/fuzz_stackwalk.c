@@ -13,6 +13,7 @@
 #define MAX_MAPS 4
 #define MAX_ROWS 64
 #define ROOM 32
+#define MAX_PY 16
 
 struct tables {
 	struct unwind_row rows[MAX_ROWS];
@@ -49,12 +50,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct stackwalk_copy c;
 	struct stackwalk_result res;
 	struct tables t = { .n = 0 };
-	uint64_t ips[ROOM];
+	uint64_t ips[ROOM], pyf[MAX_PY];
+	struct stackwalk_py py = { .frames = pyf };
 	size_t pos, room;
 	uint8_t nmaps, nrows, flags;
 
 	/* regs (24), flags (1: bit 0 no_fp; the rest the room), mappings (count, then start, size, bias,
-	 * nrows, table: 26 each), rows (count, then 8 each), the copy. */
+	 * nrows, table: 26 each), rows (count, then 8 each), Python frames (count, then 8 each; 0 ends an
+	 * eval-loop call's; the eval loop is the first half of the first mapping), the copy. */
 	if (size < 27)
 		return 0;
 	memcpy(&r, data, 24);
@@ -83,14 +86,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		pos += 8;
 	}
 	qsort(t.rows, t.n, sizeof(t.rows[0]), by_pc);
+	if (pos < size) {
+		uint8_t npy = data[pos++] % (MAX_PY + 1);
+
+		for (uint8_t i = 0; i < npy && size - pos >= 8; i++) {
+			memcpy(&pyf[py.n++], data + pos, 8);
+			pos += 8;
+		}
+	}
+	if (p.n) {
+		py.eval_start[0] = p.m[0].start;
+		py.eval_end[0] = p.m[0].start + (p.m[0].end - p.m[0].start) / 2;
+	}
 	c.at = r.sp;
 	c.bytes = data + pos;
 	c.len = size - pos;
 	room = 1 + (flags >> 1) % ROOM;
-	stackwalk(&p, rows_of, &t, &r, &c, flags & 1, ips, room, &res);
+	stackwalk(&p, rows_of, &t, &r, &c, py.n ? &py : NULL, flags & 1, ips, room, &res);
 	FUZZ_ASSERT(res.n <= room);
-	FUZZ_ASSERT(!res.n || ips[0] == r.ip);
-	FUZZ_ASSERT(res.n || (!r.ip && res.end == STACKWALK_END) || (r.ip >= STACKWALK_USER_TOP && res.end == STACKWALK_FAILED));
+	FUZZ_ASSERT(res.py_written <= py.n && res.py_written <= res.n);
+	/* Without Python frames the first is the sampled ip (with them, an eval-loop ip's place may hold
+	 * its call's frames, or none). */
+	FUZZ_ASSERT(py.n || !res.n || ips[0] == r.ip);
+	FUZZ_ASSERT(py.n || res.n || (!r.ip && res.end == STACKWALK_END) ||
+		    (r.ip >= STACKWALK_USER_TOP && res.end == STACKWALK_FAILED));
 	FUZZ_ASSERT(res.end <= STACKWALK_TRUNCATED);
 	FUZZ_ASSERT(res.end != STACKWALK_TRUNCATED || res.n == room);
 	return 0;

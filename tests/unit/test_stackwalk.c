@@ -19,84 +19,10 @@
 #include "unwind.h"
 #include "unwind/stackwalk.h"
 #include "unwind/unwinder.h"
+#include "stacksnap.h"
 #include "unwindmaps.h"
 
-#define COPY_MAX (64 * 1024) /* the stack kept: at most this much from the sampled sp */
-#define MAX_FRAMES 127
 #define RANDOM_ROUNDS 20000
-
-/* What the thread kept where it stopped. */
-struct snap {
-	struct stackwalk_regs regs;
-	uint8_t copy[COPY_MAX];
-	size_t len;
-	void *bt[MAX_FRAMES]; /* backtrace() from the same function */
-	int nbt;
-	uint64_t stack_top;   /* the thread's stack ends here */
-};
-
-static struct snap snap;
-static volatile int sink;
-
-/* Keeps the registers (at the instruction after the lea: rsp and rbp are the same there), the stack from
- * rsp up to the thread's stack top (at most COPY_MAX), and glibc's backtrace. The copy reads the callers'
- * frames, redzones too: byte by byte through volatile, out of AddressSanitizer's sight, as the BPF
- * program reads a stack. */
-__attribute__((noinline, no_sanitize_address)) static void stop_here(void)
-{
-	const volatile uint8_t *stack;
-	uint64_t ip, sp, bp;
-
-	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
-	snap.regs = (struct stackwalk_regs){ .ip = ip, .sp = sp, .bp = bp };
-	snap.len = snap.stack_top - sp < COPY_MAX ? snap.stack_top - sp : COPY_MAX;
-	stack = (const volatile uint8_t *)(uintptr_t)sp;
-	for (size_t i = 0; i < snap.len; i++)
-		snap.copy[i] = stack[i];
-	snap.nbt = backtrace(snap.bt, MAX_FRAMES);
-	sink++;
-}
-
-/* A chain with frames of several shapes: a big one, one kept in rbp (alloca), a plain one. */
-__attribute__((noinline)) static void chain_c(int n)
-{
-	volatile char big[3000];
-
-	big[n & 1023] = (char)n;
-	stop_here();
-	sink += big[(n + 1) & 1023];
-}
-
-__attribute__((noinline)) static void chain_b(int n)
-{
-	char *p = __builtin_alloca((size_t)n + 32);
-
-	memset(p, 1, (size_t)n + 32);
-	chain_c(n + p[n]);
-	sink += p[0];
-}
-
-__attribute__((noinline)) static void chain_a(int n)
-{
-	chain_b(n + 1);
-	sink++;
-}
-
-static void *thread_main(void *arg)
-{
-	pthread_attr_t attr;
-	void *addr;
-	size_t size;
-
-	(void)arg;
-	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-		pthread_attr_getstack(&attr, &addr, &size);
-		snap.stack_top = (uint64_t)(uintptr_t)addr + size;
-		pthread_attr_destroy(&attr);
-	}
-	chain_a(40);
-	return NULL;
-}
 
 /* Rows from the maps, as the BPF side finds them: the last row whose pc is <= pc. */
 static int map_row(void *ctx, uint32_t table, uint32_t nrows, uint32_t pc, struct unwind_row *row)
@@ -140,7 +66,7 @@ static void test_whole(const struct maps *m, const struct unwind_proc *p)
 	struct stackwalk_result res;
 	int same = 0, skip = 1;
 
-	stackwalk(p, map_row, (void *)m, &snap.regs, &c, true, ips, MAX_FRAMES, &res);
+	stackwalk(p, map_row, (void *)m, &snap.regs, &c, NULL, true, ips, MAX_FRAMES, &res);
 	/* backtrace()'s first frame is in stop_here (AddressSanitizer's interceptor adds one more): the
 	 * callers start where the walk's first return address is. */
 	while (skip < snap.nbt - 1 && res.n > 1 && (void *)ips[1] != snap.bt[skip])
@@ -168,20 +94,20 @@ static void test_short(const struct maps *m, const struct unwind_proc *p)
 	struct stackwalk_result res, all;
 	bool prefix = true;
 
-	stackwalk(p, map_row, (void *)m, &snap.regs, &c, true, whole, MAX_FRAMES, &all);
+	stackwalk(p, map_row, (void *)m, &snap.regs, &c, NULL, true, whole, MAX_FRAMES, &all);
 	c.len = 64;
-	stackwalk(p, map_row, (void *)m, &snap.regs, &c, true, ips, MAX_FRAMES, &res);
+	stackwalk(p, map_row, (void *)m, &snap.regs, &c, NULL, true, ips, MAX_FRAMES, &res);
 	for (size_t i = 0; i < res.n && i < all.n; i++)
 		prefix &= ips[i] == whole[i];
 	CHECK(res.end == STACKWALK_SHORT && res.n >= 1 && res.n < all.n && prefix,
 	      "64 bytes of copy: the walk stops short (%s) after %zu of %zu frames, the same ones", end_name(res.end),
 	      res.n, all.n);
 	c.len = snap.len;
-	stackwalk(p, map_row, (void *)m, &snap.regs, &c, true, ips, 3, &res);
+	stackwalk(p, map_row, (void *)m, &snap.regs, &c, NULL, true, ips, 3, &res);
 	CHECK(res.end == STACKWALK_TRUNCATED && res.n == 3, "room for 3 frames: 3 written, truncated (%s, %zu)",
 	      end_name(res.end), res.n);
 	c.len = 0;
-	stackwalk(p, map_row, (void *)m, &snap.regs, &c, true, ips, MAX_FRAMES, &res);
+	stackwalk(p, map_row, (void *)m, &snap.regs, &c, NULL, true, ips, MAX_FRAMES, &res);
 	CHECK(res.n == 1 && res.end == STACKWALK_SHORT, "no copy: the sampled ip alone, short (%zu, %s)", res.n,
 	      end_name(res.end));
 }
@@ -197,15 +123,50 @@ static void test_no_tables(const struct unwind_proc *p)
 	bare = *p;
 	for (__u32 i = 0; i < bare.n && i < UNWIND_MAX_MAPPINGS; i++)
 		bare.m[i].table = UNWIND_NO_TABLE;
-	stackwalk(&bare, map_row, NULL, &snap.regs, &c, true, ips, MAX_FRAMES, &res);
+	stackwalk(&bare, map_row, NULL, &snap.regs, &c, NULL, true, ips, MAX_FRAMES, &res);
 	CHECK(res.n == 1 && res.end == STACKWALK_FAILED, "no tables, no frame pointers allowed: 1 frame, failed (%zu, %s)",
 	      res.n, end_name(res.end));
-	stackwalk(&bare, map_row, NULL, &snap.regs, &c, false, ips, MAX_FRAMES, &res);
+	stackwalk(&bare, map_row, NULL, &snap.regs, &c, NULL, false, ips, MAX_FRAMES, &res);
 	CHECK(res.used_fp && !res.used_table && res.n >= 1 && res.n <= MAX_FRAMES,
 	      "no tables: frame pointers walked (%zu frames, %s; this build keeps none, so few)", res.n, end_name(res.end));
 	bare.n = 0;
-	stackwalk(&bare, map_row, NULL, &snap.regs, &c, false, ips, MAX_FRAMES, &res);
+	stackwalk(&bare, map_row, NULL, &snap.regs, &c, NULL, false, ips, MAX_FRAMES, &res);
 	CHECK(res.unknown, "no mappings: the frames are in none, and it says so");
+}
+
+/* Python frames in place of an eval-loop frame: chain_b's return address taken as the eval loop's, two
+ * calls' frames given (P1 P2 | P3). The first call's go where chain_b was; the second has no eval frame
+ * left, so a walk that ends well leaves it, and one cut short writes it after what it walked. */
+static void test_python(const struct maps *m, const struct unwind_proc *p)
+{
+	uint64_t plain[MAX_FRAMES], ips[MAX_FRAMES];
+	const uint64_t frames[] = { 0x5000000000010001ULL, 0x5000000000020002ULL, STACKWALK_PY_END,
+				    0x5000000000030003ULL, STACKWALK_PY_END };
+	struct stackwalk_copy c = { .at = snap.regs.sp, .bytes = snap.copy, .len = snap.len };
+	struct stackwalk_py py = { .frames = frames, .n = sizeof(frames) / sizeof(frames[0]) };
+	struct stackwalk_result res, all;
+	bool same = true;
+
+	stackwalk(p, map_row, (void *)m, &snap.regs, &c, NULL, true, plain, MAX_FRAMES, &all);
+	if (all.n < 5)
+		return;
+	/* plain: stop_here, chain_c, chain_b, chain_a, ...: chain_b's return address is plain[2]. */
+	py.eval_start[0] = plain[2] - 1;
+	py.eval_end[0] = plain[2];
+	stackwalk(p, map_row, (void *)m, &snap.regs, &c, &py, true, ips, MAX_FRAMES, &res);
+	for (size_t i = 3; i < all.n && i + 1 < res.n; i++)
+		same &= ips[i + 1] == plain[i];
+	CHECK(res.n == all.n + 1 && ips[0] == plain[0] && ips[1] == plain[1] && ips[2] == frames[0] &&
+	      ips[3] == frames[1] && same && res.py_written == 2 && !res.py_appended && res.end == STACKWALK_END,
+	      "the eval-loop frame's Python frames in its place, the rest as walked (%zu frames, %zu Python)", res.n,
+	      res.py_written);
+	c.len = 64;
+	stackwalk(p, map_row, (void *)m, &snap.regs, &c, &py, true, ips, MAX_FRAMES, &res);
+	CHECK(res.end == STACKWALK_SHORT && res.py_appended && res.py_written == 3 && ips[res.n - 3] == frames[0] &&
+	      ips[res.n - 1] == frames[3], "cut short before the eval frame: every Python frame after what was walked");
+	c.len = snap.len;
+	stackwalk(p, map_row, (void *)m, &snap.regs, &c, &py, true, ips, 3, &res);
+	CHECK(res.n == 3 && res.end == STACKWALK_TRUNCATED, "room for 3: truncated within the Python frames");
 }
 
 /* Random registers and copies (some of them the real copy with random words): every walk ends, within
@@ -241,7 +202,7 @@ static void test_random(const struct maps *m, const struct unwind_proc *p)
 			}
 			c.bytes = mixed;
 		}
-		stackwalk(p, map_row, (void *)m, &regs, &c, r % 3 == 0, ips, 1 + (size_t)(r % MAX_FRAMES), &res);
+		stackwalk(p, map_row, (void *)m, &regs, &c, NULL, r % 3 == 0, ips, 1 + (size_t)(r % MAX_FRAMES), &res);
 		bad += res.n > 1 + (size_t)(r % MAX_FRAMES) || (res.n && ips[0] != regs.ip);
 		frames += res.n;
 	}
@@ -254,7 +215,6 @@ int main(void)
 	struct maps m;
 	struct unwind_proc p;
 	struct unwinder *u;
-	pthread_t t;
 	__u32 pid = (__u32)getpid();
 	int err;
 
@@ -266,7 +226,7 @@ int main(void)
 	CHECK(err == 0, "BPF maps made (%d)", err);
 	if (err)
 		return CHECK_EXIT();
-	CHECK(pthread_create(&t, NULL, thread_main, NULL) == 0 && pthread_join(t, NULL) == 0, "the thread ran and stopped");
+	CHECK(snap_take(), "the thread ran and stopped");
 	u = new_unwinder(&m, 16, 8, 64 << 20);
 	err = u ? unwinder_add(u, pid, 1) : -1;
 	CHECK(err == 0, "the unwinder loads this process's tables (%d)", err);
@@ -276,6 +236,7 @@ int main(void)
 		test_whole(&m, &p);
 		test_short(&m, &p);
 		test_no_tables(&p);
+		test_python(&m, &p);
 		test_random(&m, &p);
 	}
 	unwinder_free(u);
