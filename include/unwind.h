@@ -62,11 +62,15 @@ struct unwind_mapping {
 	__u32 nrows;
 };
 
+/* unwind_proc.flags: some of its binaries' tables are still to be built (the unwinder builds them one at
+ * a time, smallest first); until then its CPU samples are deferred (bpf/defer.h), not walked partly. */
+#define UNWIND_PROC_PENDING 1u
+
 /* A process's mappings, sorted by start, in the unwind_procs map under its pid. */
 struct unwind_proc {
 	__u64 token;    /* the process_event.token of the image these mappings were read for */
 	__u32 n;
-	__u32 pad;
+	__u32 flags;    /* UNWIND_PROC_* */
 	struct unwind_mapping m[UNWIND_MAX_MAPPINGS];
 };
 

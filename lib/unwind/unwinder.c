@@ -613,6 +613,7 @@ static int add_process(struct unwinder *u, uint32_t pid, uint64_t token, struct 
 	if (token)
 		p->token = token;
 	u->value->token = p->token;
+	u->value->flags = b->missing ? UNWIND_PROC_PENDING : 0;
 	if (bpf_map_update_elem(u->o.procs_fd, &pid, u->value, BPF_ANY)) {
 		err = -errno;
 		u->st.processes_refused++;

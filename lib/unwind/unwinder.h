@@ -56,7 +56,9 @@ void unwinder_request_sweep(struct unwinder *u);
 
 /* The work of one request, in the caller's thread (tests; the daemon uses unwinder_request).
  * Reads pid's executable mappings, builds or reuses the tables of their binaries and writes the process
- * into unwind_procs under token (struct process_event's; 0: keep the one known). Again for a known pid:
+ * into unwind_procs under token (struct process_event's; 0: keep the one known), flagged
+ * UNWIND_PROC_PENDING while tables of its binaries are still to be built (unwinder_request builds them
+ * one at a time, then writes the process again). Again for a known pid:
  * its mappings are read afresh (dlopen, exec). The BPF side uses them only while token names the
  * image the process runs, so mappings read just before an execve are never applied to the new image.
  * Returns 0 or -errno (-ENOENT: the process is gone). */
