@@ -703,6 +703,8 @@ __noinline __u64 walk_user(const struct uregs *r, const struct unwind_proc *p, _
 	return h;
 }
 
+#include "defer.h"
+
 /* The user stack from r: walked with unwind tables when the process has them (and the mode allows),
  * else with bpf_get_stack(ctx). The current task's, in generation gen (and offcpu_frames with block). */
 static __always_inline __u64 user_stack(void *ctx, const struct uregs *r, struct task_struct *task, __u32 gen,
@@ -716,17 +718,21 @@ static __always_inline __u64 user_stack(void *ctx, const struct uregs *r, struct
 
 	if (unwind_mode != UNWIND_MODE_FP && task->mm) {
 		p = bpf_map_lookup_elem(&unwind_procs, &key->pid);
-		known = p ? bpf_map_lookup_elem(&seen, &key->pid) : NULL;
+		known = bpf_map_lookup_elem(&seen, &key->pid);
 		/* Only tables read for this image: not those of the program it exec'd from, or of a process
 		 * that had the pid before. */
-		if (known && known->token == p->token) {
+		if (p && known && known->token == p->token && !defer_pending(p, block)) {
 			h = walk_user(r, p, gen, block);
 			w = bpf_map_lookup_elem(&walks, &zero);
 			if (w)
 				key->flags |= w->key_flags;
 			return h;
 		}
-		key->flags |= SAMPLE_WALK_PARTIAL; /* its tables are not built yet */
+		key->flags |= SAMPLE_WALK_PARTIAL; /* its tables are not built yet (or not all) */
+		if (!block && known && defer_sample(ctx, r, key, known->token)) {
+			key->flags |= SAMPLE_DEFERRED;
+			return 0;
+		}
 	}
 	return capture(ctx, gen, BPF_F_USER_STACK, SAMPLE_USTACK_LOST, STAT_USTACK_ERROR, key, block);
 }
@@ -777,10 +783,11 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 	if (!counts)
 		return 0;
 	key.kstack = kernel ? capture(ctx, gen, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key, false) : 0;
-	key.ustack = user_stack(ctx, &r, task, gen, &key, false);
-	if (key.ustack)
+	if (task->mm) /* first: a deferred sample carries the token it names the image by */
 		note_process(task, key.pid);
-	count(counts, &key);
+	key.ustack = user_stack(ctx, &r, task, gen, &key, false);
+	if (!(key.flags & SAMPLE_DEFERRED))
+		count(counts, &key);
 	return 0;
 }
 

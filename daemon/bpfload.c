@@ -86,8 +86,10 @@ static int configure(struct profile *skel, const struct sampler_opts *opts, cons
 	skel->rodata->include_idle = opts->include_idle;
 	skel->rodata->unwind_mode = f[BPF_FEATURE_UNWIND].on ? opts->unwind_mode : UNWIND_MODE_FP;
 	skel->rodata->python_walk = f[BPF_FEATURE_PYTHON].on;
+	skel->rodata->defer_new = f[BPF_FEATURE_UNWIND].on && opts->unwind_mode != UNWIND_MODE_FP && opts->defer_new;
 	skel->rodata->test_refuse = test_refuse();
-	if ((err = bpf_map__set_max_entries(skel->maps.py_procs, opts->max_python_procs ?: 1)) ||
+	if ((err = bpf_map__set_max_entries(skel->maps.deferred, skel->rodata->defer_new ? DEFER_RING_BYTES : 4096)) ||
+	    (err = bpf_map__set_max_entries(skel->maps.py_procs, opts->max_python_procs ?: 1)) ||
 	    (err = bpf_map__set_max_entries(skel->maps.py_threads, opts->max_python_threads ?: 1)) ||
 	    (err = bpf_map__set_max_entries(skel->maps.unwind_tables, opts->max_unwind_tables ?: 1)) ||
 	    (err = bpf_map__set_max_entries(skel->maps.unwind_procs, opts->max_unwind_procs ?: 1)) ||

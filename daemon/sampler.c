@@ -1,5 +1,6 @@
 /* sampler.c - loads profile.bpf.c, attaches it per CPU and drains its double-buffered maps. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -49,6 +50,8 @@ struct sampler {
 	struct ring_buffer *events;
 	sampler_process_cb event_cb; /* during sampler_read_events */
 	void *event_ctx;
+	sampler_deferred_cb deferred_cb; /* sampler_on_deferred */
+	void *deferred_ctx;
 	uint64_t drains;
 };
 
@@ -139,6 +142,16 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* ring_buffer callback: hands one deferred sample to sampler_on_deferred's callback. */
+static int on_deferred(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+
+	if (size >= offsetof(struct deferred_sample, kips) && s->deferred_cb)
+		s->deferred_cb(data, size, s->deferred_ctx);
+	return 0;
+}
+
 int sampler_new(const struct sampler_opts *opts, struct sampler **out, struct bpfload_report *rep)
 {
 	struct sampler *s;
@@ -171,6 +184,8 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **out, struct bp
 		goto fail;
 	}
 	err = ring_buffer__add(s->events, bpf_map__fd(s->skel->maps.py_events), on_event, s);
+	if (!err && s->skel->rodata->defer_new)
+		err = ring_buffer__add(s->events, bpf_map__fd(s->skel->maps.deferred), on_deferred, s);
 	if (err)
 		goto fail;
 	s->exec_link = bpf_program__attach(s->skel->progs.process_exec);
@@ -190,7 +205,7 @@ fail:
 }
 
 /* Offset that turns CLOCK_BOOTTIME seconds into unix seconds, rounded to the nearest second. */
-static int64_t boot_to_unix_offset(void)
+int64_t sampler_boot_to_unix(void)
 {
 	struct timespec rt, bt;
 
@@ -443,7 +458,7 @@ int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx)
 	int counts_fd = bpf_map__fd(old ? s->skel->maps.counts1 : s->skel->maps.counts0);
 	int offcpu_fd = bpf_map__fd(old ? s->skel->maps.offcpu1 : s->skel->maps.offcpu0);
 	int stacks_fd = bpf_map__fd(old ? s->skel->maps.stacks1 : s->skel->maps.stacks0);
-	int64_t offset = boot_to_unix_offset();
+	int64_t offset = sampler_boot_to_unix();
 	bool emptied;
 	int err, ret;
 
@@ -465,6 +480,12 @@ int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx)
 	stash_release(s);
 	s->drains++;
 	return ret;
+}
+
+void sampler_on_deferred(struct sampler *s, sampler_deferred_cb cb, void *ctx)
+{
+	s->deferred_cb = cb;
+	s->deferred_ctx = ctx;
 }
 
 int sampler_events_fd(const struct sampler *s)

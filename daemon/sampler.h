@@ -18,6 +18,8 @@ struct sampler_opts {
 	unsigned unwind_mode;      /* enum unwind_mode */
 	unsigned max_unwind_tables; /* binaries with unwind tables loaded at once (not UNWIND_MODE_FP) */
 	unsigned max_unwind_procs;  /* processes with unwind tables at once (not UNWIND_MODE_FP) */
+	bool defer_new;             /* samples taken before their process's tables are ready: copied and
+				     * walked later (sampler_on_deferred), not by frame pointers (not UNWIND_MODE_FP) */
 	bool python;                /* write Python frames (include/python.h; not UNWIND_MODE_FP) */
 	unsigned max_python_procs;  /* Python processes walked at once */
 	unsigned max_python_threads; /* threads whose thread state is remembered */
@@ -53,6 +55,13 @@ typedef int (*sampler_cb)(const struct sampler_sample *s, void *ctx);
  * (PROCESS_PY_CODE); e->token names the program image. */
 typedef void (*sampler_process_cb)(const struct process_event *e, void *ctx);
 
+/* Called with each deferred sample (struct deferred_sample, size bytes of it: the record as the ring
+ * buffer holds it), valid only during the call. */
+typedef void (*sampler_deferred_cb)(const struct deferred_sample *d, size_t size, void *ctx);
+
+/* The size of the deferred samples' ring buffer (defer_new): about 390 samples in flight. */
+#define DEFER_RING_BYTES (8u << 20)
+
 struct bpfload_report;
 
 /* Opens, sizes, loads and attaches the BPF program on every online CPU (offline ones skipped), with
@@ -66,7 +75,14 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **out, struct bp
  * empties it. Returns 0, the first non-zero cb return, or -errno from a map operation. */
 int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx);
 
-/* A descriptor that polls readable when events of processes are waiting. */
+/* Where deferred samples go while sampler_read_events reads them (cb NULL: they are dropped). */
+void sampler_on_deferred(struct sampler *s, sampler_deferred_cb cb, void *ctx);
+
+/* The offset from CLOCK_BOOTTIME seconds to unix seconds now, as a drain turns key->boot_sec into
+ * unix_sec. */
+int64_t sampler_boot_to_unix(void);
+
+/* A descriptor that polls readable when events of processes (or deferred samples) are waiting. */
 int sampler_events_fd(const struct sampler *s);
 
 /* Calls cb for every waiting event. Returns how many, or -errno. */

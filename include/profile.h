@@ -21,6 +21,9 @@
 /* sample_key.flags: the user stack was read by frame pointers (bpf_get_stack), not walked with unwind
  * tables: it holds no Python frame, whatever its values look like. */
 #define SAMPLE_USTACK_FP 32u
+/* Set on a CPU sample whose user stack was deferred (struct deferred_sample): it is not counted by the
+ * BPF program (never seen by the daemon in a key). */
+#define SAMPLE_DEFERRED 64u
 /* Tests only (FLAMED_TEST_REFUSE, the BPF program's test_refuse): what the verifier is made to refuse, so
  * a test sees flamed load without it. */
 #define REFUSE_PROFILE_TICK 1u
@@ -74,6 +77,25 @@ struct process_event {
 	__u64 ppid_start_ns; /* PROCESS_NEW: the parent's start time, CLOCK_MONOTONIC ns; else 0 */
 };
 
+/* A CPU sample taken before its process's unwind tables were ready (bpf/defer.h): not walked, but its
+ * registers, kernel stack and the top of its user stack sent through the deferred ring buffer, for the
+ * daemon to walk once the tables are built (lib/unwind/stackwalk.c), with a Python process's Python
+ * frames read now. Only the first nk kernel frames, npy Python ones and copied stack bytes are meaningful. */
+#define DEFER_STACK_BYTES 16384 /* of user stack copied, from the sampled sp (perf's --call-graph dwarf copies 8192) */
+#define DEFER_PAGE 4096         /* the copy is read a page at a time and stops at the first it cannot read */
+struct deferred_sample {
+	struct sample_key key; /* kstack and ustack 0 */
+	__u64 token;           /* the process_event.token of the image sampled */
+	__u64 ip, sp, bp;      /* the user registers */
+	__u32 nk;              /* kernel frames in kips */
+	__u32 copied;          /* user stack bytes in stack, from sp */
+	__u32 npy;             /* a Python process's: its thread's Python frames in pyips */
+	__u32 pad;
+	__u64 kips[PROFILE_MAX_DEPTH];
+	__u64 pyips[PROFILE_MAX_DEPTH]; /* innermost first (PY_FRAME), each eval-loop call's closed by a 0 */
+	__u8 stack[DEFER_STACK_BYTES + DEFER_PAGE]; /* room for a page read past DEFER_STACK_BYTES */
+};
+
 /* A fork of a new process, in the forks map by the child's pid. Times are CLOCK_MONOTONIC ns (the
  * kernel's task start_time). */
 struct fork_info {
@@ -115,6 +137,8 @@ enum profile_stat {
 	STAT_OFFCPU_ONGOING,     /* waits still going on counted at a flush (up to it) */
 	STAT_OFFCPU_STACK_LOST,  /* off-CPU stacks gone from offcpu_frames before their wait was counted */
 	STAT_OFFCPU_COUNTS_FULL, /* off-CPU waits lost: the offcpu counts map was full */
+	STAT_DEFERRED,           /* CPU samples deferred: their process's unwind tables were not ready */
+	STAT_DEFER_LOST,         /* ... not deferred (walked by frame pointers): deferred ring buffer full */
 	STAT_MAX,
 };
 

@@ -1,0 +1,119 @@
+/* defer.h - a CPU sample taken before its process's unwind tables are ready is not walked by frame
+ * pointers and left partial: its registers, its kernel stack and the top of its user stack go to the
+ * deferred ring buffer (struct deferred_sample), and the daemon walks it with the same tables once they
+ * are built (daemon/deferred.c, lib/unwind/stackwalk.c), as perf --call-graph dwarf walks its copies
+ * afterwards. A Python process's Python frames are read at once (they change as it runs), each eval-loop
+ * call's apart, for the daemon to put in place. Included by profile.bpf.c, after python_walk.h. */
+#ifndef FLAMED_BPF_DEFER_H
+#define FLAMED_BPF_DEFER_H
+
+const volatile bool defer_new = false; /* set by the daemon: copy such samples instead of walking them */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096); /* sized by the daemon (DEFER_RING_BYTES); a full one: frame pointers */
+} deferred SEC(".maps");
+
+/* Whether a CPU sample (not block's) of a process whose mappings p are known waits for the tables of its
+ * binaries still to be built: deferred rather than walked in part. */
+static __always_inline bool defer_pending(const struct unwind_proc *p, bool block)
+{
+	return defer_new && !block && (p->flags & UNWIND_PROC_PENDING);
+}
+
+/* bpf_loop callback: writes the Python frames of one eval-loop call of the sampled thread into the
+ * scratch stack, closed by a 0 (the daemon puts them where their eval-loop frame is). */
+static long py_defer_step(__u64 index, void *ctx)
+{
+	const struct walk_ctx *wc = ctx;
+	__u32 zero = 0, n;
+	struct stack_trace *st = bpf_map_lookup_elem(&scratch, &zero);
+	struct walk *w = bpf_map_lookup_elem(&walks, &zero);
+
+	(void)index;
+	if (!st || !w || !wc->py || !w->py_frame || w->n >= PROFILE_MAX_DEPTH - 1)
+		return 1;
+	w->py_state = PY_EMIT;
+	py_step(w, wc->py, st);
+	n = w->n;
+	if (w->py_state == PY_EVAL && n < PROFILE_MAX_DEPTH) {
+		st->ips[n] = 0;
+		w->n = n + 1;
+	}
+	return 0;
+}
+
+/* The sampled thread's Python frames (process pid, interpreter py) into out, each eval-loop call's
+ * closed by a 0. Returns how many values. */
+static __always_inline __u32 py_defer_frames(const struct py_proc *py, __u32 pid, __u32 tid, __u64 *out)
+{
+	__u32 zero = 0, n;
+	struct stack_trace *st = bpf_map_lookup_elem(&scratch, &zero);
+	struct walk *w = bpf_map_lookup_elem(&walks, &zero);
+	struct walk_ctx wc = { .py = py };
+
+	if (!st || !w)
+		return 0;
+	w->pid = pid;
+	w->n = 0;
+	py_walk_start(w);
+	w->py_frame = py_current_frame(py, w, tid, bpf_get_current_task_btf()->thread.fsbase, false);
+	if (!w->py_frame)
+		return 0;
+	bpf_loop(2 * PROFILE_MAX_DEPTH, py_defer_step, &wc, 0);
+	n = w->n;
+	if (n > PROFILE_MAX_DEPTH || bpf_probe_read_kernel(out, sizeof(st->ips), st->ips))
+		return 0;
+	return n;
+}
+
+/* Sends the sample of key (its user registers r; the image token) to the daemon to be walked later.
+ * Returns whether it did: then the sample is the daemon's to count. The kernel stack is read again here
+ * (into the record) when key has one. */
+static __always_inline bool defer_sample(void *ctx, const struct uregs *r, const struct sample_key *key, __u64 token)
+{
+	struct deferred_sample *d;
+	__u32 off = 0, chunk;
+	__u64 addr;
+	long n;
+
+	if (!defer_new)
+		return false;
+	d = bpf_ringbuf_reserve(&deferred, sizeof(*d), 0);
+	if (!d) {
+		stat_inc(STAT_DEFER_LOST);
+		return false;
+	}
+	d->key = *key;
+	d->key.kstack = d->key.ustack = 0;
+	d->token = token;
+	d->ip = r->ip;
+	d->sp = r->sp;
+	d->bp = r->bp;
+	n = key->kstack ? bpf_get_stack(ctx, d->kips, sizeof(d->kips), 0) : 0;
+	d->nk = n > 0 ? (__u32)n / 8 : 0;
+	/* A page at a time (the first to the end of sp's page), up to the first page that cannot be read:
+	 * the stack's top end. */
+	for (int i = 0; i < DEFER_STACK_BYTES / DEFER_PAGE + 1; i++) {
+		if (off >= DEFER_STACK_BYTES)
+			break;
+		addr = r->sp + off;
+		chunk = DEFER_PAGE - (addr & (DEFER_PAGE - 1));
+		if (bpf_probe_read_user(&d->stack[off & (DEFER_STACK_BYTES - 1)], chunk, (void *)addr))
+			break;
+		off += chunk;
+	}
+	d->copied = off;
+	d->npy = 0;
+	if (python_walk && !test_refused(REFUSE_PYTHON)) {
+		const struct py_proc *py = bpf_map_lookup_elem(&py_procs, &key->pid);
+
+		if (py && py->token == token)
+			d->npy = py_defer_frames(py, key->pid, key->tid, d->pyips);
+	}
+	bpf_ringbuf_submit(d, 0);
+	stat_inc(STAT_DEFERRED);
+	return true;
+}
+
+#endif
