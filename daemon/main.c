@@ -19,6 +19,7 @@
 #include <bpf/libbpf.h>
 
 #include "http/http.h"
+#include "deferred.h"
 #include "ingest.h"
 #include "lineage.h"
 #include "options.h"
@@ -45,6 +46,8 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 
 /* Stacks of blocked threads kept until their waits are counted (the sampler's max_off_cpu_stacks). */
 #define OFF_CPU_STACKS 8192
+#define DEFER_MAX_BYTES (64u << 20) /* deferred samples kept: about 3,000 with their stack copies */
+#define DEFER_MAX_WAIT_S 30.0       /* how long one waits for its process's tables (libtorch's take 7 s) */
 #define TEXT(n) #n
 #define NUMBER_TEXT(n) TEXT(n)
 
@@ -140,6 +143,7 @@ struct daemon {
 	uint64_t rechecks_dropped;
 	struct sampler *smp;
 	struct unwinder *unw;      /* NULL with --unwind fp */
+	struct deferred *deferred; /* samples before their process's tables; NULL when not deferred */
 	struct store *store;
 	struct symbolizer *sym;
 	struct pyprocs *py;        /* NULL with --python off */
@@ -159,6 +163,8 @@ struct daemon {
 	double watchdog_s;         /* systemd's watchdog interval; 0: none */
 	bool store_failing;        /* the last flush could not be stored */
 	bool asked;                /* HTTP asked for a flush that has not started yet */
+	bool stopping_flush;       /* the flush before exiting: deferred samples are walked however far their
+				    * tables are */
 	double last_flush_start;   /* monotonic seconds; 0: none yet */
 	uint64_t unstored_at_failure;
 	double watchdog_sent;      /* monotonic seconds */
@@ -198,6 +204,9 @@ static void update_status(struct daemon *d, const struct sampler_stats *st, doub
 	s->fold_full = fc.full;
 	if (d->unw)
 		unwinder_get_stats(d->unw, &s->unwind);
+	if (d->deferred)
+		deferred_get_stats(d->deferred, &s->deferred);
+	s->samples += s->deferred.stored; /* counted once walked */
 	if (d->py) {
 		pyprocs_get_stats(d->py, &s->py);
 		pynames_get_stats(d->pynames, &s->pynames);
@@ -269,6 +278,7 @@ static int flush(struct daemon *d)
 	struct sampler_stats st = { 0 };
 	struct ingest_counts n;
 	struct timespec drained;
+	uint64_t n_deferred = 0;
 	double t0 = now_sec();
 	int err, store_err;
 
@@ -285,6 +295,10 @@ static int flush(struct daemon *d)
 	err = sampler_drain(d->smp, ingest_sample, d->ingest);
 	if (err)
 		fprintf(stderr, "flamed: draining the BPF maps failed: %s\n", strerror(-err));
+	if (d->deferred) { /* the deferred samples whose tables came, and those that waited too long */
+		deferred_poll(d->deferred, d->stopping_flush);
+		n_deferred = deferred_emit(d->deferred, sampler_boot_to_unix(), ingest_sample, d->ingest);
+	}
 	lineage_store(d->lineage, d->store); /* fails only with the flush's transaction */
 	store_err = ingest_end(d->ingest, &n);
 	log_store_state(d, store_err);
@@ -301,6 +315,8 @@ static int flush(struct daemon *d)
 			(long long)drained.tv_sec, drained.tv_nsec / 1000);
 		fprintf(stderr, "flamed: stacks so far: %llu read in batches, %llu looked up one by one\n",
 			(unsigned long long)st.stacks_stashed, (unsigned long long)st.stacks_looked_up);
+		if (d->deferred)
+			fprintf(stderr, "flamed: deferred samples: %llu walked now\n", (unsigned long long)n_deferred);
 		if (opt.off_cpu)
 			fprintf(stderr, "flamed: off-CPU: %llu keys, %.3f s blocked\n",
 				(unsigned long long)n.offcpu_keys, n.offcpu_us / 1e6);
@@ -521,6 +537,8 @@ static int run(struct daemon *d, int sfd, int tfd)
 
 		if (d->py)
 			timeout = min_timeout(timeout, pyprocs_retry(d->py));
+		if (d->deferred)
+			timeout = min_timeout(timeout, deferred_poll(d->deferred, false));
 
 		if (poll(pfd, 4, timeout) < 0) {
 			if (errno == EINTR)
@@ -533,6 +551,7 @@ static int run(struct daemon *d, int sfd, int tfd)
 			if (read(sfd, &si, sizeof(si)) == sizeof(si))
 				fprintf(stderr, "flamed: %s: storing what is pending, then exiting\n",
 					strsignal(si.ssi_signo));
+			d->stopping_flush = true;
 			return flush(d);
 		}
 		if (pfd[3].revents)
@@ -609,6 +628,7 @@ static int start(struct daemon *d)
 		.unwind_mode = opt.unwind,
 		.max_unwind_tables = 1024,
 		.max_unwind_procs = opt.unwind_processes,
+		.defer_new = true,
 		.python = opt.python,
 		.max_python_procs = opt.python_processes,
 		.max_python_threads = 16384,
@@ -664,6 +684,20 @@ static int start(struct daemon *d)
 		err = unwinder_new(&uo, &d->unw);
 		if (err)
 			fprintf(stderr, "flamed: cannot start the unwinder: %s\n", strerror(-err));
+		if (!err && sopts.defer_new && sopts.unwind_mode != UNWIND_MODE_FP) {
+			struct deferred_opts dop = { .tables_fd = uo.tables_fd, .procs_fd = uo.procs_fd,
+						     .py_fd = d->status.bpf.feature[BPF_FEATURE_PYTHON].on ?
+							      sampler_python_fd(d->smp) : -1,
+						     .max_tables = uo.max_tables, .max_bytes = DEFER_MAX_BYTES,
+						     .max_wait_s = DEFER_MAX_WAIT_S, .no_fp = opt.unwind == UNWIND_MODE_DWARF };
+
+			err = deferred_new(&dop, &d->deferred);
+			if (err)
+				fprintf(stderr, "flamed: cannot keep deferred samples: %s\n", strerror(-err));
+			else
+				sampler_on_deferred(d->smp, deferred_add, d->deferred);
+			d->status.deferred_on = !err;
+		}
 	}
 	if (!err && d->status.bpf.feature[BPF_FEATURE_PYTHON].on)
 		err = start_python(d);
@@ -815,6 +849,7 @@ out:
 	pyprocs_free(d.py);
 	pynames_free(d.pynames);
 	sampler_free(d.smp);
+	deferred_free(d.deferred); /* after the sampler, whose callback fed it */
 	symbolizer_free(d.sym);
 	store_close(d.store);
 	if (d.wake_fd >= 0)

@@ -6,6 +6,7 @@
 #include <linux/types.h>
 #include "profile.h"
 #include "bpfload.h"
+#include "deferred.h"
 #include "lineage.h"
 #include "python/pynames.h"
 #include "python/pyprocs.h"
@@ -36,6 +37,8 @@ struct daemon_status {
 	uint64_t fold_hits, fold_misses, fold_full; /* stacks folded once per flush (foldcache.h) */
 	const char *unwind_mode;   /* "fp", "dwarf" or "auto" */
 	struct unwinder_stats unwind; /* zeros with --unwind fp */
+	bool deferred_on;             /* samples before their process's tables are copied and walked later */
+	struct deferred_stats deferred; /* zeros when not */
 	bool python;               /* Python frames are walked (--python on, not --unwind fp) */
 	unsigned python_frames;    /* --python-frames */
 	struct pyprocs_stats py;   /* zeros when not walked */

@@ -17,6 +17,7 @@
 #include "http/http_impl.h"
 #include "render/json.h"
 #include "http/status_bpf.h"
+#include "http/status_deferred.h"
 #include "http/status_lineage.h"
 #include "http/status_offcpu.h"
 #include "http/status_python.h"
@@ -118,6 +119,7 @@ void http_handle_status(struct http *h, struct request *rq)
 		status_python_text(o, &s);
 		status_offcpu_text(o, &s);
 		status_lineage_text(o, &s);
+		status_deferred_text(o, &s);
 		status_bpf_text(o, &s);
 		return;
 	}
@@ -149,6 +151,7 @@ void http_handle_status(struct http *h, struct request *rq)
 	status_python_json(o, &s);
 	status_offcpu_json(o, &s);
 	status_lineage_json(o, &s);
+	status_deferred_json(o, &s);
 	status_bpf_json(o, &s);
 	fputs("}\n", o);
 }
@@ -300,6 +303,7 @@ void http_handle_metrics(struct http *h, struct request *rq)
 	status_offcpu_metrics(o, &s);
 	status_bpf_metrics(o, &s);
 	status_lineage_metrics(o, &s);
+	status_deferred_metrics(o, &s);
 	http_metric_u64(o, "flamed_database_bytes", "gauge", "Size of the database.", s.db_bytes);
 	http_metric_u64(o, "flamed_stacks_stored", "gauge", "Distinct stacks in the database.", s.stacks_stored);
 	metrics_http(h, o);

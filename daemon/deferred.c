@@ -1,0 +1,308 @@
+/* deferred.c - deferred samples kept, walked once their tables are ready, handed to the flush (see
+ * deferred.h). */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+
+#include "deferred.h"
+#include "python.h"
+#include "unwind.h"
+#include "unwind/stackwalk.h"
+
+#define POLL_MS 20 /* while samples wait, how often unwind_procs is looked at */
+
+/* A sample waiting for its tables: the record's head, then nk kernel frames and copied stack bytes. */
+struct waiting {
+	struct waiting *next;
+	double taken;   /* when it was read (CLOCK_MONOTONIC seconds) */
+	size_t bytes;   /* what it takes, counted against max_bytes */
+	struct sample_key key;
+	uint64_t token;
+	struct stackwalk_regs regs;
+	uint32_t nk, npy, copied;
+	uint8_t data[];  /* __u64 kips[nk], __u64 pyips[npy], then the stack copy */
+};
+
+/* A walked sample: its key, then nk kernel frames and nu user frames. */
+struct walked {
+	struct walked *next;
+	size_t bytes;
+	struct sample_key key;
+	unsigned nk, nu;
+	__u64 ips[];
+};
+
+/* An inner map of unwind_tables opened by the id it had. */
+struct inner {
+	uint32_t id;
+	int fd;
+};
+
+struct deferred {
+	struct deferred_opts o;
+	struct waiting *wait_head, **wait_tail;
+	struct walked *done_head, **done_tail;
+	size_t bytes;
+	struct inner *inner; /* max_tables */
+	struct unwind_proc *proc, *bare; /* a process's mappings as read; none (frame pointers) */
+	struct deferred_stats st;
+};
+
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int deferred_new(const struct deferred_opts *o, struct deferred **out)
+{
+	struct deferred *d;
+
+	if (!o->max_tables || !o->max_bytes || o->max_wait_s < 0)
+		return -EINVAL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->o = *o;
+	d->wait_tail = &d->wait_head;
+	d->done_tail = &d->done_head;
+	d->inner = calloc(o->max_tables, sizeof(*d->inner));
+	d->proc = calloc(1, sizeof(*d->proc));
+	d->bare = calloc(1, sizeof(*d->bare));
+	if (!d->inner || !d->proc || !d->bare) {
+		deferred_free(d);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < o->max_tables; i++)
+		d->inner[i].fd = -1;
+	*out = d;
+	return 0;
+}
+
+void deferred_add(const struct deferred_sample *s, size_t size, void *ctx)
+{
+	struct deferred *d = ctx;
+	size_t nk, npy, copied, bytes;
+	struct waiting *w;
+
+	if (size < sizeof(*s)) { /* the ring buffer's records are whole */
+		d->st.dropped++;
+		return;
+	}
+	nk = s->nk < PROFILE_MAX_DEPTH ? s->nk : PROFILE_MAX_DEPTH;
+	npy = s->npy < PROFILE_MAX_DEPTH ? s->npy : PROFILE_MAX_DEPTH;
+	copied = s->copied < sizeof(s->stack) ? s->copied : sizeof(s->stack);
+	bytes = sizeof(*w) + (nk + npy) * sizeof(__u64) + copied;
+	if (d->bytes + bytes > d->o.max_bytes || !(w = malloc(bytes))) {
+		d->st.dropped++;
+		return;
+	}
+	w->next = NULL;
+	w->taken = mono_now();
+	w->bytes = bytes;
+	w->key = s->key;
+	w->token = s->token;
+	w->regs = (struct stackwalk_regs){ .ip = s->ip, .sp = s->sp, .bp = s->bp };
+	w->nk = (uint32_t)nk;
+	w->npy = (uint32_t)npy;
+	w->copied = (uint32_t)copied;
+	memcpy(w->data, s->kips, nk * sizeof(__u64));
+	memcpy(w->data + nk * sizeof(__u64), s->pyips, npy * sizeof(__u64));
+	memcpy(w->data + (nk + npy) * sizeof(__u64), s->stack, copied);
+	*d->wait_tail = w;
+	d->wait_tail = &w->next;
+	d->bytes += bytes;
+	d->st.received++;
+	d->st.bytes_copied += copied;
+	d->st.waiting++;
+	d->st.waiting_bytes += bytes;
+}
+
+/* The inner map in slot, opened (again when the slot holds another map since). -1: none. */
+static int inner_fd(struct deferred *d, uint32_t slot)
+{
+	struct inner *in;
+	__u32 id;
+
+	if (slot >= d->o.max_tables || bpf_map_lookup_elem(d->o.tables_fd, &slot, &id))
+		return -1;
+	in = &d->inner[slot];
+	if (in->fd >= 0 && in->id == id)
+		return in->fd;
+	if (in->fd >= 0)
+		close(in->fd);
+	in->fd = bpf_map_get_fd_by_id(id);
+	in->id = id;
+	return in->fd;
+}
+
+/* stackwalk_row_fn over unwind_tables: the last row whose pc is <= pc, as the BPF side searches. */
+static int map_row(void *ctx, uint32_t table, uint32_t nrows, uint32_t pc, struct unwind_row *row)
+{
+	int fd = inner_fd(ctx, UNWIND_SLOT(table));
+	__u32 lo = 0, hi = nrows, mid;
+
+	if (fd < 0 || !nrows)
+		return -1;
+	while (lo + 1 < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (bpf_map_lookup_elem(fd, &mid, row))
+			return -1;
+		if (row->pc <= pc)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return bpf_map_lookup_elem(fd, &lo, row) == 0 && row->pc <= pc ? 0 : -1;
+}
+
+/* Walks w over p's mappings (bare: by frame pointers) into a walked sample at the end of the done list.
+ * Returns false when there is no memory for it (w is dropped). */
+static bool walk(struct deferred *d, const struct waiting *w, const struct unwind_proc *p, bool fp_only)
+{
+	uint64_t ips[PROFILE_MAX_DEPTH], pyips[PROFILE_MAX_DEPTH];
+	struct stackwalk_copy c = { .at = w->regs.sp, .bytes = w->data + (w->nk + w->npy) * sizeof(__u64),
+				    .len = w->copied };
+	struct stackwalk_py py = { .frames = pyips, .n = w->npy };
+	struct stackwalk_result res;
+	struct py_proc pp;
+	struct walked *out;
+	size_t bytes;
+
+	/* Python frames go in place of the eval loop's frames of the interpreter read for this image. */
+	memcpy(pyips, w->data + w->nk * sizeof(__u64), w->npy * sizeof(__u64));
+	if (w->npy && d->o.py_fd >= 0 && bpf_map_lookup_elem(d->o.py_fd, &w->key.pid, &pp) == 0 && pp.token == w->token) {
+		memcpy(py.eval_start, pp.eval_start, sizeof(py.eval_start));
+		memcpy(py.eval_end, pp.eval_end, sizeof(py.eval_end));
+	}
+	stackwalk(p, map_row, d, &w->regs, &c, w->npy ? &py : NULL, d->o.no_fp && !fp_only, ips, PROFILE_MAX_DEPTH,
+		  &res);
+	bytes = sizeof(*out) + (w->nk + res.n) * sizeof(__u64);
+	out = malloc(bytes);
+	if (!out)
+		return false;
+	out->next = NULL;
+	out->bytes = bytes;
+	out->key = w->key;
+	if (res.end == STACKWALK_TRUNCATED)
+		out->key.flags |= SAMPLE_USTACK_TRUNCATED;
+	if (fp_only && !res.py_written)
+		out->key.flags |= SAMPLE_USTACK_FP; /* which says: no Python frame in it */
+	if (!res.n)
+		out->key.flags |= SAMPLE_USTACK_LOST;
+	out->nk = w->nk;
+	out->nu = (unsigned)res.n;
+	memcpy(out->ips, w->data, w->nk * sizeof(__u64));
+	memcpy(out->ips + w->nk, ips, res.n * sizeof(__u64));
+	*d->done_tail = out;
+	d->done_tail = &out->next;
+	d->bytes += bytes;
+	d->st.ready++;
+	d->st.short_copies += res.end == STACKWALK_SHORT;
+	return true;
+}
+
+int deferred_poll(struct deferred *d, bool all)
+{
+	struct waiting **pp = &d->wait_head, *w;
+	double now = mono_now();
+	uint32_t looked = 0;
+	bool have = false, read = false, ready;
+
+	while ((w = *pp)) {
+		bool late = all || now - w->taken > d->o.max_wait_s, found, ok;
+
+		if (!have || looked != w->key.pid) {
+			looked = w->key.pid;
+			have = true;
+			read = bpf_map_lookup_elem(d->o.procs_fd, &looked, d->proc) == 0;
+		}
+		/* Its tables: read for this image, and all built. */
+		found = read && d->proc->token == w->token;
+		ready = found && !(d->proc->flags & UNWIND_PROC_PENDING);
+		if (!ready && !late) {
+			pp = &w->next;
+			continue;
+		}
+		/* Past its wait: with the tables there are, frame pointers elsewhere. */
+		ok = walk(d, w, found ? d->proc : d->bare, !found);
+		if (!ok) {
+			d->st.dropped++;
+		} else if (ready) {
+			d->st.walked++;
+			d->st.wait_seconds += now - w->taken;
+			if (now - w->taken > d->st.wait_max_seconds)
+				d->st.wait_max_seconds = now - w->taken;
+		} else {
+			d->st.given_up++;
+		}
+		*pp = w->next;
+		d->bytes -= w->bytes;
+		d->st.waiting--;
+		d->st.waiting_bytes -= w->bytes;
+		free(w);
+	}
+	d->wait_tail = pp;
+	return d->wait_head ? POLL_MS : -1;
+}
+
+uint64_t deferred_emit(struct deferred *d, int64_t unix_offset, sampler_cb cb, void *ctx)
+{
+	struct walked *w, *next;
+	uint64_t n = 0;
+
+	for (w = d->done_head; w; w = next) {
+		struct sampler_sample s = {
+			.key = &w->key,
+			.unix_sec = (int64_t)w->key.boot_sec + unix_offset,
+			.kips = w->ips,
+			.nk = w->nk,
+			.uips = w->ips + w->nk,
+			.nu = w->nu,
+			.count = 1,
+		};
+
+		next = w->next;
+		cb(&s, ctx);
+		d->bytes -= w->bytes;
+		free(w);
+		n++;
+	}
+	d->done_head = NULL;
+	d->done_tail = &d->done_head;
+	d->st.ready = 0;
+	d->st.stored += n;
+	return n;
+}
+
+void deferred_get_stats(const struct deferred *d, struct deferred_stats *out)
+{
+	*out = d->st;
+}
+
+void deferred_free(struct deferred *d)
+{
+	if (!d)
+		return;
+	for (struct waiting *w = d->wait_head, *next; w; w = next) {
+		next = w->next;
+		free(w);
+	}
+	for (struct walked *w = d->done_head, *next; w; w = next) {
+		next = w->next;
+		free(w);
+	}
+	for (unsigned i = 0; d->inner && i < d->o.max_tables; i++)
+		if (d->inner[i].fd >= 0)
+			close(d->inner[i].fd);
+	free(d->inner);
+	free(d->proc);
+	free(d->bare);
+	free(d);
+}

@@ -1,0 +1,61 @@
+/* deferred.h - the CPU samples the BPF program deferred (struct deferred_sample: taken before their
+ * process's unwind tables were ready): kept until the unwinder has put the process in unwind_procs, then
+ * walked from their stack copies with the rows of unwind_tables (lib/unwind/stackwalk.c), a Python
+ * process's Python frames (read when the sample was taken) put in place of its eval-loop frames, and
+ * handed to the next flush as drained samples. A sample whose tables do not come within max_wait_s is walked by
+ * frame pointers from its copy, and counted as given up. */
+#ifndef FLAMED_DEFERRED_H
+#define FLAMED_DEFERRED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sampler.h"
+
+struct deferred;
+
+struct deferred_opts {
+	int tables_fd, procs_fd; /* the sampler's unwind_tables and unwind_procs (sampler_unwind_fds) */
+	int py_fd;               /* its py_procs (sampler_python_fd): where eval-loop frames are; -1: none */
+	unsigned max_tables;     /* unwind_tables' slots */
+	size_t max_bytes;        /* samples kept (waiting or walked) take at most this much; more are dropped */
+	double max_wait_s;       /* how long a sample waits for its process's tables */
+	bool no_fp;              /* --unwind dwarf: a frame without a table ends the walk */
+};
+
+struct deferred_stats {
+	uint64_t received;      /* deferred samples read from the ring buffer */
+	uint64_t bytes_copied;  /* user stack bytes they carried */
+	uint64_t walked;        /* walked with their process's tables */
+	uint64_t given_up;      /* walked by frame pointers: no tables within max_wait_s */
+	uint64_t dropped;       /* not kept: max_bytes reached, or a record too short */
+	uint64_t short_copies;  /* walks that needed more of the stack than was copied */
+	uint64_t stored;        /* handed to a flush */
+	uint64_t waiting, waiting_bytes, ready; /* now: samples waiting for tables, their bytes; walked ones */
+	double wait_seconds;    /* summed over the samples walked with tables: from taken to walked */
+	double wait_max_seconds;
+};
+
+/* Returns 0, -EINVAL or -ENOMEM; *out set only on success. */
+int deferred_new(const struct deferred_opts *o, struct deferred **out);
+
+/* sampler_deferred_cb (ctx: the deferred): keeps a copy of the sample (at most size bytes of the record
+ * are read). */
+void deferred_add(const struct deferred_sample *s, size_t size, void *ctx);
+
+/* Walks the waiting samples whose process's tables are in unwind_procs now, and those waiting longer
+ * than max_wait_s, or every one with all (the last flush), with the tables there are (frame pointers
+ * elsewhere). Returns the poll timeout (ms) until it should be called again, -1 when nothing waits. */
+int deferred_poll(struct deferred *d, bool all);
+
+/* Hands every walked sample to cb (a flush's ingest_sample) and forgets it. unix_offset turns
+ * key->boot_sec into unix seconds (sampler_boot_to_unix). Returns how many. */
+uint64_t deferred_emit(struct deferred *d, int64_t unix_offset, sampler_cb cb, void *ctx);
+
+void deferred_get_stats(const struct deferred *d, struct deferred_stats *out);
+
+/* Frees what is kept (the samples not emitted are lost) and the descriptors it opened; NULL is safe. */
+void deferred_free(struct deferred *d);
+
+#endif
