@@ -1,0 +1,70 @@
+#!/bin/bash
+# test_firstsamples.sh - whole stacks from a process's first sample: a 1 s C program built without frame
+# pointers and a 1 s Python program (the system's python3), each started 10 times while two busy loops
+# keep both CPUs busy. Their samples taken before flamed had their unwind tables are deferred (copied in
+# BPF, walked in the daemon once the tables are there): at least 99% of each program's samples are whole,
+# from _start (or the dynamic loader's start), as perf --call-graph dwarf shows them; the deferred samples
+# are counted in the status and the metrics.
+. "$(dirname "$0")/lib.sh"
+FREQ=199
+RUNS=10
+
+need_root firstsamples
+system_python
+W=$(dirname "$0")/../workloads
+gcc -O2 -g -fomit-frame-pointer "$W/onesec.c" -o "$TMP/onesec" || { fail "build onesec"; exit 1; }
+
+# share NAME FILE ROOT_ERE PCT: of the samples in FILE with a user frame (not only the kernel's, as at
+# exit), at least PCT% have their user stack rooted at ROOT_ERE.
+share() {
+	local name=$1 file=$2 re=$3 pct=$4 all whole
+	all=$(awk '{ n = $NF; sub(/ [0-9]+$/, ""); if ($0 !~ /^[^;]*;[^;]*_\[k\]/) s += n } END { print s + 0 }' "$file")
+	whole=$(sum_samples "$file" "$re")
+	echo "# $name: $whole of $all samples whole"
+	check "$name: >= $pct% of its samples are whole from the first ($whole of $all)" \
+		enough_or_show "$file" "$whole" "$all" "$pct" "$re"
+}
+enough_or_show() {
+	[ "$3" -ge 100 ] && [ $((100 * $2)) -ge $(($3 * $4)) ] && return 0
+	awk -v re="$5" '{ n = $NF; sub(/ [0-9]+$/, ""); if ($0 !~ re) print n, substr($0, 1, 300) }' "$1" |
+		sort -nr | head -10
+	return 1
+}
+
+run_flamed firstsamples --db "$TMP/flamed.db" --frequency $FREQ --flush-interval 1 --listen 127.0.0.1:0
+
+# The tables of libc, the program and the interpreter are built once, at their first run, and shared by
+# every later process (a cold build is make bench's): what is measured is each new process's first samples.
+"$TMP/onesec" 0.2
+"$SYSPY" "$W/pyonesec.py" 0.2
+check "the unwinder has built the tables asked for" wait_tables
+
+for _ in 1 2; do
+	(while :; do :; done) &
+	BURNERS+=($!)
+done
+for _ in $(seq $RUNS); do "$TMP/onesec" 1; done
+for _ in $(seq $RUNS); do "$SYSPY" "$W/pyonesec.py" 1; done
+kill "${BURNERS[@]}"
+wait "${BURNERS[@]}" 2> /dev/null
+
+curl -sf "$URL/api/v1/profile?comm=onesec&format=folded&from=-10m&flush=1" > "$TMP/c.folded"
+curl -sf "$URL/api/v1/profile?comm=$SYSPY_NAME&format=folded&from=-10m&flush=1" > "$TMP/py.folded"
+share "C, $RUNS runs of 1 s under load" "$TMP/c.folded" '^onesec;(_start;__libc_start_main|ld-linux[^;]*;_dl_start)' 99
+share "$SYSPY_NAME, $RUNS runs of 1 s under load" "$TMP/py.folded" \
+	"^${SYSPY_NAME//./\\.};(_start;__libc_start_main|ld-linux[^;]*;_dl_start)" 99
+check "the C program's chain is there: main;outer;middle;spin" \
+	grep -q '^onesec;_start;__libc_start_main;.*main;outer;middle;spin ' "$TMP/c.folded"
+
+curl -sf "$URL/api/v1/status" > "$TMP/status.json"
+jq -c .deferred "$TMP/status.json"
+check "status: deferred samples were walked with their tables" \
+	jq -e '.deferred.enabled and .deferred.received > 0 and .deferred.walked > 0 and .deferred.stored > 0' "$TMP/status.json"
+check "status: none waits longer than its wait (given up: frame pointers)" jq -e '.deferred.given_up == 0' "$TMP/status.json"
+curl -sf "$URL/metrics" > "$TMP/metrics"
+walked=$(sed -n 's/^flamed_deferred_walked_total \([0-9]*\)$/\1/p' "$TMP/metrics")
+check "metrics: flamed_deferred_walked_total, at least the status's count read before (${walked:-none})" \
+	[ "${walked:-0}" -ge "$(jq .deferred.walked "$TMP/status.json")" ]
+stop_flamed
+check "flamed exits 0 on SIGTERM, the samples still waiting walked" [ $? -eq 0 ]
+exit $FAILED
