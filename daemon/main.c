@@ -13,7 +13,6 @@
 #include <pthread.h>
 #include <fcntl.h>
 #include <sys/eventfd.h>
-#include <sys/stat.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <bpf/libbpf.h>
@@ -26,6 +25,7 @@
 #include "notify.h"
 #include "sampler.h"
 #include "status.h"
+#include "token.h"
 #include "query/query.h"
 #include "store/store.h"
 #include "python/pynames.h"
@@ -710,44 +710,6 @@ static int start(struct daemon *d)
 	return err;
 }
 
-/* Reads the token of --auth-token-file into buf: its first line, at least 16 bytes; the file must
- * be private to its owner. Logs and returns -errno. */
-static int read_token(const char *path, char *buf, size_t len)
-{
-	struct stat st;
-	size_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
-	FILE *f;
-
-	if (fd < 0 || fstat(fd, &st)) {
-		err = -errno;
-		fprintf(stderr, "flamed: cannot read the token file %s: %s\n", path, strerror(-err));
-		if (fd >= 0)
-			close(fd);
-		return err;
-	}
-	if (st.st_mode & 077) {
-		fprintf(stderr, "flamed: the token file %s is readable by others: chmod 600 it\n", path);
-		close(fd);
-		return -EPERM;
-	}
-	f = fdopen(fd, "r");
-	if (!f || !fgets(buf, (int)len, f))
-		buf[0] = '\0';
-	if (f)
-		fclose(f);
-	else
-		close(fd);
-	n = strcspn(buf, "\r\n");
-	buf[n] = '\0';
-	if (n < 16) {
-		fprintf(stderr, "flamed: the token in %s is shorter than 16 characters: write a longer one, e.g.\n"
-			"  head -c 32 /dev/urandom | base64 > %s\n", path, path);
-		return -EINVAL;
-	}
-	return 0;
-}
-
 /* Serves the HTTP API unless --listen none. Logs and returns -errno. */
 static int start_http(struct daemon *d)
 {
@@ -764,7 +726,7 @@ static int start_http(struct daemon *d)
 	if (!strcmp(opt.listen, "none"))
 		return 0;
 	if (opt.auth_token_file) {
-		err = read_token(opt.auth_token_file, token, sizeof(token));
+		err = token_read(opt.auth_token_file, token, sizeof(token));
 		if (err)
 			return err;
 		ho.auth_token = token;
