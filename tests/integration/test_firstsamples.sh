@@ -1,6 +1,6 @@
 #!/bin/bash
 # test_firstsamples.sh - whole stacks from a process's first sample: a 1 s C program built without frame
-# pointers and a 1 s Python program (the system's python3), each started 10 times while two busy loops
+# pointers (tests/workloads/short.c) and a 1 s Python program (the system's python3), each started 10 times while two busy loops
 # keep both CPUs busy. Their samples taken before flamed had their unwind tables are deferred (copied in
 # BPF, walked in the daemon once the tables are there): at least 99% of each program's samples are whole,
 # from _start (or the dynamic loader's start), as perf --call-graph dwarf shows them; the deferred samples
@@ -12,7 +12,7 @@ RUNS=10
 need_root firstsamples
 system_python
 W=$(dirname "$0")/../workloads
-gcc -O2 -g -fomit-frame-pointer "$W/onesec.c" -o "$TMP/onesec" || { fail "build onesec"; exit 1; }
+gcc -O2 -g -fomit-frame-pointer "$W/short.c" -o "$TMP/short" || { fail "build short"; exit 1; }
 
 # share NAME FILE ROOT_ERE PCT: of the samples in FILE with a user frame (not only the kernel's, as at
 # exit), at least PCT% have their user stack rooted at ROOT_ERE.
@@ -35,7 +35,7 @@ run_flamed firstsamples --db "$TMP/flamed.db" --frequency $FREQ --flush-interval
 
 # The tables of libc, the program and the interpreter are built once, at their first run, and shared by
 # every later process (a cold build is make bench's): what is measured is each new process's first samples.
-"$TMP/onesec" 0.2
+"$TMP/short" 0.2
 "$SYSPY" "$W/pyonesec.py" 0.2
 check "the unwinder has built the tables asked for" wait_tables
 
@@ -43,18 +43,17 @@ for _ in 1 2; do
 	(while :; do :; done) &
 	BURNERS+=($!)
 done
-for _ in $(seq $RUNS); do "$TMP/onesec" 1; done
+for _ in $(seq $RUNS); do "$TMP/short" 1; done
 for _ in $(seq $RUNS); do "$SYSPY" "$W/pyonesec.py" 1; done
 kill "${BURNERS[@]}"
 wait "${BURNERS[@]}" 2> /dev/null
 
-curl -sf "$URL/api/v1/profile?comm=onesec&format=folded&from=-10m&flush=1" > "$TMP/c.folded"
+curl -sf "$URL/api/v1/profile?comm=short&format=folded&from=-10m&flush=1" > "$TMP/c.folded"
 curl -sf "$URL/api/v1/profile?comm=$SYSPY_NAME&format=folded&from=-10m&flush=1" > "$TMP/py.folded"
-share "C, $RUNS runs of 1 s under load" "$TMP/c.folded" '^onesec;(_start;__libc_start_main|ld-linux[^;]*;_dl_start)' 99
+share "C, $RUNS runs of 1 s under load" "$TMP/c.folded" '^short;(_start;__libc_start_main|ld-linux[^;]*;_dl_start)' 99
 share "$SYSPY_NAME, $RUNS runs of 1 s under load" "$TMP/py.folded" \
 	"^${SYSPY_NAME//./\\.};(_start;__libc_start_main|ld-linux[^;]*;_dl_start)" 99
-check "the C program's chain is there: main;outer;middle;spin" \
-	grep -q '^onesec;_start;__libc_start_main;.*main;outer;middle;spin ' "$TMP/c.folded"
+check "the C program's chain is there: main;burn;spin" grep -q '^short;_start;__libc_start_main;.*main;burn;spin ' "$TMP/c.folded"
 
 curl -sf "$URL/api/v1/status" > "$TMP/status.json"
 jq -c .deferred "$TMP/status.json"

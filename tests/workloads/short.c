@@ -1,5 +1,7 @@
-/* short.c - lives about 30 ms, burning CPU under main -> burn -> spin, then exits: the process a
- * profiler that reads /proc only at flush time never names. */
+/* short.c - lives about 30 ms (or argv[1] seconds), burning CPU under main -> burn -> spin, then exits:
+ * the process a profiler that reads /proc only at flush time never names, and whose first samples come
+ * before its unwind tables are built. */
+#include <stdlib.h>
 #include <time.h>
 
 static volatile unsigned long sink;
@@ -23,8 +25,8 @@ __attribute__((noinline)) void burn(double seconds)
 	} while (ts.tv_sec + ts.tv_nsec / 1e9 < end);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	burn(0.03);
+	burn(argc > 1 ? atof(argv[1]) : 0.03);
 	return 0;
 }
