@@ -69,13 +69,13 @@ static void status_text(FILE *o, const struct daemon_status *s, int64_t now)
 		if (unwind_kinds[i])
 			fprintf(o, "unwind_samples_%s %" PRIu64 "\n", unwind_kinds[i], s->lost[i]);
 	fprintf(o, "unwind_refresh_requests %" PRIu64 "\nunwind_tables %" PRIu64 "\nunwind_table_bytes %" PRIu64
-		"\nunwind_table_rows %" PRIu64 "\nunwind_tables_built %" PRIu64 "\nunwind_tables_evicted %" PRIu64
+		"\nunwind_table_rows %" PRIu64 "\nunwind_tables_built %" PRIu64 "\nunwind_tables_evicted %" PRIu64 "\nunwind_tables_expired %" PRIu64
 		"\nunwind_tables_refused %" PRIu64 "\nunwind_binaries_without_cfi %" PRIu64 "\nunwind_processes %"
 		PRIu64 "\nunwind_processes_refused %" PRIu64 "\nunwind_mappings_dropped %" PRIu64 "\nunwind_mappings_unplaced %" PRIu64
 		"\nunwind_prologue_functions %" PRIu64 "\nunwind_build_seconds %.6f\nunwind_requests_dropped %" PRIu64 "\nunwind_requests_pending %" PRIu64 "\n",
 		s->lost[STAT_UNWIND_REFRESH], s->unwind.tables, s->unwind.table_bytes,
-		s->unwind.table_rows, s->unwind.tables_built, s->unwind.tables_evicted, s->unwind.tables_refused,
-		s->unwind.binaries_without, s->unwind.processes, s->unwind.processes_refused,
+		s->unwind.table_rows, s->unwind.tables_built, s->unwind.tables_evicted, s->unwind.tables_expired,
+		s->unwind.tables_refused, s->unwind.binaries_without, s->unwind.processes, s->unwind.processes_refused,
 		s->unwind.mappings_dropped, s->unwind.mappings_unplaced, s->unwind.prologue_functions,
 		finite_or_zero(s->unwind.build_seconds), s->unwind.requests_dropped,
 		s->unwind.requests_pending);
@@ -94,12 +94,14 @@ static void status_unwind_json(FILE *o, const struct daemon_status *s)
 			fprintf(o, "%s\"%s\": %" PRIu64, n++ ? ", " : "", unwind_kinds[i], s->lost[i]);
 	fprintf(o, "}, \"refresh_requests\": %" PRIu64 ", \"tables\": %" PRIu64 ", \"table_bytes\": %" PRIu64
 		", \"table_rows\": %" PRIu64 ", \"tables_built\": %" PRIu64 ", \"tables_evicted\": %" PRIu64
+		", \"tables_expired\": %" PRIu64
 		", \"tables_refused\": %" PRIu64 ", \"binaries_without_cfi\": %" PRIu64 ", \"processes\": %" PRIu64
 		", \"processes_refused\": %" PRIu64 ", \"mappings_dropped\": %" PRIu64 ", \"mappings_unplaced\": %" PRIu64
 		", \"prologue_functions\": %" PRIu64 ", \"build_seconds\": %.6f"
 		", \"requests_dropped\": %" PRIu64 ", \"requests_pending\": %" PRIu64 "}",
 		s->lost[STAT_UNWIND_REFRESH], s->unwind.tables, s->unwind.table_bytes, s->unwind.table_rows,
-		s->unwind.tables_built, s->unwind.tables_evicted, s->unwind.tables_refused, s->unwind.binaries_without,
+		s->unwind.tables_built, s->unwind.tables_evicted, s->unwind.tables_expired, s->unwind.tables_refused,
+		s->unwind.binaries_without,
 		s->unwind.processes, s->unwind.processes_refused, s->unwind.mappings_dropped, s->unwind.mappings_unplaced,
 		s->unwind.prologue_functions, finite_or_zero(s->unwind.build_seconds), s->unwind.requests_dropped, s->unwind.requests_pending);
 }
@@ -254,6 +256,8 @@ static void metrics_unwind(FILE *o, const struct daemon_status *s)
 		   s->unwind.table_bytes);
 	http_metric_u64(o, "flamed_unwind_tables_evicted_total", "counter",
 		   "Unused unwind tables dropped to stay within --unwind-tables-mb.", s->unwind.tables_evicted);
+	http_metric_u64(o, "flamed_unwind_tables_expired_total", "counter",
+		   "Unwind tables dropped after no process used them for 10 minutes.", s->unwind.tables_expired);
 	http_metric_u64(o, "flamed_unwind_tables_refused_total", "counter",
 		   "Unwind tables not loaded for want of room.", s->unwind.tables_refused);
 	http_metric_u64(o, "flamed_unwind_processes", "gauge", "Processes with unwind tables.", s->unwind.processes);

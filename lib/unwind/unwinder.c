@@ -24,7 +24,6 @@
 #include "elf/procmaps.h"
 
 #define FAST_STREAK 4          /* fast requests done in a row before a waiting build gets its turn */
-#define UNUSED_SWEEPS 12     /* a table no process used for this many sweeps is dropped */
 #define FILL_CHUNK 65536     /* rows copied into an inner map per batch update */
 #define MAX_ENTRIES_PER_SLOT 4 /* binaries remembered (with or without a table) per table slot */
 
@@ -50,7 +49,8 @@ struct table {
 	struct elf_segment segs[ELF_MAX_SEGMENTS];
 	size_t nsegs;
 	unsigned users;   /* processes whose mappings use it */
-	uint64_t last_used; /* sweep count when last used */
+	uint64_t last_used; /* sweep count when last used (the least recent goes first for room) */
+	double used_at;     /* when last used (CLOCK_MONOTONIC seconds) */
 };
 
 /* How many tables one pass over a process may build (of binaries whose mapping is at most max_size
@@ -71,6 +71,7 @@ struct proc {
 
 struct unwinder {
 	struct unwinder_opts o;
+	double unused_s;       /* o.unused_s, or UNWINDER_UNUSED_S */
 	char debug_dir[PATH_MAX];
 	struct table **tables; /* every binary remembered, max_tables * MAX_ENTRIES_PER_SLOT */
 	size_t ntables, cap_tables;
@@ -223,6 +224,7 @@ int unwinder_new(const struct unwinder_opts *opts, struct unwinder **out)
 	if (!u)
 		return -ENOMEM;
 	u->o = *opts;
+	u->unused_s = opts->unused_s > 0 ? opts->unused_s : UNWINDER_UNUSED_S;
 	snprintf(u->debug_dir, sizeof(u->debug_dir), "%s", opts->debug_dir ? opts->debug_dir : "/usr/lib/debug");
 	u->o.debug_dir = u->debug_dir;
 	u->cap_tables = (size_t)opts->max_tables * MAX_ENTRIES_PER_SLOT;
@@ -449,6 +451,7 @@ static struct table *new_table(struct unwinder *u, int fd, const struct file_id 
 	}
 	t->slot = UNWIND_NO_TABLE;
 	t->last_used = u->sweeps;
+	t->used_at = mono_now();
 	nsegs = elf_file_segments(ef, t->segs, ELF_MAX_SEGMENTS);
 	t->nsegs = nsegs > 0 ? (size_t)nsegs : 0;
 	fill_table(u, t, cfd, ef, root, path);
@@ -561,6 +564,7 @@ static void fill_value(struct unwinder *u, uint32_t pid, const struct procmap *m
 		if (!t)
 			continue;
 		t->last_used = u->sweeps;
+		t->used_at = mono_now();
 		use_table(used, nused, t); /* until the old uses are released, both count */
 		if (t->slot == UNWIND_NO_TABLE)
 			continue;
@@ -634,6 +638,8 @@ int unwinder_add(struct unwinder *u, uint32_t pid, uint64_t token)
 
 void unwinder_sweep(struct unwinder *u)
 {
+	double now;
+
 	u->sweeps++;
 	for (size_t i = 0; i < u->nprocs;) {
 		struct proc *p = &u->procs[i];
@@ -647,11 +653,14 @@ void unwinder_sweep(struct unwinder *u)
 		*p = u->procs[--u->nprocs];
 		u->st.processes--;
 	}
+	now = mono_now();
 	for (size_t i = 0; i < u->ntables;) {
 		const struct table *t = u->tables[i];
 
-		if (!t->users && u->sweeps - t->last_used >= UNUSED_SWEEPS)
+		if (!t->users && now - t->used_at >= u->unused_s) {
 			drop_table(u, i);
+			u->st.tables_expired++;
+		}
 		else
 			i++;
 	}

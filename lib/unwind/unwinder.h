@@ -17,6 +17,7 @@ struct unwinder_opts {
 	unsigned max_procs;   /* processes with tables at once (> 0) */
 	size_t max_bytes;     /* kernel memory the rows of all tables may take (> 0) */
 	const char *debug_dir; /* where separate debug files are (.debug_frame); NULL: "/usr/lib/debug" */
+	double unused_s;       /* a table no process used for this long is dropped at a sweep; 0: UNWINDER_UNUSED_S */
 	bool verbose;          /* log each table built to stderr */
 };
 
@@ -26,6 +27,7 @@ struct unwinder_stats {
 	uint64_t table_rows;
 	uint64_t tables_built;    /* tables built since start */
 	uint64_t tables_evicted;  /* unused tables dropped for room */
+	uint64_t tables_expired;  /* tables dropped at a sweep: no process used them for unused_s */
 	uint64_t tables_refused;  /* tables not loaded: over the budget of bytes or binaries */
 	uint64_t binaries_without; /* binaries with no usable CFI (they unwind with frame pointers) */
 	uint64_t processes;       /* processes with tables now */
@@ -39,6 +41,10 @@ struct unwinder_stats {
 	uint64_t requests_dropped; /* unwinder_request calls refused: UNWINDER_QUEUE waiting */
 	uint64_t requests_pending; /* waiting now (a burst of new binaries: tables come late) */
 };
+
+/* How long a table no process uses is kept (unless room is needed first): a program run again within
+ * it (a build's compiler, a cron job) finds its tables built. */
+#define UNWINDER_UNUSED_S 600.0
 
 #define UNWINDER_QUEUE 4096 /* requests waiting for the unwinder's thread; more are counted and dropped */
 

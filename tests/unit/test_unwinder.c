@@ -1,6 +1,6 @@
 /* test_unwinder.c - the unwinder against real BPF maps (root): a process's mappings and biases, rows in
  * the kernel equal to cfi_build's, tables shared by build-id, the byte and process budgets, sweeping
- * exited processes, the request thread, and the maps emptied at the end. */
+ * exited processes and unused tables, the request thread, and the maps emptied at the end. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -203,6 +203,43 @@ out:
 	free(v);
 }
 
+/* A table no process uses is kept for unused_s, then dropped at a sweep: here /usr/bin/sleep's, whose
+ * process exited. */
+static void test_unused(const struct maps *m)
+{
+	struct unwinder_opts o = { .tables_fd = m->tables, .procs_fd = m->procs, .max_tables = 16, .max_procs = 8,
+				   .max_bytes = 64 << 20, .unused_s = 0.3 };
+	struct unwinder_stats a, b;
+	struct unwinder *u = NULL;
+	pid_t child;
+
+	CHECK(unwinder_new(&o, &u) == 0, "unwinder_new with unused_s 0.3");
+	if (!u)
+		return;
+	unwinder_add(u, (__u32)getpid(), 1);
+	unwinder_get_stats(u, &a);
+	child = fork();
+	if (child == 0) {
+		execl("/usr/bin/sleep", "sleep", "10", (char *)NULL);
+		_exit(127);
+	}
+	usleep(200 * 1000);
+	CHECK(unwinder_add(u, (__u32)child, 2) == 0, "unwinder_add(sleep)");
+	unwinder_get_stats(u, &b);
+	CHECK(b.tables == a.tables + 1, "sleep's table built (%" PRIu64 " tables, %" PRIu64 " before)", b.tables, a.tables);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	unwinder_sweep(u);
+	unwinder_get_stats(u, &b);
+	CHECK(b.tables == a.tables + 1 && b.tables_expired == 0, "swept at once: the unused table is kept");
+	usleep(400 * 1000);
+	unwinder_sweep(u);
+	unwinder_get_stats(u, &b);
+	CHECK(b.tables == a.tables && b.tables_expired == 1, "swept after unused_s: it is dropped and counted (%" PRIu64 ")",
+	      b.tables_expired);
+	unwinder_free(u);
+}
+
 static void test_thread(const struct maps *m)
 {
 	struct unwinder *u = new_unwinder(m, 16, 8, 64 << 20);
@@ -290,6 +327,9 @@ int main(int argc, char **argv)
 	close_maps(&m);
 	make_maps(&m, 16, 8);
 	test_thread(&m);
+	close_maps(&m);
+	make_maps(&m, 16, 8);
+	test_unused(&m);
 	close_maps(&m);
 	make_maps(&m, 16, 8);
 	test_unplaced(&m, dir);
