@@ -1,6 +1,6 @@
 #!/bin/bash
 # run.sh - make bench: flamed's overhead next to perf, ingest rate, off-CPU profiling's cost next to perf and bpftrace, query latency, storage and memory; prints one table and writes docs/BENCHMARKS.md.
-# Usage: [QUICK=1] [BENCH_PARTS="overhead python ingest offcpu query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] [BPFTRACE=PATH] [PYTHON=PATH [PYROOT=DIR]] bench/run.sh
+# Usage: [QUICK=1] [BENCH_PARTS="overhead python firstsamples ingest offcpu query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] [BPFTRACE=PATH] [PYTHON=PATH [PYROOT=DIR]] bench/run.sh
 #        (root; `make bench` builds first). BENCH_PARTS runs only the parts named (query, storage and
 #        memory share one generated history); the report says which ran. PYROOT runs the python part's
 #        PYTHON inside that root (scripts/python-root.sh makes one with sid's 3.13 and 3.14 and
@@ -14,7 +14,7 @@ BUILD=${BUILD:-$PWD/build}
 QUICK=${QUICK:-0}
 [ "$QUICK" = 1 ] || QUICK=0
 OUT=docs/BENCHMARKS.md
-ALL_PARTS="overhead python ingest offcpu query storage memory"
+ALL_PARTS="overhead python firstsamples ingest offcpu query storage memory"
 PYTHON=${PYTHON:-$(readlink -f /usr/bin/python3 2> /dev/null || true)} # the system's python3 (its real path)
 PYROOT=${PYROOT:-}      # a root PYTHON runs in (its path is then the root's)
 PYBURN=bench/pyburn.py # the Python workload, as PYTHON sees it
@@ -295,6 +295,75 @@ python_overhead() {
 		"$chain of $total ($(fmt 1 "$total > 0 ? 100 * $chain / $total : 0")%)" "—" "—"
 	row "1. Overhead Python $PYV $hz Hz" "workload throughput against no profiler (2 x pyburn.py, $base units/s), last round" \
 		"flamed $(change "$f_units" "$base")%, perf -g $(change "$g_units" "$base")%" "—" "—"
+}
+
+# api_port DIR: the port of the HTTP API flamed (started with --listen 127.0.0.1:0) logged in DIR/flamed.log.
+api_port() {
+	wait_log "$1/flamed.log" '\(port [0-9]+\)' "$FLAMED_PID" 10 || die "flamed did not serve its API"
+	sed -n 's/.*serving the HTTP API on .* (port \([0-9]*\)).*/\1/p' "$1/flamed.log" | head -1
+}
+
+# first_run PORT NAME COMM ROOT_ERE CMD...: runs CMD once under the flamed at PORT and sets F_ROW to how
+# many of COMM's samples (those with a user frame) have a user stack rooted at ROOT_ERE, and how many
+# samples were deferred on the host meanwhile and how long they waited for their tables on average (the
+# status's counters count every process's: the bench's curl and sleep too).
+first_run() {
+	local port=$1 name=$2 comm=$3 re=$4 s0 s1 whole all t0
+	shift 4
+	s0=$(curl -fsS "http://127.0.0.1:$port/api/v1/status" | jq -c .deferred) || die "status failed"
+	t0=$(date +%s)
+	"$@" > /dev/null || die "$name failed"
+	sleep 1
+	curl -fsS "http://127.0.0.1:$port/api/v1/profile?comm=$comm&format=folded&from=$t0&to=$(($(date +%s) + 1))&flush=1" > "$TMP/first.folded" ||
+		die "profile failed"
+	s1=$(curl -fsS "http://127.0.0.1:$port/api/v1/status" | jq -c .deferred) || die "status failed"
+	read -r whole all < <(awk -v re="$re" '{ n = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ /^[^;]*;[^;]*_\[k\]/) next
+		t += n; if ($0 ~ re) w += n } END { print w + 0, t + 0 }' "$TMP/first.folded")
+	F_PCT=$(fmt 1 "$all ? 100 * $whole / $all : 0")
+	F_ROW="$F_PCT% whole ($whole of $all); $(jq -rn --argjson a "$s0" --argjson b "$s1" '($b.walked - $a.walked) as $n
+		| "on the host meanwhile \($n) samples deferred and walked (\($b.given_up - $a.given_up) given up), after \(if $n > 0 then (($b.wait_seconds - $a.wait_seconds) / $n * 1000 | floor) else 0 end) ms on average"')"
+}
+
+# firstsamples: whole stacks from a process's first sample. A fresh flamed (99 Hz, no table built yet),
+# then each program once (cold: its tables are built while it runs, its samples meanwhile deferred) and
+# again (warm: built); the share of its samples whole and how long the deferred ones waited. The table
+# memory of libc, the system's python3 and libLLVM from flamed's log.
+firstsamples() {
+	local d=$TMP/firstsamples port sys py opt lib re kib w=tests/workloads
+	mkdir -p "$d"
+	sys=$(readlink -f /usr/bin/python3) || die "no /usr/bin/python3: apt-get install python3"
+	py=$(basename "$sys")
+	log "first samples: short.c (libc), $sys and opt (libLLVM), each once on a fresh flamed and once more"
+	gcc -O2 -g -fomit-frame-pointer "$w/short.c" -o "$d/short" || die "cannot build short.c"
+	opt=$(command -v opt || true)
+	if [ -n "$opt" ] && ldd "$opt" | grep -q libLLVM; then
+		awk -v n=1500 -f "$w/bigc.awk" > "$d/big.c"
+		clang -O0 -S -emit-llvm -Xclang -disable-O0-optnone "$d/big.c" -o "$d/big.ll" || die "cannot make the IR"
+	else
+		opt=
+	fi
+	start_flamed "$d" --db "$d/flamed.db" --listen 127.0.0.1:0 --frequency 99 --flush-interval 1 -v
+	port=$(api_port "$d")
+	for run in cold warm; do
+		first_run "$port" short.c short '^short;(_start;__libc_start_main|ld-linux[^;]*;_dl_start)' "$d/short" 1
+		row "7. First samples" "short.c (libc only, no frame pointers), 1 s, $run: samples whole from the first; deferred samples" \
+			"$F_ROW" "≥ 99% whole" "$(status_of "$F_PCT >= 99")"
+		re="^${py//./\\.};(_start;__libc_start_main|ld-linux[^;]*;_dl_start)"
+		first_run "$port" "$py" "$py" "$re" "$sys" "$w/pyonesec.py" 1
+		row "7. First samples" "pyonesec.py on the system's $py, 1 s, $run: samples whole from the first; deferred samples" \
+			"$F_ROW" "≥ 99% whole" "$(status_of "$F_PCT >= 99")"
+		if [ -n "$opt" ]; then
+			first_run "$port" opt opt '^opt;(_start;__libc_start_main|ld-linux[^;]*;_dl_start)' "$opt" -O3 "$d/big.ll" -o /dev/null
+			row "7. First samples" "opt -O3 (libLLVM), $run: samples whole from the first; deferred samples" \
+				"$F_ROW" "≥ 95% whole" "$(status_of "$F_PCT >= 95")"
+		fi
+	done
+	stop_flamed "$d"
+	for lib in libc.so.6 "$py" libLLVM; do
+		kib=$(grep -m1 "unwind table of [^:]*/$lib[^/:]*:" "$d/flamed.log" | sed 's/.*: \([0-9]*\) rows, \([0-9]*\) KiB, [a-z]*, \([0-9.]*\) ms.*/\1 rows, \2 KiB, built in \3 ms/')
+		[ -n "$kib" ] && row "7. First samples" "unwind table of $lib: rows, kernel memory, build time" "$kib" "—" "—"
+	done
+	[ -n "$opt" ] || row "7. First samples" "opt (libLLVM)" "skipped: no opt linked against libLLVM (apt-get install llvm)" "—" "—"
 }
 
 # flush_stats LOG: from flamed -v's "flushed N samples in K keys in X ms" lines after the first (the
@@ -744,6 +813,14 @@ How each figure is measured:
   \`flamed --python off\` (for the BPF program's cost per sample without the Python walk) and \`perf record -a -g\`;
   the chain row reads flamed's own database: of the workload's main-thread samples (under Py_RunMain), those
   whose Python frames run main, the 21 handlers and spin with nothing between.
+- First samples: a fresh \`flamed --frequency 99 --flush-interval 1\` (no unwind table built yet), then each program
+  once (cold: its tables are built while it runs) and once more (warm: they are built): \`tests/workloads/short.c\`
+  built -O2 without frame pointers, 1 s; \`tests/workloads/pyonesec.py\` on the system's python3, 1 s; \`opt -O3\` on the IR of
+  1500 generated functions (\`tests/workloads/bigc.awk\`; its work is in libLLVM). Whole: of the program's
+  samples with a user frame, those whose user stack begins at \`_start\` (or the dynamic loader's start), as
+  \`perf --call-graph dwarf\` shows them. The deferred samples' wait (from when the daemon read them to when
+  their tables were there) comes from the status's \`deferred\` counters over the run. Table sizes and build
+  times are the ones flamed logs.
 - Ingest: \`flamed -v --max-keys $INGEST_MAX_KEYS\` at each frequency for $INGEST_T s over two \`bench/burn --fanout 16 --depth 4\`
   (65536 call chains each), after a first flush left out; samples/s counts every process on the host; flush
   durations and losses come from flamed's log. Sustained: at most 0.1% of samples lost and every flush done within
@@ -800,6 +877,7 @@ part_of() {
 	*"Python 3."*" processes"*) echo python-other ;;
 	*"Python processes"*) echo python ;;
 	"1. "*) echo overhead ;;
+	"7. "*) echo firstsamples ;;
 	"6. "*) echo offcpu ;;
 	"2. "*) echo ingest ;;
 	"3. "*) echo query ;;
@@ -823,7 +901,7 @@ kept_rows() {
 		want "$(part_of "$area" "$what")" && continue
 		[[ $result == "[run of "* ]] || result="[run of $date] $result"
 		printf '%s\t%s\t%s\t%s\t%s\n' "$area" "$what" "$result" "$target" "$status" | tr '\1' '|'
-	done < <(grep -E '^\| [1-6]\. ' "$OUT")
+	done < <(grep -E '^\| [1-7]\. ' "$OUT")
 }
 
 # kept_notes KEPT_TSV: one line per run whose rows are kept: its command and load, from $OUT (its own
@@ -865,10 +943,11 @@ main() {
 	MEM_ROWS=()
 	LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 	check_setup
-	if want overhead || want python || want ingest; then
+	if want overhead || want python || want firstsamples || want ingest; then
 		sysctl -q kernel.bpf_stats_enabled=1
 		if want overhead; then for hz in $OVERHEAD_HZ; do overhead "$hz"; done; fi
 		if want python; then python_overhead; fi
+		if want firstsamples; then firstsamples; fi
 		if want ingest; then ingest; fi
 		sysctl -q kernel.bpf_stats_enabled="$BPF_STATS_WAS"
 	fi

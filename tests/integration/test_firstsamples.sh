@@ -77,7 +77,7 @@ if [ -z "$OPT" ] || ! ldd "$OPT" | grep -q 'libLLVM'; then
 	exit $FAILED
 fi
 LLVM_LIB=$(ldd "$OPT" | sed -n 's/.*\(libLLVM[^ ]*\) => .*/\1/p' | head -1)
-awk 'BEGIN { for (i = 0; i < 1500; i++) printf "int f%d(int *a, int n) { int s = 0; for (int j = 0; j < n; j++) { s += a[j] * %d + (a[j] >> %d); if (s > %d) s ^= a[(j + %d) %% n]; } return s + %s; }\n", i, i, i % 7, i * 13, i, (i % 5) ? "f" (i - 1) "(a, n - 1)" : "0" }' > "$TMP/big.c"
+awk -v n=1500 -f "$W/bigc.awk" > "$TMP/big.c"
 clang -O0 -S -emit-llvm -Xclang -disable-O0-optnone "$TMP/big.c" -o "$TMP/big.ll" || { fail "libLLVM: build the IR"; exit 1; }
 run_flamed firstsamples --db "$TMP/llvm.db" --frequency $FREQ --flush-interval 1 --listen 127.0.0.1:0 -v
 "$OPT" -O3 "$TMP/big.ll" -o /dev/null
