@@ -77,8 +77,8 @@ static __always_inline bool defer_sample(void *ctx, const struct uregs *r, const
 	__u64 addr;
 	long n;
 
-	if (!defer_new)
-		return false;
+	if (!defer_new || bpf_ktime_get_ns() - token > DEFER_WINDOW_S * 1000000000ULL)
+		return false; /* token: when the process was first seen */
 	d = bpf_ringbuf_reserve(&deferred, sizeof(*d), 0);
 	if (!d) {
 		stat_inc(STAT_DEFER_LOST);

@@ -721,7 +721,11 @@ static __always_inline __u64 user_stack(void *ctx, const struct uregs *r, struct
 		known = bpf_map_lookup_elem(&seen, &key->pid);
 		/* Only tables read for this image: not those of the program it exec'd from, or of a process
 		 * that had the pid before. */
-		if (p && known && known->token == p->token && !defer_pending(p, block)) {
+		if (p && known && known->token == p->token) {
+			if (defer_pending(p, block) && defer_sample(ctx, r, key, known->token)) {
+				key->flags |= SAMPLE_DEFERRED;
+				return 0;
+			}
 			h = walk_user(r, p, gen, block);
 			w = bpf_map_lookup_elem(&walks, &zero);
 			if (w)

@@ -47,7 +47,7 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 /* Stacks of blocked threads kept until their waits are counted (the sampler's max_off_cpu_stacks). */
 #define OFF_CPU_STACKS 8192
 #define DEFER_MAX_BYTES (64u << 20) /* deferred samples kept: about 3,000 with their stack copies */
-#define DEFER_MAX_WAIT_S 30.0       /* how long one waits for its process's tables (libtorch's take 7 s) */
+#define DEFER_MAX_WAIT_S ((double)DEFER_WINDOW_S) /* how long one waits for its tables (libtorch's: 7 s) */
 #define TEXT(n) #n
 #define NUMBER_TEXT(n) TEXT(n)
 

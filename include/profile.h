@@ -83,6 +83,10 @@ struct process_event {
  * frames read now. Only the first nk kernel frames, npy Python ones and copied stack bytes are meaningful. */
 #define DEFER_STACK_BYTES 16384 /* of user stack copied, from the sampled sp (perf's --call-graph dwarf copies 8192) */
 #define DEFER_PAGE 4096         /* the copy is read a page at a time and stops at the first it cannot read */
+/* A process's samples are deferred only in its first DEFER_WINDOW_S seconds seen (then, tables or not,
+ * they are walked at once, as before): one never given tables (--unwind-processes reached) costs copies
+ * for that long, not for its life. The daemon waits as long for a sample's tables. */
+#define DEFER_WINDOW_S 30
 struct deferred_sample {
 	struct sample_key key; /* kstack and ustack 0 */
 	__u64 token;           /* the process_event.token of the image sampled */
