@@ -14,6 +14,7 @@
 #include "unwind/stackwalk.h"
 
 #define POLL_MS 20 /* while samples wait, how often unwind_procs is looked at */
+#define ROW_CACHE 4096 /* rows found lately, direct-mapped by (table, pc): a process's samples share frames */
 
 /* A sample waiting for its tables: the record's head, then nk kernel frames and copied stack bytes. */
 struct waiting {
@@ -36,10 +37,16 @@ struct walked {
 	__u64 ips[];
 };
 
-/* An inner map of unwind_tables opened by the id it had. */
+/* An inner map of unwind_tables, opened for the table (slot and generation, unwind_mapping.table) it held:
+ * the unwinder loads another binary into a slot under another generation. */
 struct inner {
-	uint32_t id;
+	uint32_t table;
 	int fd;
+};
+
+struct row_slot {
+	uint32_t table, pc; /* table 0: empty (a table's generation is at least 1) */
+	struct unwind_row row;
 };
 
 struct deferred {
@@ -48,6 +55,7 @@ struct deferred {
 	struct walked *done_head, **done_tail;
 	size_t bytes;
 	struct inner *inner; /* max_tables */
+	struct row_slot *rows; /* ROW_CACHE */
 	struct unwind_proc *proc, *bare; /* a process's mappings as read; none (frame pointers) */
 	struct deferred_stats st;
 };
@@ -73,9 +81,10 @@ int deferred_new(const struct deferred_opts *o, struct deferred **out)
 	d->wait_tail = &d->wait_head;
 	d->done_tail = &d->done_head;
 	d->inner = calloc(o->max_tables, sizeof(*d->inner));
+	d->rows = calloc(ROW_CACHE, sizeof(*d->rows));
 	d->proc = calloc(1, sizeof(*d->proc));
 	d->bare = calloc(1, sizeof(*d->bare));
-	if (!d->inner || !d->proc || !d->bare) {
+	if (!d->inner || !d->rows || !d->proc || !d->bare) {
 		deferred_free(d);
 		return -ENOMEM;
 	}
@@ -124,30 +133,40 @@ void deferred_add(const struct deferred_sample *s, size_t size, void *ctx)
 	d->st.waiting_bytes += bytes;
 }
 
-/* The inner map in slot, opened (again when the slot holds another map since). -1: none. */
-static int inner_fd(struct deferred *d, uint32_t slot)
+/* The inner map of table (slot and generation), opened once per generation of its slot. -1: none. */
+static int inner_fd(struct deferred *d, uint32_t table)
 {
+	uint32_t slot = UNWIND_SLOT(table);
 	struct inner *in;
 	__u32 id;
 
-	if (slot >= d->o.max_tables || bpf_map_lookup_elem(d->o.tables_fd, &slot, &id))
+	if (slot >= d->o.max_tables)
 		return -1;
 	in = &d->inner[slot];
-	if (in->fd >= 0 && in->id == id)
+	if (in->fd >= 0 && in->table == table)
 		return in->fd;
 	if (in->fd >= 0)
 		close(in->fd);
-	in->fd = bpf_map_get_fd_by_id(id);
-	in->id = id;
+	in->fd = -1;
+	if (bpf_map_lookup_elem(d->o.tables_fd, &slot, &id) == 0)
+		in->fd = bpf_map_get_fd_by_id(id);
+	in->table = table;
 	return in->fd;
 }
 
 /* stackwalk_row_fn over unwind_tables: the last row whose pc is <= pc, as the BPF side searches. */
 static int map_row(void *ctx, uint32_t table, uint32_t nrows, uint32_t pc, struct unwind_row *row)
 {
-	int fd = inner_fd(ctx, UNWIND_SLOT(table));
+	struct deferred *d = ctx;
+	struct row_slot *c = &d->rows[(pc * 0x9e3779b1u ^ table) & (ROW_CACHE - 1)];
+	int fd;
 	__u32 lo = 0, hi = nrows, mid;
 
+	if (c->table == table && c->pc == pc) {
+		*row = c->row;
+		return 0;
+	}
+	fd = inner_fd(d, table);
 	if (fd < 0 || !nrows)
 		return -1;
 	while (lo + 1 < hi) {
@@ -159,7 +178,10 @@ static int map_row(void *ctx, uint32_t table, uint32_t nrows, uint32_t pc, struc
 		else
 			hi = mid;
 	}
-	return bpf_map_lookup_elem(fd, &lo, row) == 0 && row->pc <= pc ? 0 : -1;
+	if (bpf_map_lookup_elem(fd, &lo, row) || row->pc > pc)
+		return -1;
+	*c = (struct row_slot){ .table = table, .pc = pc, .row = *row };
+	return 0;
 }
 
 /* Walks w over p's mappings (bare: by frame pointers) into a walked sample at the end of the done list.
@@ -302,6 +324,7 @@ void deferred_free(struct deferred *d)
 		if (d->inner[i].fd >= 0)
 			close(d->inner[i].fd);
 	free(d->inner);
+	free(d->rows);
 	free(d->proc);
 	free(d->bare);
 	free(d);
