@@ -207,8 +207,8 @@ out:
  * process exited. */
 static void test_unused(const struct maps *m)
 {
-	struct unwinder_opts o = { .tables_fd = m->tables, .procs_fd = m->procs, .max_tables = 16, .max_procs = 8,
-				   .max_bytes = 64 << 20, .unused_s = 0.3 };
+	struct unwinder_opts o = { .tables_fd = m->tables, .procs_fd = m->procs, .max_tables = 64, .max_procs = 8,
+				   .max_bytes = 64 << 20, .unused_s = 0.3 }; /* room for a sanitizer build's libraries */
 	struct unwinder_stats a, b;
 	struct unwinder *u = NULL;
 	pid_t child;
@@ -328,7 +328,7 @@ int main(int argc, char **argv)
 	make_maps(&m, 16, 8);
 	test_thread(&m);
 	close_maps(&m);
-	make_maps(&m, 16, 8);
+	make_maps(&m, 64, 8);
 	test_unused(&m);
 	close_maps(&m);
 	make_maps(&m, 16, 8);
