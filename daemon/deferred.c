@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -13,7 +14,9 @@
 #include "unwind.h"
 #include "unwind/stackwalk.h"
 
-#define POLL_MS 20 /* while samples wait, how often unwind_procs is looked at */
+#define POLL_MS 20       /* while samples wait, how often unwind_procs is looked at */
+#define POLL_SLOW_MS 200 /* ... once each has waited POLL_FAST_S (tables of big binaries come slowly) */
+#define POLL_FAST_S 1.0
 #define ROW_CACHE 4096 /* rows found lately, direct-mapped by (table, pc): a process's samples share frames */
 
 /* A sample waiting for its tables: the record's head, then nk kernel frames and copied stack bytes. */
@@ -184,9 +187,13 @@ static int map_row(void *ctx, uint32_t table, uint32_t nrows, uint32_t pc, struc
 	return 0;
 }
 
+enum walk_result { WALKED, WAIT, NO_MEMORY };
+
 /* Walks w over p's mappings (bare: by frame pointers) into a walked sample at the end of the done list.
- * Returns false when there is no memory for it (w is dropped). */
-static bool walk(struct deferred *d, const struct waiting *w, const struct unwind_proc *p, bool fp_only)
+ * With may_wait, a walk that met an address in none of p's mappings is not kept (WAIT): the mappings
+ * were read before the dynamic loader (or a dlopen) mapped that library, and are read again. */
+static enum walk_result walk(struct deferred *d, const struct waiting *w, const struct unwind_proc *p,
+			     bool fp_only, bool may_wait)
 {
 	uint64_t ips[PROFILE_MAX_DEPTH], pyips[PROFILE_MAX_DEPTH];
 	struct stackwalk_copy c = { .at = w->regs.sp, .bytes = w->data + (w->nk + w->npy) * sizeof(__u64),
@@ -205,10 +212,12 @@ static bool walk(struct deferred *d, const struct waiting *w, const struct unwin
 	}
 	stackwalk(p, map_row, d, &w->regs, &c, w->npy ? &py : NULL, d->o.no_fp && !fp_only, ips, PROFILE_MAX_DEPTH,
 		  &res);
+	if (res.unknown && may_wait)
+		return WAIT;
 	bytes = sizeof(*out) + (w->nk + res.n) * sizeof(__u64);
 	out = malloc(bytes);
 	if (!out)
-		return false;
+		return NO_MEMORY;
 	out->next = NULL;
 	out->bytes = bytes;
 	out->key = w->key;
@@ -227,7 +236,7 @@ static bool walk(struct deferred *d, const struct waiting *w, const struct unwin
 	d->bytes += bytes;
 	d->st.ready++;
 	d->st.short_copies += res.end == STACKWALK_SHORT;
-	return true;
+	return WALKED;
 }
 
 int deferred_poll(struct deferred *d, bool all)
@@ -235,26 +244,30 @@ int deferred_poll(struct deferred *d, bool all)
 	struct waiting **pp = &d->wait_head, *w;
 	double now = mono_now();
 	uint32_t looked = 0;
-	bool have = false, read = false, ready;
+	bool have = false, read = false, gone = false, fast = false, ready;
 
 	while ((w = *pp)) {
-		bool late = all || now - w->taken > d->o.max_wait_s, found, ok;
+		bool late = all || now - w->taken > d->o.max_wait_s, found;
+		enum walk_result r;
 
 		if (!have || looked != w->key.pid) {
 			looked = w->key.pid;
 			have = true;
 			read = bpf_map_lookup_elem(d->o.procs_fd, &looked, d->proc) == 0;
+			/* An exited process gets no more tables than it has: the unwinder reads a live one's maps. */
+			gone = kill((pid_t)looked, 0) && errno == ESRCH;
 		}
 		/* Its tables: read for this image, and all built. */
 		found = read && d->proc->token == w->token;
 		ready = found && !(d->proc->flags & UNWIND_PROC_PENDING);
-		if (!ready && !late) {
+		/* Past its wait: with the tables there are, frame pointers elsewhere. */
+		r = ready || late || gone ? walk(d, w, found ? d->proc : d->bare, !found, ready && !late && !gone) : WAIT;
+		if (r == WAIT) {
+			fast |= now - w->taken < POLL_FAST_S;
 			pp = &w->next;
 			continue;
 		}
-		/* Past its wait: with the tables there are, frame pointers elsewhere. */
-		ok = walk(d, w, found ? d->proc : d->bare, !found);
-		if (!ok) {
+		if (r == NO_MEMORY) {
 			d->st.dropped++;
 		} else if (ready) {
 			d->st.walked++;
@@ -271,7 +284,7 @@ int deferred_poll(struct deferred *d, bool all)
 		free(w);
 	}
 	d->wait_tail = pp;
-	return d->wait_head ? POLL_MS : -1;
+	return !d->wait_head ? -1 : fast ? POLL_MS : POLL_SLOW_MS;
 }
 
 uint64_t deferred_emit(struct deferred *d, int64_t unix_offset, sampler_cb cb, void *ctx)

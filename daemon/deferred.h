@@ -28,7 +28,8 @@ struct deferred_stats {
 	uint64_t received;      /* deferred samples read from the ring buffer */
 	uint64_t bytes_copied;  /* user stack bytes they carried */
 	uint64_t walked;        /* walked with their process's tables */
-	uint64_t given_up;      /* walked by frame pointers: no tables within max_wait_s */
+	uint64_t given_up;      /* walked with what tables there were: none within max_wait_s, or the process
+				 * exited without */
 	uint64_t dropped;       /* not kept: max_bytes reached, or a record too short */
 	uint64_t short_copies;  /* walks that needed more of the stack than was copied */
 	uint64_t stored;        /* handed to a flush */
@@ -44,9 +45,11 @@ int deferred_new(const struct deferred_opts *o, struct deferred **out);
  * are read). */
 void deferred_add(const struct deferred_sample *s, size_t size, void *ctx);
 
-/* Walks the waiting samples whose process's tables are in unwind_procs now, and those waiting longer
- * than max_wait_s, or every one with all (the last flush), with the tables there are (frame pointers
- * elsewhere). Returns the poll timeout (ms) until it should be called again, -1 when nothing waits. */
+/* Walks the waiting samples whose process's tables are in unwind_procs now (a walk that meets an address
+ * in none of its mappings waits for them to be read again), and those waiting longer
+ * than max_wait_s or whose process has exited (no more tables will come), or every one with all (the
+ * last flush), with the tables there are (frame pointers elsewhere). Returns the poll timeout (ms) until
+ * it should be called again: 20 while a sample has waited under a second, 200 after; -1 when none waits. */
 int deferred_poll(struct deferred *d, bool all);
 
 /* Hands every walked sample to cb (a flush's ingest_sample) and forgets it. unix_offset turns

@@ -2,7 +2,8 @@
  * the BPF program sends a deferred sample, waits while its process has no tables (or tables still being
  * built), is walked once the unwinder has put them in the maps, and reaches the flush whole (glibc's
  * backtrace), with its kernel frames and key; one whose tables never come is walked by frame pointers
- * after its wait; the memory bound drops and counts; short records are refused. */
+ * after its wait, or at once when its process is gone; the memory bound drops and counts; short records
+ * are refused. */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -145,7 +146,7 @@ out:
 	free(v);
 }
 
-/* No tables within the wait (or at the last flush): frame pointers, from the copy, flagged. */
+/* No tables within the wait, its process gone, or the last flush: frame pointers, from the copy, flagged. */
 static void test_given_up(const struct maps *m)
 {
 	struct deferred *d = new_deferred(m, 16 << 20, 0);
@@ -168,7 +169,13 @@ static void test_given_up(const struct maps *m)
 	if (!d)
 		goto out;
 	deferred_add(r, sizeof(*r), d);
-	CHECK(deferred_poll(d, false) > 0 && deferred_poll(d, true) == -1 && deferred_emit(d, 0, on_sample, &g) == 1,
+	CHECK(deferred_poll(d, false) == -1 && deferred_emit(d, 0, on_sample, &g) == 1,
+	      "its process is gone (no tables will come): walked at once, whatever the wait");
+	r->key.pid = (__u32)getpid(); /* alive, and no tables in the maps */
+	deferred_add(r, sizeof(*r), d);
+	CHECK(deferred_poll(d, false) == 20 && deferred_emit(d, 0, on_sample, &g) == 0,
+	      "a live process without tables: it waits, looked at every 20 ms");
+	CHECK(deferred_poll(d, true) == -1 && deferred_emit(d, 0, on_sample, &g) == 1,
 	      "the last flush walks what still waits");
 out:
 	deferred_free(d);
