@@ -728,8 +728,15 @@ static __always_inline __u64 user_stack(void *ctx, const struct uregs *r, struct
 			}
 			h = walk_user(r, p, gen, block);
 			w = bpf_map_lookup_elem(&walks, &zero);
-			if (w)
-				key->flags |= w->key_flags;
+			if (!w)
+				return h;
+			/* An address in none of its mappings (a library mapped since they were read): the
+			 * mappings are read again; the sample waits for them, not stored short. */
+			if ((w->used & USED_UNKNOWN) && !block && defer_sample(ctx, r, key, known->token)) {
+				key->flags |= SAMPLE_DEFERRED;
+				return 0;
+			}
+			key->flags |= w->key_flags;
 			return h;
 		}
 		key->flags |= SAMPLE_WALK_PARTIAL; /* its tables are not built yet (or not all) */
