@@ -36,10 +36,14 @@ enough_or_show() {
 run_flamed firstsamples --db "$TMP/flamed.db" --frequency $FREQ --flush-interval 1 --listen 127.0.0.1:0
 
 # The tables of libc, the program and the interpreter are built once, at their first run, and shared by
-# every later process (a cold build is make bench's): what is measured is each new process's first samples.
+# every later process (a cold build is make bench's): what is measured is each new process's first samples,
+# from the runs after these. (A process that exits before its tables are built, as these may while flamed
+# builds those of every process running when it starts, is walked with the tables there are.)
 "$TMP/short" 0.2
 "$SYSPY" "$W/pyonesec.py" 0.2
 check "the unwinder has built the tables asked for" wait_tables
+T0=$(($(date +%s) + 1)) # the window is in whole seconds: from the next
+sleep 1.1
 
 for _ in 1 2; do
 	(while :; do :; done) &
@@ -50,8 +54,8 @@ for _ in $(seq $RUNS); do "$SYSPY" "$W/pyonesec.py" 1; done
 kill "${BURNERS[@]}"
 wait "${BURNERS[@]}" 2> /dev/null
 
-curl -sf "$URL/api/v1/profile?comm=short&format=folded&from=-10m&flush=1" > "$TMP/c.folded"
-curl -sf "$URL/api/v1/profile?comm=$SYSPY_NAME&format=folded&from=-10m&flush=1" > "$TMP/py.folded"
+curl -sf "$URL/api/v1/profile?comm=short&format=folded&from=$T0&to=$(($(date +%s) + 1))&flush=1" > "$TMP/c.folded"
+curl -sf "$URL/api/v1/profile?comm=$SYSPY_NAME&format=folded&from=$T0&to=$(($(date +%s) + 1))&flush=1" > "$TMP/py.folded"
 share "C, $RUNS runs of 1 s under load" "$TMP/c.folded" '^short;(_start;__libc_start_main|ld-linux[^;]*;_dl_start)' 99
 share "$SYSPY_NAME, $RUNS runs of 1 s under load" "$TMP/py.folded" \
 	"^${SYSPY_NAME//./\\.};(_start;__libc_start_main|ld-linux[^;]*;_dl_start)" 99
@@ -61,7 +65,8 @@ curl -sf "$URL/api/v1/status" > "$TMP/status.json"
 jq -c .deferred "$TMP/status.json"
 check "status: deferred samples were walked with their tables" \
 	jq -e '.deferred.enabled and .deferred.received > 0 and .deferred.walked > 0 and .deferred.stored > 0' "$TMP/status.json"
-check "status: none waits longer than its wait (given up: frame pointers)" jq -e '.deferred.given_up == 0' "$TMP/status.json"
+check "status: no deferred sample dropped (memory) or lost (ring buffer)" \
+	jq -e '.deferred.dropped == 0 and .deferred.lost == 0' "$TMP/status.json"
 curl -sf "$URL/metrics" > "$TMP/metrics"
 walked=$(sed -n 's/^flamed_deferred_walked_total \([0-9]*\)$/\1/p' "$TMP/metrics")
 check "metrics: flamed_deferred_walked_total, at least the status's count read before (${walked:-none})" \
