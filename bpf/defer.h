@@ -8,6 +8,10 @@
 #define FLAMED_BPF_DEFER_H
 
 const volatile bool defer_new = false; /* set by the daemon: copy such samples instead of walking them */
+/* CLOCK_MONOTONIC ns when the daemon loaded the program: a process started before it is not deferred.
+ * Its first samples are gone already. Deferring it would only hold its samples back, unstored, while
+ * the daemon builds the tables of every process it finds running. */
+const volatile __u64 defer_since_ns = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -67,18 +71,20 @@ static __always_inline __u32 py_defer_frames(const struct py_proc *py, __u32 pid
 	return n;
 }
 
-/* Sends the sample of key (its user registers r; the image token) to the daemon to be walked later.
- * Returns whether it did: then the sample is the daemon's to count. The kernel stack is read again here
- * (into the record) when key has one. */
-static __always_inline bool defer_sample(void *ctx, const struct uregs *r, const struct sample_key *key, __u64 token)
+/* Sends the sample of key (its user registers r; its process as first seen: known) to the daemon to be
+ * walked later. Returns whether it did: then the sample is the daemon's to count. The kernel stack is
+ * read again here (into the record) when key has one. */
+static __always_inline bool defer_sample(void *ctx, const struct uregs *r, const struct sample_key *key,
+					 const struct seen_process *known)
 {
+	__u64 token = known->token; /* also when the process was first seen */
 	struct deferred_sample *d;
 	__u32 off = 0, chunk;
 	__u64 addr;
 	long n;
 
-	if (!defer_new || bpf_ktime_get_ns() - token > DEFER_WINDOW_S * 1000000000ULL)
-		return false; /* token: when the process was first seen */
+	if (!defer_new || known->start < defer_since_ns || bpf_ktime_get_ns() - token > DEFER_WINDOW_S * 1000000000ULL)
+		return false;
 	d = bpf_ringbuf_reserve(&deferred, sizeof(*d), 0);
 	if (!d) {
 		stat_inc(STAT_DEFER_LOST);

@@ -722,7 +722,7 @@ static __always_inline __u64 user_stack(void *ctx, const struct uregs *r, struct
 		/* Only tables read for this image: not those of the program it exec'd from, or of a process
 		 * that had the pid before. */
 		if (p && known && known->token == p->token) {
-			if (defer_pending(p, block) && defer_sample(ctx, r, key, known->token)) {
+			if (defer_pending(p, block) && defer_sample(ctx, r, key, known)) {
 				key->flags |= SAMPLE_DEFERRED;
 				return 0;
 			}
@@ -732,7 +732,7 @@ static __always_inline __u64 user_stack(void *ctx, const struct uregs *r, struct
 				return h;
 			/* An address in none of its mappings (a library mapped since they were read): the
 			 * mappings are read again; the sample waits for them, not stored short. */
-			if ((w->used & USED_UNKNOWN) && !block && defer_sample(ctx, r, key, known->token)) {
+			if ((w->used & USED_UNKNOWN) && !block && defer_sample(ctx, r, key, known)) {
 				key->flags |= SAMPLE_DEFERRED;
 				return 0;
 			}
@@ -740,7 +740,7 @@ static __always_inline __u64 user_stack(void *ctx, const struct uregs *r, struct
 			return h;
 		}
 		key->flags |= SAMPLE_WALK_PARTIAL; /* its tables are not built yet (or not all) */
-		if (!block && known && defer_sample(ctx, r, key, known->token)) {
+		if (!block && known && defer_sample(ctx, r, key, known)) {
 			key->flags |= SAMPLE_DEFERRED;
 			return 0;
 		}

@@ -3,6 +3,7 @@
  * kernel refuses is left out and the object loaded again without it, and what was refused and why is
  * kept in a report. */
 #include <errno.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,15 @@ static int set_template(struct bpf_map *outer, const struct bpf_map *inner)
 }
 
 /* Sets the knobs, map sizes and programs of the opened skel for what rep still has on. */
+
+/* CLOCK_MONOTONIC now, in ns: the clock of the kernel's task start times and bpf_ktime_get_ns(). */
+static __u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
+}
 static int configure(struct profile *skel, const struct sampler_opts *opts, const struct bpfload_report *rep,
 		     int templates[3])
 {
@@ -87,6 +97,7 @@ static int configure(struct profile *skel, const struct sampler_opts *opts, cons
 	skel->rodata->unwind_mode = f[BPF_FEATURE_UNWIND].on ? opts->unwind_mode : UNWIND_MODE_FP;
 	skel->rodata->python_walk = f[BPF_FEATURE_PYTHON].on;
 	skel->rodata->defer_new = f[BPF_FEATURE_UNWIND].on && opts->unwind_mode != UNWIND_MODE_FP && opts->defer_new;
+	skel->rodata->defer_since_ns = mono_ns();
 	skel->rodata->test_refuse = test_refuse();
 	if ((err = bpf_map__set_max_entries(skel->maps.deferred, skel->rodata->defer_new ? DEFER_RING_BYTES : 4096)) ||
 	    (err = bpf_map__set_max_entries(skel->maps.py_procs, opts->max_python_procs ?: 1)) ||
