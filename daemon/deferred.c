@@ -189,6 +189,21 @@ static int map_row(void *ctx, uint32_t table, uint32_t nrows, uint32_t pc, struc
 
 enum walk_result { WALKED, WAIT, NO_MEMORY };
 
+/* A stand-in for the BPF program's hash of a stack (sample_key.kstack, .ustack), never 0: the flush folds
+ * each distinct (pid, flags, ustack, kstack) once, so samples with other frames must not share it. */
+static uint64_t frames_hash(const void *frames, size_t n)
+{
+	const uint64_t *ips = frames;
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= ips[i];
+		h *= 0x100000001b3ULL;
+		h ^= h >> 29;
+	}
+	return h ? h : 1;
+}
+
 /* Walks w over p's mappings (bare: by frame pointers) into a walked sample at the end of the done list.
  * With may_wait, a walk that met an address in none of p's mappings is not kept (WAIT): the mappings
  * were read before the dynamic loader (or a dlopen) mapped that library, and are read again. */
@@ -231,6 +246,8 @@ static enum walk_result walk(struct deferred *d, const struct waiting *w, const 
 	out->nu = (unsigned)res.n;
 	memcpy(out->ips, w->data, w->nk * sizeof(__u64));
 	memcpy(out->ips + w->nk, ips, res.n * sizeof(__u64));
+	out->key.kstack = w->nk ? frames_hash(out->ips, w->nk) : 0;
+	out->key.ustack = res.n ? frames_hash(ips, res.n) : 0;
 	*d->done_tail = out;
 	d->done_tail = &out->next;
 	d->bytes += bytes;

@@ -135,6 +135,7 @@ static void test_walked(const struct maps *m)
 	CHECK(g.key.pid == pid && g.key.tid == pid + 1 && !strcmp(g.key.comm, "deferred") && g.unix_sec == 1100,
 	      "its key is kept, its second on the wall clock");
 	CHECK(!(g.key.flags & (SAMPLE_USTACK_FP | SAMPLE_USTACK_LOST | SAMPLE_USTACK_TRUNCATED)), "flags: none");
+	CHECK(g.key.ustack && g.key.kstack, "its stacks have hashes (the flush folds each distinct pair once)");
 	deferred_get_stats(d, &st);
 	CHECK(st.walked == 1 && st.given_up == 0 && st.stored == 1 && st.waiting == 0 && st.waiting_bytes == 0 &&
 	      st.short_copies == 0 && st.wait_seconds > 0, "stats: walked 1, stored 1, nothing waiting");
