@@ -59,7 +59,7 @@ typedef void (*sampler_process_cb)(const struct process_event *e, void *ctx);
  * buffer holds it), valid only during the call. */
 typedef void (*sampler_deferred_cb)(const struct deferred_sample *d, size_t size, void *ctx);
 
-/* The size of the deferred samples' ring buffer (defer_new): about 390 samples in flight. */
+/* The size of the deferred samples' ring buffer (defer_new): about 210 samples of 39 KiB in flight. */
 #define DEFER_RING_BYTES (8u << 20)
 
 struct bpfload_report;

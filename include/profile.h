@@ -81,7 +81,7 @@ struct process_event {
  * registers, kernel stack and the top of its user stack sent through the deferred ring buffer, for the
  * daemon to walk once the tables are built (lib/unwind/stackwalk.c), with a Python process's Python
  * frames read now. Only the first nk kernel frames, npy Python ones and copied stack bytes are meaningful. */
-#define DEFER_STACK_BYTES 16384 /* of user stack copied, from the sampled sp (perf's --call-graph dwarf copies 8192) */
+#define DEFER_STACK_BYTES 32768 /* of user stack copied from the sampled sp (perf dwarf: 8192, at most 65528) */
 #define DEFER_PAGE 4096         /* the copy is read a page at a time and stops at the first it cannot read */
 /* A process's samples are deferred only in its first DEFER_WINDOW_S seconds seen (then, tables or not,
  * they are walked at once, as before): one never given tables (--unwind-processes reached) costs copies

@@ -5,8 +5,8 @@
 # their unwind tables are deferred (copied in BPF, walked in the daemon once the tables are there): at
 # least 99% of each program's samples are whole, from _start (or the dynamic loader's start), as perf
 # --call-graph dwarf shows them; the deferred samples are counted in the status and the metrics. Then
-# opt, whose hot code is in libLLVM, started with a fresh flamed: at least 90% of its samples whole
-# while libLLVM's table is built (the target, 95%, is not met in every run).
+# opt, whose hot code is in libLLVM, started with a fresh flamed: at least 95% of its samples whole
+# while libLLVM's table is built.
 . "$(dirname "$0")/lib.sh"
 FREQ=199
 RUNS=10
@@ -88,9 +88,9 @@ run_flamed firstsamples --db "$TMP/llvm.db" --frequency $FREQ --flush-interval 1
 "$OPT" -O3 "$TMP/big.ll" -o /dev/null
 curl -sf "$URL/api/v1/profile?comm=opt&format=folded&from=-10m&flush=1" > "$TMP/opt.folded"
 check "libLLVM: its table was built while opt ran" grep -q "unwind table of .*$LLVM_LIB" "$TMP/flamed.log"
-# The issue's target is 95%; runs here gave 93.8% to 100% (make bench's firstsamples rows say each run's):
-# the test holds 90%, the target is reported where it is missed.
-share "opt (in $LLVM_LIB), started with flamed" "$TMP/opt.folded" '^opt;(_start;__libc_start_main|ld-linux[^;]*;_dl_start)' 90
+# opt's stack, from a pass deep in the inliner to _start, is deeper than 16 KiB: with copies of 16 KiB,
+# runs gave 79% to 100%; copies of 32 KiB reach _start.
+share "opt (in $LLVM_LIB), started with flamed" "$TMP/opt.folded" '^opt;(_start;__libc_start_main|ld-linux[^;]*;_dl_start)' 95
 check "libLLVM: most of opt's samples are in it" \
 	[ $((2 * $(sum_samples "$TMP/opt.folded" 'llvm::'))) -gt "$(sum_samples "$TMP/opt.folded")" ]
 stop_flamed
