@@ -112,6 +112,7 @@ static void publish(struct unwinder *u)
 	pthread_mutex_lock(&u->mu);
 	u->published = u->st;
 	u->published.requests_dropped = u->dropped;
+	tablecache_get_stats(u->o.cache, &u->published.cache);
 	pthread_mutex_unlock(&u->mu);
 }
 
@@ -363,16 +364,23 @@ static int build_rows(struct unwinder *u, int fd, const struct elf_file *ef, con
 	return err;
 }
 
-/* Builds and loads the rows of t's binary (open on fd, parsed as ef). */
+/* Builds (or reads from the cache) and loads the rows of t's binary (open on fd, parsed as ef). */
 static void fill_table(struct unwinder *u, struct table *t, int fd, const struct elf_file *ef, const char *root,
 		       const char *path)
 {
 	struct unwind_row *rows = NULL;
 	double t0 = mono_now();
+	bool cached = false;
 	size_t n = 0;
-	int err;
+	int err = -ENOENT;
 
-	err = build_rows(u, fd, ef, root, path, &rows, &n);
+	if (u->o.cache && t->build_id_len > 0)
+		cached = !(err = tablecache_get(u->o.cache, t->build_id, t->build_id_len, &rows, &n));
+	if (!cached) {
+		err = build_rows(u, fd, ef, root, path, &rows, &n);
+		if (!err && n >= 2 && u->o.cache && t->build_id_len > 0)
+			tablecache_put(u->o.cache, t->build_id, t->build_id_len, rows, n);
+	}
 	if (err || n < 2) {
 		u->st.binaries_without++;
 	} else if ((t->slot = make_room(u, n)) == UNWIND_NO_TABLE) {
@@ -395,9 +403,9 @@ static void fill_table(struct unwinder *u, struct table *t, int fd, const struct
 	free(rows);
 	u->st.build_seconds += mono_now() - t0;
 	if (u->o.verbose)
-		fprintf(stderr, "flamed: unwind table of %s: %zu rows, %zu KiB, %s, %.1f ms\n", path, n,
+		fprintf(stderr, "flamed: unwind table of %s: %zu rows, %zu KiB, %s%s, %.1f ms\n", path, n,
 			n * sizeof(struct unwind_row) >> 10, t->nrows ? "loaded" : t->refused ? "no room" : "none usable",
-			(mono_now() - t0) * 1e3);
+			cached ? " (from the cache)" : "", (mono_now() - t0) * 1e3);
 }
 
 /* A loaded table of the same build as ef (by build-id) with room for another file, or NULL. */

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "unwind/tablecache.h"
+
 struct unwinder;
 
 struct unwinder_opts {
@@ -18,6 +20,9 @@ struct unwinder_opts {
 	size_t max_bytes;     /* kernel memory the rows of all tables may take (> 0) */
 	const char *debug_dir; /* where separate debug files are (.debug_frame); NULL: "/usr/lib/debug" */
 	double unused_s;       /* a table no process used for this long is dropped at a sweep; 0: UNWINDER_UNUSED_S */
+	struct tablecache *cache; /* tables on disk by build-id: read before building, written after; NULL:
+				   * none. Used by the unwinder's thread alone; freed by the caller after
+				   * unwinder_free */
 	bool verbose;          /* log each table built to stderr */
 };
 
@@ -25,7 +30,7 @@ struct unwinder_stats {
 	uint64_t tables;          /* binaries with a table loaded now */
 	uint64_t table_bytes;     /* kernel memory their rows take */
 	uint64_t table_rows;
-	uint64_t tables_built;    /* tables built since start */
+	uint64_t tables_built;    /* tables loaded since start: built, or read from the cache (cache.hits) */
 	uint64_t tables_evicted;  /* unused tables dropped for room */
 	uint64_t tables_expired;  /* tables dropped at a sweep: no process used them for unused_s */
 	uint64_t tables_refused;  /* tables not loaded: over the budget of bytes or binaries */
@@ -37,9 +42,10 @@ struct unwinder_stats {
 				     * or mapping that lies): walked with frame pointers */
 	uint64_t prologue_functions; /* functions without CFI given rows from their prologues (assembly
 				      * kernels), in tables built since start */
-	double build_seconds;     /* time spent building and loading tables */
+	double build_seconds;     /* time spent building (or reading) and loading tables */
 	uint64_t requests_dropped; /* unwinder_request calls refused: UNWINDER_QUEUE waiting */
 	uint64_t requests_pending; /* waiting now (a burst of new binaries: tables come late) */
+	struct tablecache_stats cache; /* opts.cache's; zeros without one */
 };
 
 /* How long a table no process uses is kept (unless room is needed first): a program run again within

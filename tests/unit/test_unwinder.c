@@ -1,6 +1,7 @@
 /* test_unwinder.c - the unwinder against real BPF maps (root): a process's mappings and biases, rows in
  * the kernel equal to cfi_build's, tables shared by build-id, the byte and process budgets, sweeping
- * exited processes and unused tables, the request thread, and the maps emptied at the end. */
+ * exited processes and unused tables, the request thread, tables kept on disk (tablecache.c), and the maps
+ * emptied at the end. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -240,6 +241,55 @@ static void test_unused(const struct maps *m)
 	unwinder_free(u);
 }
 
+/* Tables kept on disk: a first unwinder builds and writes them, a second (a restart) reads them and the
+ * kernel's rows are cfi_build's; files damaged on disk are deleted, counted, and the tables built again. */
+static void test_cache(const struct maps *m, const char *dir)
+{
+	struct unwinder_opts o = { .tables_fd = m->tables, .procs_fd = m->procs, .max_tables = 16, .max_procs = 8,
+				   .max_bytes = 64 << 20 };
+	struct unwind_proc *v = calloc(1, sizeof(*v));
+	struct unwinder_stats st;
+	struct unwinder *u = NULL;
+	char path[PATH_MAX];
+	__u32 pid = (__u32)getpid();
+
+	snprintf(path, sizeof(path), "%s/cache", dir);
+	CHECK(tablecache_open(path, 64 << 20, &o.cache) == 0, "cache: opened");
+	if (!o.cache || !v)
+		goto out;
+	for (int round = 0; round < 3; round++) {
+		static const char *const what[] = { "built and written", "read from the cache (a restart)",
+						    "damaged on disk: built again" };
+
+		if (round == 2)
+			run("for f in %s/*.rows; do printf x | dd of=$f bs=1 seek=300 conv=notrunc status=none; done", path);
+		if (unwinder_new(&o, &u))
+			break;
+		CHECK(unwinder_add(u, pid, 42) == 0 && bpf_map_lookup_elem(m->procs, &pid, v) == 0,
+		      "cache, %s: the process is in the procs map", what[round]);
+		check_row(m, mapping_of(v, (uintptr_t)&probe_function), (uintptr_t)&probe_function, "/proc/self/exe",
+			  "cache: this test's probe_function");
+		check_row(m, mapping_of(v, (uintptr_t)&getpid), (uintptr_t)&getpid, LIBC, "cache: libc's getpid");
+		unwinder_get_stats(u, &st);
+		if (round == 0)
+			CHECK(st.cache.hits == 0 && st.cache.stored == st.tables && st.cache.files == st.tables,
+			      "cache, %s: %" PRIu64 " tables, %" PRIu64 " written", what[round], st.tables, st.cache.stored);
+		else if (round == 1)
+			CHECK(st.cache.hits == st.tables && st.cache.stored == st.tables,
+			      "cache, %s: %" PRIu64 " tables, %" PRIu64 " read, none written again", what[round], st.tables,
+			      st.cache.hits);
+		else
+			CHECK(st.cache.bad == st.tables && st.cache.stored == 2 * st.tables && st.cache.files == st.tables,
+			      "cache, %s: %" PRIu64 " bad, %" PRIu64 " written again", what[round], st.cache.bad, st.tables);
+		unwinder_free(u);
+		u = NULL;
+	}
+out:
+	unwinder_free(u);
+	tablecache_free(o.cache);
+	free(v);
+}
+
 static void test_thread(const struct maps *m)
 {
 	struct unwinder *u = new_unwinder(m, 16, 8, 64 << 20);
@@ -333,6 +383,9 @@ int main(int argc, char **argv)
 	close_maps(&m);
 	make_maps(&m, 16, 8);
 	test_unplaced(&m, dir);
+	close_maps(&m);
+	make_maps(&m, 16, 8);
+	test_cache(&m, dir);
 	close_maps(&m);
 	run("rm -rf %s", dir);
 	return CHECK_EXIT();
