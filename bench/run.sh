@@ -325,11 +325,12 @@ first_run() {
 }
 
 # firstsamples: whole stacks from a process's first sample. A fresh flamed (99 Hz, no table built yet),
-# then each program once (cold: its tables are built while it runs, its samples meanwhile deferred) and
-# again (warm: built); the share of its samples whole and how long the deferred ones waited. The table
-# memory of libc, the system's python3 and libLLVM from flamed's log.
+# then each program once (cold: its tables are built while it runs, its samples meanwhile deferred),
+# again (warm: built), and once more after a restart of flamed (cached: the tables read from the disk
+# cache); the share of its samples whole and how long the deferred ones waited. The table memory of
+# libc, the system's python3 and libLLVM, and their build and cache read times, from flamed's logs.
 firstsamples() {
-	local d=$TMP/firstsamples port sys py opt lib re kib w=tests/workloads
+	local d=$TMP/firstsamples port sys py opt lib re kib cached run w=tests/workloads
 	mkdir -p "$d"
 	sys=$(readlink -f /usr/bin/python3) || die "no /usr/bin/python3: apt-get install python3"
 	py=$(basename "$sys")
@@ -344,7 +345,13 @@ firstsamples() {
 	fi
 	start_flamed "$d" --db "$d/flamed.db" --listen 127.0.0.1:0 --frequency 99 --flush-interval 1 -v
 	port=$(api_port "$d")
-	for run in cold warm; do
+	for run in cold warm cached; do
+		if [ "$run" = cached ]; then
+			stop_flamed "$d"
+			mv "$d/flamed.log" "$d/flamed-first.log"
+			start_flamed "$d" --db "$d/flamed.db" --listen 127.0.0.1:0 --frequency 99 --flush-interval 1 -v
+			port=$(api_port "$d")
+		fi
 		first_run "$port" short.c short '^short;(_start;__libc_start_main|ld-linux[^;]*;_dl_start)' "$d/short" 1
 		row "7. First samples" "short.c (libc only, no frame pointers), 1 s, $run: samples whole from the first; deferred samples" \
 			"$F_ROW" "≥ 99% whole" "$(status_of "$F_PCT >= 99")"
@@ -360,9 +367,13 @@ firstsamples() {
 	done
 	stop_flamed "$d"
 	for lib in libc.so.6 "$py" libLLVM; do
-		kib=$(grep -m1 "unwind table of [^:]*/$lib[^/:]*:" "$d/flamed.log" | sed 's/.*: \([0-9]*\) rows, \([0-9]*\) KiB, [a-z]*, \([0-9.]*\) ms.*/\1 rows, \2 KiB, built in \3 ms/')
-		[ -n "$kib" ] && row "7. First samples" "unwind table of $lib: rows, kernel memory, build time" "$kib" "—" "—"
+		kib=$(grep -m1 "unwind table of [^:]*/$lib[^/:]*:" "$d/flamed-first.log" | sed 's/.*: \([0-9]*\) rows, \([0-9]*\) KiB, [a-z]*, \([0-9.]*\) ms.*/\1 rows, \2 KiB, built in \3 ms/')
+		cached=$(grep -m1 "unwind table of [^:]*/$lib[^/:]*: .*(from the cache)" "$d/flamed.log" | sed 's/.*, \([0-9.]*\) ms$/\1/')
+		[ -n "$kib" ] && row "7. First samples" "unwind table of $lib: rows, kernel memory, build time; read from the disk cache after a restart" \
+			"$kib; read and loaded in ${cached:-(not read)} ms" "—" "—"
 	done
+	row "7. First samples" "disk cache after the runs (every process's tables: the host's too)" \
+		"$(find "$d/unwind-cache" -name '*.rows' | wc -l) tables, $(($(du -sk "$d/unwind-cache" | cut -f1) / 1024)) MiB" "≤ 256 MiB (--unwind-cache-mb)" "—"
 	[ -n "$opt" ] || row "7. First samples" "opt (libLLVM)" "skipped: no opt linked against libLLVM (apt-get install llvm)" "—" "—"
 }
 

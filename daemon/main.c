@@ -26,6 +26,7 @@
 #include "sampler.h"
 #include "status.h"
 #include "token.h"
+#include "unwcache.h"
 #include "query/query.h"
 #include "store/store.h"
 #include "python/pynames.h"
@@ -143,6 +144,7 @@ struct daemon {
 	uint64_t rechecks_dropped;
 	struct sampler *smp;
 	struct unwinder *unw;      /* NULL with --unwind fp */
+	struct tablecache *unwcache; /* the unwinder's tables on disk; NULL: none */
 	struct deferred *deferred; /* samples before their process's tables; NULL when not deferred */
 	struct store *store;
 	struct symbolizer *sym;
@@ -678,6 +680,7 @@ static int start(struct daemon *d)
 			.max_bytes = (size_t)opt.unwind_tables_mb << 20,
 			.debug_dir = opt.debug_dir,
 			.verbose = opt.verbose > 0,
+			.cache = d->unwcache = unwcache_open(&opt),
 		};
 
 		sampler_unwind_fds(d->smp, &uo.tables_fd, &uo.procs_fd);
@@ -806,6 +809,7 @@ out:
 	pthread_mutex_unlock(&d.lock);
 	http_free(d.http); /* before the store and sampler: requests in flight may wait on a flush */
 	unwinder_free(d.unw);
+	tablecache_free(d.unwcache);
 	ingest_free(d.ingest);
 	lineage_free(d.lineage);
 	pyprocs_free(d.py);

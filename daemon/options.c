@@ -20,6 +20,7 @@ static const struct options defaults = {
 	.unwind = UNWIND_MODE_AUTO,
 	.unwind_tables_mb = 64,
 	.unwind_processes = 1024,
+	.unwind_cache_mb = 256,
 	.listen = "127.0.0.1:7070",
 	.db = FLAMED_DEFAULT_DB,
 	.frequency = 19,
@@ -84,6 +85,11 @@ static void usage(FILE *f)
 		"                         binaries no process runs are dropped first\n"
 		"  --unwind-processes N   processes given unwind tables at once, 16-65536 (default\n"
 		"                         1024; 8 KiB of kernel memory each); more use frame pointers\n"
+		"  --unwind-cache DIR     keep the unwind tables built there, by build-id, so that a\n"
+		"                         restart reads them instead of building them again (default:\n"
+		"                         unwind-cache beside the database; 'none' keeps none)\n"
+		"  --unwind-cache-mb N    disk for it, 1-65536 (default 256; libLLVM's takes 7.3 MiB);\n"
+		"                         the least recently used tables are deleted first\n"
 		"  --python on|off        name Python functions (CPython 3.8-3.15) in every stack,\n"
 		"                         walked from each thread's own interpreter state where the\n"
 		"                         eval loop runs, in place of its native frames (default on;\n"
@@ -190,7 +196,7 @@ static unsigned parse_unwind(const char *s)
 
 void options_parse(int argc, char **argv, struct options *o)
 {
-	enum { O_DB = 256, O_LISTEN, O_AUTH, O_INLINE, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS, O_UNWIND, O_UNWIND_MB, O_UNWIND_PROCS, O_RAW_RET, O_MIN_RET, O_PYTHON, O_PY_PROCS, O_PY_FRAMES, O_PY_CODES, O_OFF_CPU, O_OFF_CPU_MIN };
+	enum { O_DB = 256, O_LISTEN, O_AUTH, O_INLINE, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS, O_UNWIND, O_UNWIND_MB, O_UNWIND_PROCS, O_RAW_RET, O_MIN_RET, O_PYTHON, O_PY_PROCS, O_PY_FRAMES, O_PY_CODES, O_OFF_CPU, O_OFF_CPU_MIN, O_UNWIND_CACHE, O_UNWIND_CACHE_MB };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "listen", required_argument, NULL, O_LISTEN },
@@ -210,6 +216,8 @@ void options_parse(int argc, char **argv, struct options *o)
 		{ "unwind", required_argument, NULL, O_UNWIND },
 		{ "unwind-tables-mb", required_argument, NULL, O_UNWIND_MB },
 		{ "unwind-processes", required_argument, NULL, O_UNWIND_PROCS },
+		{ "unwind-cache", required_argument, NULL, O_UNWIND_CACHE },
+		{ "unwind-cache-mb", required_argument, NULL, O_UNWIND_CACHE_MB },
 		{ "python", required_argument, NULL, O_PYTHON },
 		{ "python-processes", required_argument, NULL, O_PY_PROCS },
 		{ "python-frames", required_argument, NULL, O_PY_FRAMES },
@@ -249,6 +257,8 @@ void options_parse(int argc, char **argv, struct options *o)
 		case O_UNWIND: o->unwind = parse_unwind(optarg); break;
 		case O_UNWIND_MB: o->unwind_tables_mb = parse_uint("--unwind-tables-mb", optarg, 1, 65536); break;
 		case O_UNWIND_PROCS: o->unwind_processes = parse_uint("--unwind-processes", optarg, 16, 65536); break;
+		case O_UNWIND_CACHE: o->unwind_cache = optarg; break;
+		case O_UNWIND_CACHE_MB: o->unwind_cache_mb = parse_uint("--unwind-cache-mb", optarg, 1, 65536); break;
 		case O_PYTHON: o->python = parse_on_off("--python", optarg); break;
 		case O_PY_PROCS: o->python_processes = parse_uint("--python-processes", optarg, 16, 65536); break;
 		case O_PY_FRAMES: o->python_frames = parse_uint("--python-frames", optarg, 1, PROFILE_MAX_DEPTH); break;
@@ -266,6 +276,8 @@ void options_parse(int argc, char **argv, struct options *o)
 		die_usage("unexpected argument '%s'", argv[optind]);
 	if (!o->db[0])
 		die_usage("--db needs a path");
+	if (o->unwind_cache && !o->unwind_cache[0])
+		die_usage("--unwind-cache needs a directory (or 'none')");
 	if (o->minute_retention < o->raw_retention + 3600)
 		die_usage("--minute-retention must be at least an hour more than --raw-retention");
 }

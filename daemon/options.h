@@ -29,6 +29,9 @@ struct options {
 	unsigned unwind;           /* enum unwind_mode */
 	unsigned unwind_tables_mb;
 	unsigned unwind_processes;
+	const char *unwind_cache;  /* directory of unwind tables kept by build-id; NULL: beside the database;
+				    * "none": not kept */
+	unsigned unwind_cache_mb;
 	bool python;               /* walk Python frames */
 	unsigned python_processes;
 	unsigned python_frames;

@@ -18,6 +18,7 @@
 #include "render/json.h"
 #include "http/status_bpf.h"
 #include "http/status_deferred.h"
+#include "http/status_unwcache.h"
 #include "http/status_lineage.h"
 #include "http/status_offcpu.h"
 #include "http/status_python.h"
@@ -79,6 +80,7 @@ static void status_text(FILE *o, const struct daemon_status *s, int64_t now)
 		s->unwind.mappings_dropped, s->unwind.mappings_unplaced, s->unwind.prologue_functions,
 		finite_or_zero(s->unwind.build_seconds), s->unwind.requests_dropped,
 		s->unwind.requests_pending);
+	status_unwcache_text(o, s);
 }
 
 /* The "unwind" object of the JSON status. */
@@ -98,12 +100,14 @@ static void status_unwind_json(FILE *o, const struct daemon_status *s)
 		", \"tables_refused\": %" PRIu64 ", \"binaries_without_cfi\": %" PRIu64 ", \"processes\": %" PRIu64
 		", \"processes_refused\": %" PRIu64 ", \"mappings_dropped\": %" PRIu64 ", \"mappings_unplaced\": %" PRIu64
 		", \"prologue_functions\": %" PRIu64 ", \"build_seconds\": %.6f"
-		", \"requests_dropped\": %" PRIu64 ", \"requests_pending\": %" PRIu64 "}",
+		", \"requests_dropped\": %" PRIu64 ", \"requests_pending\": %" PRIu64,
 		s->lost[STAT_UNWIND_REFRESH], s->unwind.tables, s->unwind.table_bytes, s->unwind.table_rows,
 		s->unwind.tables_built, s->unwind.tables_evicted, s->unwind.tables_expired, s->unwind.tables_refused,
 		s->unwind.binaries_without,
 		s->unwind.processes, s->unwind.processes_refused, s->unwind.mappings_dropped, s->unwind.mappings_unplaced,
 		s->unwind.prologue_functions, finite_or_zero(s->unwind.build_seconds), s->unwind.requests_dropped, s->unwind.requests_pending);
+	status_unwcache_json(o, s);
+	fputc('}', o);
 }
 
 void http_handle_status(struct http *h, struct request *rq)
@@ -308,6 +312,7 @@ void http_handle_metrics(struct http *h, struct request *rq)
 	status_bpf_metrics(o, &s);
 	status_lineage_metrics(o, &s);
 	status_deferred_metrics(o, &s);
+	status_unwcache_metrics(o, &s);
 	http_metric_u64(o, "flamed_database_bytes", "gauge", "Size of the database.", s.db_bytes);
 	http_metric_u64(o, "flamed_stacks_stored", "gauge", "Distinct stacks in the database.", s.stacks_stored);
 	metrics_http(h, o);

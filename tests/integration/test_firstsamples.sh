@@ -6,7 +6,7 @@
 # least 99% of each program's samples are whole, from _start (or the dynamic loader's start), as perf
 # --call-graph dwarf shows them; the deferred samples are counted in the status and the metrics. Then
 # opt, whose hot code is in libLLVM, started with a fresh flamed: at least 95% of its samples whole
-# while libLLVM's table is built.
+# while libLLVM's table is built; and again after a restart, the table read from the disk cache.
 . "$(dirname "$0")/lib.sh"
 FREQ=199
 RUNS=10
@@ -84,14 +84,44 @@ fi
 LLVM_LIB=$(ldd "$OPT" | sed -n 's/.*\(libLLVM[^ ]*\) => .*/\1/p' | head -1)
 awk -v n=1500 -f "$W/bigc.awk" > "$TMP/big.c"
 clang -O0 -S -emit-llvm -Xclang -disable-O0-optnone "$TMP/big.c" -o "$TMP/big.ll" || { fail "libLLVM: build the IR"; exit 1; }
-run_flamed firstsamples --db "$TMP/llvm.db" --frequency $FREQ --flush-interval 1 --listen 127.0.0.1:0 -v
-"$OPT" -O3 "$TMP/big.ll" -o /dev/null
-curl -sf "$URL/api/v1/profile?comm=opt&format=folded&from=-10m&flush=1" > "$TMP/opt.folded"
-check "libLLVM: its table was built while opt ran" grep -q "unwind table of .*$LLVM_LIB" "$TMP/flamed.log"
+mkdir -p "$TMP/llvm"
+run_flamed firstsamples --db "$TMP/llvm/flamed.db" --frequency $FREQ --flush-interval 1 --listen 127.0.0.1:0 -v
+"$OPT" -O3 "$TMP/big.ll" -o /dev/null &
+OPT_PID=$!
+wait $OPT_PID
+curl -sf "$URL/api/v1/profile?pid=$OPT_PID&format=folded&from=-10m&flush=1" > "$TMP/opt.folded"
+check "libLLVM: its table was built while opt ran" grep -q "unwind table of .*$LLVM_LIB: [0-9]* rows, [0-9]* KiB, loaded, " "$TMP/flamed.log"
 # opt's stack, from a pass deep in the inliner to _start, is deeper than 16 KiB: with copies of 16 KiB,
 # runs gave 79% to 100%; copies of 32 KiB reach _start.
 share "opt (in $LLVM_LIB), started with flamed" "$TMP/opt.folded" '^opt;(_start;__libc_start_main|ld-linux[^;]*;_dl_start)' 95
 check "libLLVM: most of opt's samples are in it" \
 	[ $((2 * $(sum_samples "$TMP/opt.folded" 'llvm::'))) -gt "$(sum_samples "$TMP/opt.folded")" ]
+stop_flamed
+check "flamed exits 0 on SIGTERM" [ $? -eq 0 ]
+# The tables built are kept on disk, beside the database: libLLVM's is 950,000 rows of 8 bytes.
+check "the cache beside the database holds libLLVM's table (more than 4 MB of tables)" \
+	[ "$(cat "$TMP"/llvm/unwind-cache/*.rows 2> /dev/null | wc -c)" -gt 4000000 ]
+
+# A restart: libLLVM's table is read from the disk cache, not built again, and opt, started at once, is
+# as whole from its first sample.
+run_flamed firstsamples --db "$TMP/llvm/flamed.db" --frequency $FREQ --flush-interval 1 --listen 127.0.0.1:0 -v
+"$OPT" -O3 "$TMP/big.ll" -o /dev/null &
+OPT_PID=$!
+wait $OPT_PID
+curl -sf "$URL/api/v1/profile?pid=$OPT_PID&format=folded&from=-10m&flush=1" > "$TMP/opt2.folded"
+check "after a restart: libLLVM's table is read from the cache" \
+	grep -q "unwind table of .*$LLVM_LIB: [0-9]* rows, [0-9]* KiB, loaded (from the cache), " "$TMP/flamed.log"
+grep "unwind table of .*$LLVM_LIB" "$TMP/flamed.log"
+share "opt after a restart (libLLVM's table from the cache)" "$TMP/opt2.folded" \
+	'^opt;(_start;__libc_start_main|ld-linux[^;]*;_dl_start)' 95
+curl -sf "$URL/api/v1/status" > "$TMP/status.json"
+jq -c .unwind.cache "$TMP/status.json"
+check "status: the cache's hits (libLLVM's among them), files and bytes" \
+	jq -e '.unwind.cache.enabled and .unwind.cache.hits >= 1 and .unwind.cache.files >= 1 and
+		.unwind.cache.bytes > 4000000 and .unwind.cache.bytes <= .unwind.cache.max_bytes and
+		.unwind.cache.bad == 0' "$TMP/status.json"
+curl -sf "$URL/metrics" > "$TMP/metrics"
+check "metrics: flamed_unwind_cache_hits_total" grep -Eq '^flamed_unwind_cache_hits_total [1-9]' "$TMP/metrics"
+check "metrics: flamed_unwind_cache_bytes" grep -Eq '^flamed_unwind_cache_bytes [1-9][0-9]{6}' "$TMP/metrics"
 stop_flamed
 exit $FAILED
