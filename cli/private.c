@@ -124,6 +124,8 @@ static void exec_flamed(const struct private_flamed *p, const struct private_opt
 	argv[n++] = p->db;
 	argv[n++] = "--listen";
 	argv[n++] = "none";
+	argv[n++] = "--unwind-cache"; /* not beside a temporary database, nor beside the user's */
+	argv[n++] = "none";
 	argv[n++] = "--frequency";
 	argv[n++] = freq;
 	if (o->off_cpu)
