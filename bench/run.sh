@@ -56,6 +56,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+set -E # the ERR trap in functions too
+trap 'log "stopped: line $LINENO failed: $BASH_COMMAND"' ERR
 
 # want PART: whether BENCH_PARTS names it.
 want() { [[ " $PARTS " == *" $1 "* ]]; }
