@@ -827,13 +827,15 @@ How each figure is measured:
   the chain row reads flamed's own database: of the workload's main-thread samples (under Py_RunMain), those
   whose Python frames run main, the 21 handlers and spin with nothing between.
 - First samples: a fresh \`flamed --frequency 99 --flush-interval 1\` (no unwind table built yet), then each program
-  once (cold: its tables are built while it runs) and once more (warm: they are built): \`tests/workloads/short.c\`
+  once (cold: its tables are built while it runs), once more (warm: they are built), and once after flamed
+  is restarted on the same database (cached: the tables read from the disk cache, \`unwind-cache/\`): \`tests/workloads/short.c\`
   built -O2 without frame pointers, 1 s; \`tests/workloads/pyonesec.py\` on the system's python3, 1 s; \`opt -O3\` on the IR of
   1500 generated functions (\`tests/workloads/bigc.awk\`; its work is in libLLVM). Whole: of the program's
   samples with a user frame, those whose user stack begins at \`_start\` (or the dynamic loader's start), as
   \`perf --call-graph dwarf\` shows them. The deferred samples' wait (from when the daemon read them to when
-  their tables were there) comes from the status's \`deferred\` counters over the run. Table sizes and build
-  times are the ones flamed logs.
+  their tables were there) comes from the status's \`deferred\` counters over the run. Table sizes, build
+  times and cache read times (the file read and checked, and the rows loaded into the kernel) are the ones
+  flamed logs; the cache's size is that of its directory after the runs.
 - Ingest: \`flamed -v --max-keys $INGEST_MAX_KEYS\` at each frequency for $INGEST_T s over two \`bench/burn --fanout 16 --depth 4\`
   (65536 call chains each), after a first flush left out; samples/s counts every process on the host; flush
   durations and losses come from flamed's log. Sustained: at most 0.1% of samples lost and every flush done within
