@@ -245,8 +245,8 @@ static void test_unused(const struct maps *m)
  * kernel's rows are cfi_build's; files damaged on disk are deleted, counted, and the tables built again. */
 static void test_cache(const struct maps *m, const char *dir)
 {
-	struct unwinder_opts o = { .tables_fd = m->tables, .procs_fd = m->procs, .max_tables = 16, .max_procs = 8,
-				   .max_bytes = 64 << 20 };
+	struct unwinder_opts o = { .tables_fd = m->tables, .procs_fd = m->procs, .max_tables = 64, .max_procs = 8,
+				   .max_bytes = 64 << 20 }; /* room for a sanitizer build's libraries */
 	struct unwind_proc *v = calloc(1, sizeof(*v));
 	struct unwinder_stats st;
 	struct unwinder *u = NULL;
@@ -384,7 +384,7 @@ int main(int argc, char **argv)
 	make_maps(&m, 16, 8);
 	test_unplaced(&m, dir);
 	close_maps(&m);
-	make_maps(&m, 16, 8);
+	make_maps(&m, 64, 8);
 	test_cache(&m, dir);
 	close_maps(&m);
 	run("rm -rf %s", dir);
