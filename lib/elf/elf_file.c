@@ -139,6 +139,11 @@ unsigned elf_file_machine(const struct elf_file *f)
 	return f->ehdr.e_machine;
 }
 
+unsigned elf_file_type(const struct elf_file *f)
+{
+	return f->ehdr.e_type;
+}
+
 int elf_file_section(const struct elf_file *f, size_t ndx, Elf_Scn **scn, GElf_Shdr *shdr)
 {
 	if (ndx == 0 || ndx >= f->shnum)

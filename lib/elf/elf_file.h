@@ -36,6 +36,10 @@ void elf_file_free(struct elf_file *f);
 /* The e_machine of the file (EM_X86_64, EM_AARCH64, ...). */
 unsigned elf_file_machine(const struct elf_file *f);
 
+/* The e_type of the file (ET_EXEC, ET_DYN, ET_REL: a relocatable object, as JIT code registered with
+ * the GDB JIT interface often is, its symbols' values relative to their sections). */
+unsigned elf_file_type(const struct elf_file *f);
+
 /* Copies the GNU build-id (NT_GNU_BUILD_ID note) into buf.
  * Returns its length in bytes, -ENOENT (none) or -EINVAL (malformed or longer than cap). */
 int elf_file_build_id(const struct elf_file *f, uint8_t *buf, size_t cap);

@@ -91,6 +91,19 @@ const struct procmap *proccache_find(struct proccache *c, uint32_t pid, uint64_t
 	return find_mapping(p, addr);
 }
 
+const struct procmap *proccache_maps(struct proccache *c, uint32_t pid, size_t *n)
+{
+	struct proc *p = (struct proc *)pidcache_get(&c->procs, pid);
+
+	*n = 0;
+	if (!p)
+		return NULL;
+	if (!p->read || p->read_gen != c->procs.gen)
+		refresh(c, p);
+	*n = p->n;
+	return p->maps;
+}
+
 const struct procmap *proccache_snapshot(struct proccache *c, uint32_t pid, size_t *n)
 {
 	struct proc *p = (struct proc *)pidcache_get(&c->procs, pid);

@@ -27,6 +27,10 @@ void proccache_begin_flush(struct proccache *c);
  * least recently looked-up one. The pointer is valid until the next call on c. */
 const struct procmap *proccache_find(struct proccache *c, uint32_t pid, uint64_t addr);
 
+/* Every executable mapping of pid (*n of them, sorted by start; NULL when none is known), read as
+ * proccache_find reads them: at the first lookup of pid in a flush. Valid until the next call on c. */
+const struct procmap *proccache_maps(struct proccache *c, uint32_t pid, size_t *n);
+
 /* Reads pid's maps now (a process seen for the first time, perhaps short-lived), whatever the flush,
  * and returns its table (*n mappings; NULL when it could not be read and none is kept). The table is
  * kept when the process is gone by the next flush. Valid until the next call on c. */
