@@ -191,6 +191,7 @@ static void update_status(struct daemon *d, const struct sampler_stats *st, doub
 	s->last_flush_seconds = seconds;
 	s->flush_seconds_total += seconds;
 	symbolizer_get_stats(d->sym, &sy);
+	s->symbolizer = sy;
 	s->sym_user_hits = sy.user_hits;
 	s->sym_user_misses = sy.user_misses;
 	s->sym_kernel_hits = sy.kernel_hits;

@@ -10,6 +10,7 @@
 #include "lineage.h"
 #include "python/pynames.h"
 #include "python/pyprocs.h"
+#include "symbolize/symbolizer.h"
 #include "unwind/unwinder.h"
 
 struct daemon_status {
@@ -34,6 +35,7 @@ struct daemon_status {
 	uint64_t sym_binaries_cached, sym_processes_cached;
 	uint64_t sym_cache_bytes, sym_binaries_evicted;
 	uint64_t sym_symbols_dropped; /* symbols past the per-binary bound, not kept */
+	struct symbolizer_stats symbolizer; /* all of the symbolizer's counters (JIT code's among them) */
 	uint64_t fold_hits, fold_misses, fold_full; /* stacks folded once per flush (foldcache.h) */
 	const char *unwind_mode;   /* "fp", "dwarf" or "auto" */
 	struct unwinder_stats unwind; /* zeros with --unwind fp */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "symbolize/bincache.h"
+#include "symbolize/gdbjit.h"
 #include "util/hash.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/perfmap.h"
@@ -28,10 +29,11 @@ struct symbolizer {
 	uint64_t kmisses_since_kload; /* kernel frames unnamed since kallsyms was read (modules, BPF loaded later) */
 	struct proccache *procs;
 	struct perfmap_cache *jit;    /* perf maps (JIT symbols) of the processes that need them */
+	struct gdbjit_cache *gdbjit;  /* JIT objects registered with the GDB JIT interface (LLVM's MCJIT) */
 	struct bincache *bins;
 	uint64_t user_hits, user_misses, kernel_hits, kernel_misses;
 	uint64_t snapshots;
-	uint64_t jit_hits;
+	uint64_t jit_hits, gdbjit_hits;
 };
 
 /* A hash of the loaded modules' names and load addresses from /proc/modules (reference counts, which
@@ -125,6 +127,9 @@ int symbolizer_new(const struct symbolizer_opts *opts, struct symbolizer **out)
 	err = perfmap_cache_new(&po, &s->jit);
 	if (err)
 		goto fail;
+	err = gdbjit_cache_new(po.max_processes, &s->gdbjit);
+	if (err)
+		goto fail;
 	err = load_kernel_symbols(opts, s);
 	if (err)
 		goto fail;
@@ -144,6 +149,7 @@ void symbolizer_free(struct symbolizer *s)
 	free(s->modules_path);
 	proccache_free(s->procs);
 	perfmap_cache_free(s->jit);
+	gdbjit_cache_free(s->gdbjit);
 	bincache_free(s->bins);
 	free(s);
 }
@@ -152,6 +158,7 @@ void symbolizer_begin_flush(struct symbolizer *s)
 {
 	proccache_begin_flush(s->procs);
 	perfmap_cache_begin_flush(s->jit);
+	gdbjit_cache_begin_flush(s->gdbjit);
 	bincache_begin_flush(s->bins);
 	maybe_reload_kernel_symbols(s);
 }
@@ -205,13 +212,20 @@ static int put_offset(char *buf, size_t len, const char *module, uint64_t off)
 	return FRAME_UNKNOWN;
 }
 
-/* Names addr of pid from its perf map (JIT code): FRAME_JIT, origin "[jit]" without a build-id.
- * Returns -ENOENT when no perf-map symbol holds addr. */
+/* Names addr of pid from its perf map, else from the objects its JIT registered with the GDB JIT
+ * interface: FRAME_JIT, origin "[jit]" without a build-id. Returns -ENOENT when neither holds addr. */
 static int name_jit(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf, size_t len,
 		    struct frame_origin *origin)
 {
 	const char *name = perfmap_cache_find(s->jit, pid, addr);
+	const struct procmap *maps;
+	size_t n;
 
+	if (!name) {
+		maps = proccache_maps(s->procs, pid, &n); /* read this flush already: the caller looked addr up */
+		name = gdbjit_cache_find(s->gdbjit, pid, maps, n, addr);
+		s->gdbjit_hits += name != NULL;
+	}
 	if (!name)
 		return -ENOENT;
 	if (origin) {
@@ -342,6 +356,13 @@ void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *o
 	out->perfmap_names_truncated = ps.names_truncated;
 	out->perfmap_entries_dropped = ps.entries_dropped;
 	out->perfmap_symbols = ps.symbols;
+	out->gdbjit_hits = s->gdbjit_hits;
+	gdbjit_cache_get_stats(s->gdbjit, &out->gdbjit);
+}
+
+const struct procmap *symbolizer_maps(struct symbolizer *s, uint32_t pid, size_t *n)
+{
+	return proccache_maps(s->procs, pid, n);
 }
 
 int symbolizer_snapshot(struct symbolizer *s, uint32_t pid)

@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "elf/procmaps.h"
+#include "symbolize/gdbjit.h"
+
 /* A symbolizer is not thread-safe: one thread (the flush loop) uses it. Files: procmaps.c (/proc/PID/maps),
  * proccache.c (per-process tables), elf_file.c + elf_symbols.c (ELF reading), debuginfo.c (separate debug
  * files), bincache.c (parsed binaries), kallsyms.c (kernel symbols), perfmap.c (JIT perf maps). */
@@ -25,7 +28,8 @@ enum frame_kind {
 	FRAME_UNKNOWN = 0, /* "[unknown]" or "module+0xOFF" */
 	FRAME_USER,        /* named from an ELF symbol */
 	FRAME_KERNEL,      /* named from kallsyms */
-	FRAME_JIT,         /* named from the process's perf map (/tmp/perf-PID.map): JIT code */
+	FRAME_JIT,         /* JIT code named from the process's perf map (/tmp/perf-PID.map) or from what
+			    * its JIT registered with the GDB JIT interface */
 };
 
 struct symbolizer_stats {
@@ -35,7 +39,9 @@ struct symbolizer_stats {
 	uint64_t symbols_dropped; /* function symbols past ELF_MAX_SYMBOLS in one binary, not kept */
 	uint64_t processes_cached;
 	uint64_t symbol_bytes;       /* memory held by cached symbol tables */
-	uint64_t jit_hits;           /* user frames named from perf maps (FRAME_JIT; also in user_hits) */
+	uint64_t jit_hits;           /* user frames of JIT code named (FRAME_JIT; also in user_hits) */
+	uint64_t gdbjit_hits;        /* of which from the GDB JIT interface's objects */
+	struct gdbjit_stats gdbjit;
 	uint64_t perfmap_files_loaded;   /* perf maps read from their start */
 	uint64_t perfmap_lines_skipped;  /* malformed perf-map lines */
 	uint64_t perfmap_files_rejected; /* perf maps ignored: not the process's user's, writable by others, ... */
@@ -101,6 +107,10 @@ int symbolizer_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t len
  * work). Call it at a process's first sample; a process that exits before the flush is still named.
  * Returns 0 or -ESRCH (gone already, or no executable mapping). */
 int symbolizer_snapshot(struct symbolizer *s, uint32_t pid);
+
+/* pid's executable mappings as the symbolizer knows them (read at its snapshot or this flush's first
+ * lookup): *n of them, NULL when none. Valid until the next call on s. */
+const struct procmap *symbolizer_maps(struct symbolizer *s, uint32_t pid, size_t *n);
 
 /* Copies the counters. */
 void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *out);
