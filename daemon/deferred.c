@@ -13,6 +13,7 @@
 #include "python.h"
 #include "unwind.h"
 #include "unwind/stackwalk.h"
+#include "unwind/unwinder.h"
 
 #define POLL_MS 20       /* while samples wait, how often unwind_procs is looked at */
 #define POLL_SLOW_MS 200 /* ... once each has waited POLL_FAST_S (tables of big binaries come slowly) */
@@ -262,6 +263,7 @@ int deferred_poll(struct deferred *d, bool all)
 	double now = mono_now();
 	uint32_t looked = 0;
 	bool have = false, read = false, gone = false, fast = false, ready;
+	int pend = -1; /* whether the unwinder has a request for looked: -1 not asked yet */
 
 	while ((w = *pp)) {
 		bool late = all || now - w->taken > d->o.max_wait_s, found;
@@ -271,12 +273,21 @@ int deferred_poll(struct deferred *d, bool all)
 			looked = w->key.pid;
 			have = true;
 			read = bpf_map_lookup_elem(d->o.procs_fd, &looked, d->proc) == 0;
+			pend = -1;
 			/* An exited process gets no more tables than it has: the unwinder reads a live one's maps. */
 			gone = kill((pid_t)looked, 0) && errno == ESRCH;
 		}
 		/* Its tables: read for this image, and all built. */
 		found = read && d->proc->token == w->token;
 		ready = found && !(d->proc->flags & UNWIND_PROC_PENDING);
+		/* Gone before the unwinder wrote its entry: it writes one from the mappings read at its first
+		 * sample, still to come. */
+		if (gone && !found && !late && d->o.unwinder && pend < 0)
+			pend = unwinder_pending(d->o.unwinder, looked); /* once per process and poll */
+		if (gone && !found && !late && pend > 0) {
+			pp = &w->next;
+			continue;
+		}
 		/* Past its wait: with the tables there are, frame pointers elsewhere. */
 		r = ready || late || gone ? walk(d, w, found ? d->proc : d->bare, !found, ready && !late && !gone) : WAIT;
 		if (r == WAIT) {

@@ -13,6 +13,8 @@
 
 #include "sampler.h"
 
+struct unwinder;
+
 struct deferred;
 
 struct deferred_opts {
@@ -22,6 +24,10 @@ struct deferred_opts {
 	size_t max_bytes;        /* samples kept (waiting or walked) take at most this much; more are dropped */
 	double max_wait_s;       /* how long a sample waits for its process's tables */
 	bool no_fp;              /* --unwind dwarf: a frame without a table ends the walk */
+	/* The unwinder writing unwind_procs: the samples of a process gone before its entry was written
+	 * wait while it still has a request for it (unwinder_pending), as it writes one from the mappings
+	 * read at its first sample. NULL: they do not wait. */
+	struct unwinder *unwinder;
 };
 
 struct deferred_stats {

@@ -472,8 +472,12 @@ static void on_process_event(const struct process_event *e, void *ctx)
 		recheck_later(d, pid, 0);
 		*c = (struct chained){ pid, token };
 	}
-	if (d->unw) /* tables are built in the unwinder's thread: they may take a second */
-		unwinder_request(d->unw, pid, token);
+	if (d->unw) { /* tables are built in the unwinder's thread: they may take a second */
+		size_t n = 0;
+		const struct procmap *maps = kind == PROCESS_NEW ? symbolizer_maps(d->sym, pid, &n) : NULL;
+
+		unwinder_request_maps(d->unw, pid, token, maps, n); /* with them, if it is gone by then */
+	}
 	if (d->py) /* its interpreter, if any: before its next samples */
 		pyprocs_add(d->py, pid, token);
 }
@@ -693,7 +697,8 @@ static int start(struct daemon *d)
 						     .py_fd = d->status.bpf.feature[BPF_FEATURE_PYTHON].on ?
 							      sampler_python_fd(d->smp) : -1,
 						     .max_tables = uo.max_tables, .max_bytes = DEFER_MAX_BYTES,
-						     .max_wait_s = DEFER_MAX_WAIT_S, .no_fp = opt.unwind == UNWIND_MODE_DWARF };
+						     .max_wait_s = DEFER_MAX_WAIT_S, .no_fp = opt.unwind == UNWIND_MODE_DWARF,
+						     .unwinder = d->unw };
 
 			err = deferred_new(&dop, &d->deferred);
 			if (err)

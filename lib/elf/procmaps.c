@@ -161,6 +161,27 @@ int procmaps_read(uint32_t pid, struct procmap **out, size_t *n)
 	return procmaps_read_file(path, out, n);
 }
 
+int procmaps_copy(const struct procmap *maps, size_t n, struct procmap **out)
+{
+	struct procmap *c;
+
+	*out = NULL;
+	if (!n)
+		return 0;
+	c = calloc(n, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		c[i] = maps[i];
+		if (maps[i].path && !(c[i].path = strdup(maps[i].path))) {
+			procmaps_free(c, i);
+			return -ENOMEM;
+		}
+	}
+	*out = c;
+	return 0;
+}
+
 void procmaps_free(struct procmap *maps, size_t n)
 {
 	size_t i;

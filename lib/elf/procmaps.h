@@ -32,7 +32,11 @@ int procmaps_read_file(const char *path, struct procmap **out, size_t *n);
 /* procmaps_read_file on /proc/PID/maps. */
 int procmaps_read(uint32_t pid, struct procmap **out, size_t *n);
 
-/* Frees an array returned by procmaps_read*; NULL is safe. */
+/* A copy of maps[0..n) (paths copied) into *out (NULL when n is 0), freed with procmaps_free.
+ * Returns 0 or -ENOMEM. */
+int procmaps_copy(const struct procmap *maps, size_t n, struct procmap **out);
+
+/* Frees an array returned by procmaps_read* or procmaps_copy; NULL is safe. */
 void procmaps_free(struct procmap *maps, size_t n);
 
 #endif

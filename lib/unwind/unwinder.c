@@ -67,7 +67,13 @@ struct proc {
 	uint64_t token;
 	struct table **used; /* distinct tables its mappings use */
 	size_t nused;
+	double written_at;   /* when its entry was last written (CLOCK_MONOTONIC seconds) */
+	bool gone;           /* written from the mappings read at its first sample: it was gone by then */
 };
+
+/* A process gone by the time its entry was written (from its mappings as read at its first sample) is
+ * kept this long before a sweep deletes it: its deferred samples are walked with it meanwhile. */
+#define GONE_GRACE_S 3.0
 
 struct unwinder {
 	struct unwinder_opts o;
@@ -91,9 +97,15 @@ struct unwinder {
 	bool busy; /* the thread is doing a request (it may queue it again) */
 	unsigned fast_streak; /* fast requests done in a row while builds wait */
 	struct ring { /* of requests, one per pid */
-		struct request { uint32_t pid; uint64_t token, cost; } e[UNWINDER_QUEUE];
+		struct request {
+			uint32_t pid;
+			uint64_t token, cost;
+			struct procmap *maps; /* as read at its first sample (owned), or NULL */
+			size_t nmaps;
+		} e[UNWINDER_QUEUE];
 		size_t head, count;
 	} fast, slow; /* fast: with the tables built so far; slow: processes waiting for a table built */
+	uint32_t busy_pid;    /* the request being done, while busy */
 	uint64_t dropped;
 	struct unwinder_stats published;
 };
@@ -116,25 +128,43 @@ static void publish(struct unwinder *u)
 	pthread_mutex_unlock(&u->mu);
 }
 
-static int add_process(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b);
+static int add_process(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b,
+		       const struct procmap *snap, size_t nsnap);
 
-/* Puts pid's request in r, or updates the one waiting there. Returns false when r is full. */
-static bool ring_put(struct ring *r, uint32_t pid, uint64_t token, uint64_t cost)
+/* Puts pid's request in r, or updates the one waiting there, taking *maps over (NULL then; a request
+ * keeps the mappings it has when given none). Returns false when r is full (*maps left to the caller). */
+static bool ring_put(struct ring *r, uint32_t pid, uint64_t token, uint64_t cost, struct procmap **maps,
+		     size_t nmaps)
 {
-	for (size_t i = 0; i < r->count; i++) {
-		struct request *q = &r->e[(r->head + i) % UNWINDER_QUEUE];
+	struct request *q = NULL;
 
-		if (q->pid == pid) {
-			if (token)
-				q->token = token;
-			q->cost = cost;
-			return true;
-		}
+	for (size_t i = 0; i < r->count && !q; i++)
+		if (r->e[(r->head + i) % UNWINDER_QUEUE].pid == pid)
+			q = &r->e[(r->head + i) % UNWINDER_QUEUE];
+	if (!q) {
+		if (r->count == UNWINDER_QUEUE)
+			return false;
+		q = &r->e[(r->head + r->count++) % UNWINDER_QUEUE];
+		*q = (struct request){ .pid = pid };
 	}
-	if (r->count == UNWINDER_QUEUE)
-		return false;
-	r->e[(r->head + r->count++) % UNWINDER_QUEUE] = (struct request){ pid, token, cost };
+	if (token)
+		q->token = token;
+	q->cost = cost;
+	if (maps && *maps) {
+		procmaps_free(q->maps, q->nmaps);
+		q->maps = *maps;
+		q->nmaps = nmaps;
+		*maps = NULL;
+	}
 	return true;
+}
+
+static bool ring_has(const struct ring *r, uint32_t pid)
+{
+	for (size_t i = 0; i < r->count; i++)
+		if (r->e[(r->head + i) % UNWINDER_QUEUE].pid == pid)
+			return true;
+	return false;
 }
 
 /* Takes the first request of r, or with cheapest, the one of least cost (the first of those). */
@@ -185,11 +215,13 @@ static void *worker(void *arg)
 		rq = fast ? ring_take(&u->fast, false) : ring_take(&u->slow, true);
 		u->busy = true;
 		pthread_mutex_unlock(&u->mu);
+		u->busy_pid = rq.pid;
 		b = (struct budget){ .builds = fast ? 0 : 1, .max_size = fast ? 0 : rq.cost };
-		int err = add_process(u, rq.pid, rq.token, &b);
+		int err = add_process(u, rq.pid, rq.token, &b, rq.maps, rq.nmaps);
 		pthread_mutex_lock(&u->mu);
-		if (!err && b.missing && !ring_put(&u->slow, rq.pid, 0, b.smallest))
+		if (!err && b.missing && !ring_put(&u->slow, rq.pid, 0, b.smallest, &rq.maps, rq.nmaps))
 			u->dropped++;
+		procmaps_free(rq.maps, rq.nmaps); /* unless the slow queue took it over */
 		u->busy = false;
 	}
 	pthread_mutex_unlock(&u->mu);
@@ -198,12 +230,34 @@ static void *worker(void *arg)
 
 void unwinder_request(struct unwinder *u, uint32_t pid, uint64_t token)
 {
+	unwinder_request_maps(u, pid, token, NULL, 0);
+}
+
+void unwinder_request_maps(struct unwinder *u, uint32_t pid, uint64_t token, const struct procmap *maps, size_t n)
+{
+	struct procmap *copy = NULL;
+
+	if (n > UNWIND_MAX_MAPPINGS)
+		n = UNWIND_MAX_MAPPINGS;
+	if (maps && n)
+		procmaps_copy(maps, n, &copy); /* none (out of memory): the live read alone */
 	pthread_mutex_lock(&u->mu);
-	if (ring_put(&u->fast, pid, token, 0))
+	if (ring_put(&u->fast, pid, token, 0, &copy, n))
 		pthread_cond_signal(&u->wake);
 	else
 		u->dropped++;
 	pthread_mutex_unlock(&u->mu);
+	procmaps_free(copy, n);
+}
+
+bool unwinder_pending(struct unwinder *u, uint32_t pid)
+{
+	bool pending;
+
+	pthread_mutex_lock(&u->mu);
+	pending = (u->busy && u->busy_pid == pid) || ring_has(&u->fast, pid) || ring_has(&u->slow, pid);
+	pthread_mutex_unlock(&u->mu);
+	return pending;
 }
 
 void unwinder_request_sweep(struct unwinder *u)
@@ -586,33 +640,46 @@ static void fill_value(struct unwinder *u, uint32_t pid, const struct procmap *m
 	}
 }
 
-/* unwinder_add, building at most b->builds tables (the binaries left are counted in b->missing). */
-static int add_process(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b)
+/* unwinder_add, building at most b->builds tables (the binaries left are counted in b->missing). When
+ * pid's maps cannot be read (it is gone), snap (nsnap mappings read at its first sample; NULL: none)
+ * stands for them. */
+static int add_process(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b,
+		       const struct procmap *snap, size_t nsnap)
 {
-	struct procmap *maps;
+	struct procmap *live = NULL;
+	const struct procmap *maps;
 	struct table **used;
 	struct proc *p;
-	size_t n, nused = 0;
+	size_t n = 0, nused = 0;
+	bool gone = false;
 	int err;
 
-	err = procmaps_read(pid, &maps, &n);
+	err = procmaps_read(pid, &live, &n);
+	maps = live;
+	if (err == -ENOENT && snap && nsnap) {
+		maps = snap;
+		n = nsnap;
+		gone = true;
+		u->st.processes_gone++;
+		err = 0;
+	}
 	if (err)
 		return err;
 	p = find_proc(u, pid);
 	if (!p && u->nprocs == u->o.max_procs) {
-		procmaps_free(maps, n);
+		procmaps_free(live, n);
 		u->st.processes_refused++;
 		publish(u);
 		return -ENOSPC;
 	}
 	used = calloc(UNWIND_MAX_MAPPINGS, sizeof(*used));
 	if (!used) {
-		procmaps_free(maps, n);
+		procmaps_free(live, n);
 		return -ENOMEM;
 	}
 	memset(u->value, 0, sizeof(*u->value));
 	fill_value(u, pid, maps, n, used, &nused, b);
-	procmaps_free(maps, n);
+	procmaps_free(live, n);
 	if (!p) {
 		p = &u->procs[u->nprocs++];
 		memset(p, 0, sizeof(*p));
@@ -622,6 +689,8 @@ static int add_process(struct unwinder *u, uint32_t pid, uint64_t token, struct 
 	release(p);
 	p->used = used;
 	p->nused = nused;
+	p->written_at = mono_now();
+	p->gone = gone;
 	if (token)
 		p->token = token;
 	u->value->token = p->token;
@@ -641,7 +710,14 @@ int unwinder_add(struct unwinder *u, uint32_t pid, uint64_t token)
 {
 	struct budget b = { .builds = INT_MAX, .max_size = UINT64_MAX };
 
-	return add_process(u, pid, token, &b);
+	return add_process(u, pid, token, &b, NULL, 0);
+}
+
+int unwinder_add_maps(struct unwinder *u, uint32_t pid, uint64_t token, const struct procmap *maps, size_t n)
+{
+	struct budget b = { .builds = INT_MAX, .max_size = UINT64_MAX };
+
+	return add_process(u, pid, token, &b, maps, n);
 }
 
 void unwinder_sweep(struct unwinder *u)
@@ -652,7 +728,7 @@ void unwinder_sweep(struct unwinder *u)
 	for (size_t i = 0; i < u->nprocs;) {
 		struct proc *p = &u->procs[i];
 
-		if (kill((pid_t)p->pid, 0) == 0 || errno != ESRCH) {
+		if (kill((pid_t)p->pid, 0) == 0 || errno != ESRCH || (p->gone && mono_now() - p->written_at < GONE_GRACE_S)) {
 			i++;
 			continue;
 		}
@@ -694,6 +770,12 @@ void unwinder_free(struct unwinder *u)
 		pthread_mutex_unlock(&u->mu);
 		pthread_join(u->thread, NULL);
 	}
+	for (size_t i = 0; i < u->fast.count; i++)
+		procmaps_free(u->fast.e[(u->fast.head + i) % UNWINDER_QUEUE].maps,
+			      u->fast.e[(u->fast.head + i) % UNWINDER_QUEUE].nmaps);
+	for (size_t i = 0; i < u->slow.count; i++)
+		procmaps_free(u->slow.e[(u->slow.head + i) % UNWINDER_QUEUE].maps,
+			      u->slow.e[(u->slow.head + i) % UNWINDER_QUEUE].nmaps);
 	for (size_t i = 0; i < u->nprocs; i++) {
 		bpf_map_delete_elem(u->o.procs_fd, &u->procs[i].pid);
 		release(&u->procs[i]);

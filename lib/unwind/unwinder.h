@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "elf/procmaps.h"
 #include "unwind/tablecache.h"
 
 struct unwinder;
@@ -37,6 +38,8 @@ struct unwinder_stats {
 	uint64_t binaries_without; /* binaries with no usable CFI (they unwind with frame pointers) */
 	uint64_t processes;       /* processes with tables now */
 	uint64_t processes_refused; /* not given tables: unwind_procs full */
+	uint64_t processes_gone;  /* given tables from their mappings as read at their first sample: gone
+				   * before the request was done (a short-lived process under load) */
 	uint64_t mappings_dropped; /* mappings past UNWIND_MAX_MAPPINGS in a process (frame pointers) */
 	uint64_t mappings_unplaced; /* mappings at a file offset no segment of their binary holds (a binary
 				     * or mapping that lies): walked with frame pointers */
@@ -63,6 +66,16 @@ int unwinder_new(const struct unwinder_opts *opts, struct unwinder **out);
  * is updated instead. Never blocks on the work. */
 void unwinder_request(struct unwinder *u, uint32_t pid, uint64_t token);
 
+/* unwinder_request with pid's executable mappings as read now (copied; at most UNWIND_MAX_MAPPINGS):
+ * when the process is gone by the time the request is done, its tables are found from these (the
+ * files opened by path), so the samples it left waiting (deferred) are walked with them; the entry
+ * is then kept a few seconds (GONE_GRACE_S) past its exit. */
+void unwinder_request_maps(struct unwinder *u, uint32_t pid, uint64_t token, const struct procmap *maps,
+			   size_t n);
+
+/* Whether a request for pid waits or is being done now (thread-safe). */
+bool unwinder_pending(struct unwinder *u, uint32_t pid);
+
 /* Asks the unwinder's thread for unwinder_sweep(). */
 void unwinder_request_sweep(struct unwinder *u);
 
@@ -76,7 +89,11 @@ void unwinder_request_sweep(struct unwinder *u);
  * Returns 0 or -errno (-ENOENT: the process is gone). */
 int unwinder_add(struct unwinder *u, uint32_t pid, uint64_t token);
 
-/* Forgets processes that have exited, and their tables' uses (in the caller's thread, as unwinder_add). */
+/* unwinder_add, with maps (n of them) standing for pid's when they cannot be read (it is gone). */
+int unwinder_add_maps(struct unwinder *u, uint32_t pid, uint64_t token, const struct procmap *maps, size_t n);
+
+/* Forgets processes that have exited (a few seconds after their entry was written), and their tables'
+ * uses (in the caller's thread, as unwinder_add). */
 void unwinder_sweep(struct unwinder *u);
 
 /* Copies the counters as of the last request done (thread-safe). */

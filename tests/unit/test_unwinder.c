@@ -1,6 +1,7 @@
 /* test_unwinder.c - the unwinder against real BPF maps (root): a process's mappings and biases, rows in
  * the kernel equal to cfi_build's, tables shared by build-id, the byte and process budgets, sweeping
- * exited processes and unused tables, the request thread, tables kept on disk (tablecache.c), and the maps
+ * exited processes and unused tables, the request thread, tables kept on disk (tablecache.c), a process gone before its request (its
+ * mappings read before), and the maps
  * emptied at the end. */
 #include <errno.h>
 #include <fcntl.h>
@@ -290,6 +291,49 @@ out:
 	free(v);
 }
 
+/* A process gone before its request was done: its entry is written from the mappings read while it
+ * lived (its binaries opened by path), kept a few seconds for its deferred samples, then swept. */
+static void test_gone(const struct maps *m)
+{
+	struct unwinder *u = new_unwinder(m, 64, 8, 64 << 20);
+	struct unwind_proc *v = calloc(1, sizeof(*v));
+	struct procmap *pm = NULL;
+	struct unwinder_stats st;
+	size_t n = 0;
+	__u32 pid, with_table = 0;
+	pid_t child;
+
+	if (!u || !v)
+		goto out;
+	child = fork();
+	if (child == 0) {
+		execl("/usr/bin/sleep", "sleep", "10", (char *)NULL);
+		_exit(127);
+	}
+	usleep(200 * 1000);
+	pid = (__u32)child;
+	CHECK(procmaps_read(pid, &pm, &n) == 0 && n > 0, "gone: sleep's mappings read while it runs (%zu)", n);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	CHECK(unwinder_add(u, pid, 7) == -ENOENT, "gone: without its mappings, nothing to read (-ENOENT)");
+	CHECK(unwinder_add_maps(u, pid, 7, pm, n) == 0 && bpf_map_lookup_elem(m->procs, &pid, v) == 0 && v->token == 7,
+	      "gone: with the mappings read before, its entry is written");
+	for (__u32 i = 0; i < v->n && i < UNWIND_MAX_MAPPINGS; i++)
+		with_table += v->m[i].table != UNWIND_NO_TABLE;
+	CHECK(with_table >= 2, "gone: its mappings have tables (sleep's and libc's: %u)", with_table);
+	unwinder_get_stats(u, &st);
+	CHECK(st.processes_gone == 1, "gone: counted (%" PRIu64 ")", st.processes_gone);
+	unwinder_sweep(u);
+	CHECK(bpf_map_lookup_elem(m->procs, &pid, v) == 0, "gone: a sweep at once keeps it (its samples may wait)");
+	usleep(3200 * 1000);
+	unwinder_sweep(u);
+	CHECK(bpf_map_lookup_elem(m->procs, &pid, v) != 0, "gone: a sweep 3 s later deletes it");
+out:
+	procmaps_free(pm, n);
+	unwinder_free(u);
+	free(v);
+}
+
 static void test_thread(const struct maps *m)
 {
 	struct unwinder *u = new_unwinder(m, 16, 8, 64 << 20);
@@ -386,6 +430,9 @@ int main(int argc, char **argv)
 	close_maps(&m);
 	make_maps(&m, 64, 8);
 	test_cache(&m, dir);
+	close_maps(&m);
+	make_maps(&m, 64, 8);
+	test_gone(&m);
 	close_maps(&m);
 	run("rm -rf %s", dir);
 	return CHECK_EXIT();
