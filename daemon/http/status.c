@@ -61,11 +61,12 @@ static void status_text(FILE *o, const struct daemon_status *s, int64_t now)
 		PRIu64 "\nlast_flush_time %" PRId64 "\nlast_flush_seconds %.6f\ndb_bytes %" PRIu64 "\nstacks_stored %"
 		PRIu64 "\nsymbolized_user %" PRIu64 " hits %" PRIu64 " misses\nsymbolized_kernel %" PRIu64 " hits %"
 		PRIu64 " misses\nbinaries_cached %" PRIu64 "\nprocesses_cached %" PRIu64 "\nsymbol_cache_bytes %"
-		PRIu64 "\nbinaries_evicted %" PRIu64 "\nsymbols_dropped %" PRIu64 "\n",
+		PRIu64 "\nbinaries_evicted %" PRIu64 "\nbinaries_over_bound %" PRIu64 "\nsymbols_dropped %" PRIu64 "\n",
 		s->lost[STAT_IDLE], s->samples_stored, s->samples_unstored, s->flushes, s->last_flush_time,
 		finite_or_zero(s->last_flush_seconds), s->db_bytes, s->stacks_stored, s->sym_user_hits,
 		s->sym_user_misses, s->sym_kernel_hits, s->sym_kernel_misses, s->sym_binaries_cached,
-		s->sym_processes_cached, s->sym_cache_bytes, s->sym_binaries_evicted, s->sym_symbols_dropped);
+		s->sym_processes_cached, s->sym_cache_bytes, s->sym_binaries_evicted, s->symbolizer.binaries_over_bound,
+		s->sym_symbols_dropped);
 	fprintf(o, "unwind_mode %s\n", s->unwind_mode ? s->unwind_mode : "");
 	for (unsigned i = 0; i < STAT_MAX; i++)
 		if (unwind_kinds[i])
@@ -152,9 +153,9 @@ void http_handle_status(struct http *h, struct request *rq)
 	fprintf(o, "\"symbolizer\": {\"user_hits\": %" PRIu64 ", \"user_misses\": %" PRIu64 ", \"kernel_hits\": %"
 		PRIu64 ", \"kernel_misses\": %" PRIu64 ", \"binaries_cached\": %" PRIu64 ", \"processes_cached\": %"
 		PRIu64 ", \"symbol_cache_bytes\": %" PRIu64 ", \"binaries_evicted\": %" PRIu64
-		", \"symbols_dropped\": %" PRIu64 "}", s.sym_user_hits,
+		", \"binaries_over_bound\": %" PRIu64 ", \"symbols_dropped\": %" PRIu64 "}", s.sym_user_hits,
 		s.sym_user_misses, s.sym_kernel_hits, s.sym_kernel_misses, s.sym_binaries_cached, s.sym_processes_cached,
-		s.sym_cache_bytes, s.sym_binaries_evicted, s.sym_symbols_dropped);
+		s.sym_cache_bytes, s.sym_binaries_evicted, s.symbolizer.binaries_over_bound, s.sym_symbols_dropped);
 	fprintf(o, ", \"fold_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64 ", \"full\": %" PRIu64 "}",
 		s.fold_hits, s.fold_misses, s.fold_full);
 	status_unwind_json(o, &s);
@@ -239,6 +240,9 @@ static void metrics_symbolizer(FILE *o, const struct daemon_status *s)
 	http_metric_u64(o, "flamed_symbolizer_binaries_evicted_total", "counter",
 		   "Binaries dropped from the symbolizer's cache to stay within --symbol-cache-mb.",
 		   s->sym_binaries_evicted);
+	http_metric_u64(o, "flamed_symbolizer_binaries_over_bound_total", "counter",
+		   "Binaries loaded past --symbol-cache-mb: every cached one was in use by the same flush's stacks.",
+		   s->symbolizer.binaries_over_bound);
 	http_metric_u64(o, "flamed_symbolizer_symbols_dropped_total", "counter",
 		   "Function symbols not kept: a binary had more than the bound (4 Mi) of them.",
 		   s->sym_symbols_dropped);

@@ -42,6 +42,7 @@ struct bin_entry {
 	uint64_t checked_gen; /* flush in which id was last compared with the file */
 	bool failed;
 	uint64_t failed_gen;  /* flush of the failure: retried in a later flush */
+	uint64_t used_gen;    /* flush in which it was last looked up */
 	struct lru_node lru;
 	struct bin_entry *hnext;
 };
@@ -57,6 +58,7 @@ struct bincache {
 	uint64_t gen;
 	uint64_t evicted, debug_files_found;
 	uint64_t symbols_dropped; /* function symbols past ELF_MAX_SYMBOLS in a file, not kept */
+	uint64_t over_bound;      /* loads past max_bytes: every cached binary was in use this flush */
 };
 
 int bincache_new(const struct bincache_opts *opts, struct bincache **out)
@@ -248,10 +250,21 @@ static struct bin_entry *add_entry(struct bincache *c, const struct bin_source *
 	e->failed = err != 0;
 	e->failed_gen = c->gen;
 	e->checked_gen = c->gen;
-	/* Make room, least recently used first; the new entry may stand alone over max_bytes. */
-	while ((c->count >= c->max || (c->max_bytes && c->bytes + entry_bytes(e) > c->max_bytes)) &&
-	       (old = lru_oldest(&c->lru))) {
-		drop(c, lru_entry(old, struct bin_entry, lru));
+	/* Make room, least recently used first; the new entry may stand alone over max_bytes. A binary
+	 * looked up in this flush is not evicted for bytes: the stacks of one flush that span more symbols
+	 * than max_bytes (PyTorch's libraries: libtorch_cpu's alone is tens of MiB) would otherwise load and
+	 * evict the same binaries frame after frame. The cache then holds this flush's binaries, over the
+	 * bound (counted), and comes back within it as later flushes use fewer. */
+	while ((old = lru_oldest(&c->lru))) {
+		struct bin_entry *o = lru_entry(old, struct bin_entry, lru);
+
+		if (c->count < c->max && (!c->max_bytes || c->bytes + entry_bytes(e) <= c->max_bytes))
+			break;
+		if (c->count < c->max && o->used_gen == c->gen && !o->failed) {
+			c->over_bound++;
+			break;
+		}
+		drop(c, o);
 		c->evicted++;
 	}
 	bkt = bucket_of(c, e->dev, e->inode);
@@ -294,11 +307,23 @@ const struct binary *bincache_get(struct bincache *c, const struct bin_source *s
 			return NULL;
 	}
 	lru_touch(&c->lru, &e->lru);
+	e->used_gen = c->gen;
 	return e->failed ? NULL : &e->bin;
 }
 
 void bincache_begin_flush(struct bincache *c)
 {
+	struct lru_node *old;
+
+	/* Back within the byte bound: the binaries the last flush did not use go, least recent first. */
+	while (c->max_bytes && c->bytes > c->max_bytes && (old = lru_oldest(&c->lru))) {
+		struct bin_entry *o = lru_entry(old, struct bin_entry, lru);
+
+		if (o->used_gen == c->gen)
+			break;
+		drop(c, o);
+		c->evicted++;
+	}
 	c->gen++;
 }
 
@@ -329,6 +354,7 @@ void bincache_get_stats(const struct bincache *c, struct bincache_stats *out)
 	out->cached = c->count;
 	out->bytes = c->bytes;
 	out->evicted = c->evicted;
+	out->over_bound = c->over_bound;
 	out->debug_files_found = c->debug_files_found;
 	out->symbols_dropped = c->symbols_dropped;
 }

@@ -24,6 +24,7 @@ struct bincache_stats {
 	uint64_t cached, evicted, debug_files_found;
 	uint64_t symbols_dropped; /* function symbols past ELF_MAX_SYMBOLS in a file, not kept */
 	uint64_t bytes; /* memory held by the cached binaries */
+	uint64_t over_bound; /* binaries loaded past the byte bound: every cached one was in use this flush */
 };
 
 /* Creates an empty cache. Returns 0, -EINVAL (max 0) or -ENOMEM; *out set only on success. */
@@ -33,7 +34,9 @@ int bincache_new(const struct bincache_opts *opts, struct bincache **out);
 void bincache_free(struct bincache *c);
 
 /* Starts a flush: binaries that failed to load may be tried again, and each cached binary is checked
- * (one stat) at its first use in the flush: a changed size or modification time reloads it. */
+ * (one stat) at its first use in the flush: a changed size or modification time reloads it. A cache over
+ * its byte bound (the last flush's stacks needed more: a binary in use by a flush is never evicted for
+ * bytes, which would reload it frame after frame) drops the binaries the last flush did not use. */
 void bincache_begin_flush(struct bincache *c);
 
 /* The binary mapped as src, loaded on first use: opened through /proc/PID/map_files/START-END, else

@@ -346,6 +346,7 @@ void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *o
 	out->binaries_cached = bs.cached;
 	out->symbol_bytes = bs.bytes;
 	out->binaries_evicted = bs.evicted;
+	out->binaries_over_bound = bs.over_bound;
 	out->debug_files_found = bs.debug_files_found;
 	out->symbols_dropped = bs.symbols_dropped;
 	out->processes_cached = proccache_count(s->procs);

@@ -36,6 +36,7 @@ struct symbolizer_stats {
 	uint64_t user_hits, user_misses;     /* user frames named / not named */
 	uint64_t kernel_hits, kernel_misses; /* kernel frames named / not named */
 	uint64_t binaries_cached, binaries_evicted, debug_files_found;
+	uint64_t binaries_over_bound; /* loaded past max_symbol_bytes: every cached binary in use this flush */
 	uint64_t symbols_dropped; /* function symbols past ELF_MAX_SYMBOLS in one binary, not kept */
 	uint64_t processes_cached;
 	uint64_t symbol_bytes;       /* memory held by cached symbol tables */
