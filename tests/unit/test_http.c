@@ -233,6 +233,7 @@ static void fake_status(struct daemon_status *out, void *ctx)
 	out->sym_binaries_cached = 8;
 	out->sym_processes_cached = 9;
 	out->sym_symbols_dropped = 13;
+	out->symbolizer.binaries_over_bound = 14;
 	out->off_cpu = true;
 	out->bpf.feature[BPF_FEATURE_OFFCPU].asked = true; /* --off-cpu, and its program loaded */
 	out->bpf.feature[BPF_FEATURE_OFFCPU].on = true;
@@ -381,7 +382,7 @@ static void test_status(unsigned port, struct fake *fake)
 		"\"samples_stored\":900", "\"samples_unstored\":7", "\"flushes\":12", "\"last_flush_time\":",
 		"\"last_flush_seconds\":0.25", "\"db_bytes\":65536", "\"stacks_stored\":42",
 		"\"symbolizer\":{\"user_hits\":100,\"user_misses\":10,\"kernel_hits\":200,\"kernel_misses\":20,"
-		"\"binaries_cached\":8,\"processes_cached\":9,\"symbol_cache_bytes\":0,\"binaries_evicted\":0,"
+		"\"binaries_cached\":8,\"processes_cached\":9,\"symbol_cache_bytes\":0,\"binaries_evicted\":0,\"binaries_over_bound\":14,"
 		"\"symbols_dropped\":13}",
 		"\"off_cpu\":{\"enabled\":true,\"asked\":true,\"min_wait_us\":250,\"max_stacks\":8192,\"blocks\":31,\"walked\":32,"
 		"\"reused\":33,\"waits\":35,\"short_waits\":36,\"ongoing\":37,\"lost\":{\"no_storage\":34,"
