@@ -18,6 +18,7 @@
 #include "elf/elf_file.h"
 #include "elf/mapped.h"
 #include "symbolize/gdbjit.h"
+#include "symbolize/jitsyms.h"
 #include "util/pidcache.h"
 
 #define POOL_MAX (64u << 20)  /* bytes of names per table; past it symbols are dropped, counted */
@@ -34,16 +35,8 @@ struct jit_entry {
 	uint64_t next, prev, symfile, size;
 };
 
-struct gsym {
-	uint64_t start, end;
-	uint32_t name; /* offset in the pool */
-};
-
 struct gdbjit_table {
-	struct gsym *syms;
-	size_t n, cap;
-	char *pool;
-	size_t pool_len, pool_cap;
+	struct jitsyms *syms;
 };
 
 /* ---- one list ---- */
@@ -51,38 +44,14 @@ struct gdbjit_table {
 static int add_symbol(struct gdbjit_table *t, uint64_t start, uint64_t size, const char *name,
 		      struct gdbjit_stats *st)
 {
-	size_t len = strnlen(name, GDBJIT_MAX_NAME - 1);
+	int r = jitsyms_add(t->syms, start, size, name, strlen(name));
 
-	if (t->n >= GDBJIT_MAX_SYMBOLS || t->pool_len + len + 1 > POOL_MAX || start + size < start) {
+	if (r < 0)
+		return r;
+	if (r)
 		st->symbols_dropped++;
-		return 0;
-	}
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 64;
-		struct gsym *s = realloc(t->syms, cap * sizeof(*s));
-
-		if (!s)
-			return -ENOMEM;
-		t->syms = s;
-		t->cap = cap;
-	}
-	if (t->pool_len + len + 1 > t->pool_cap) {
-		size_t cap = t->pool_cap ? 2 * t->pool_cap : 4096;
-		char *p;
-
-		while (cap < t->pool_len + len + 1)
-			cap *= 2;
-		p = realloc(t->pool, cap);
-		if (!p)
-			return -ENOMEM;
-		t->pool = p;
-		t->pool_cap = cap;
-	}
-	memcpy(t->pool + t->pool_len, name, len);
-	t->pool[t->pool_len + len] = '\0';
-	t->syms[t->n++] = (struct gsym){ start, start + size, (uint32_t)t->pool_len };
-	t->pool_len += len + 1;
-	st->symbols++;
+	else
+		st->symbols++;
 	return 0;
 }
 
@@ -155,13 +124,6 @@ static int add_object(struct gdbjit_table *t, const void *buf, size_t len, struc
 	return err;
 }
 
-static int by_start(const void *a, const void *b)
-{
-	const struct gsym *x = a, *y = b;
-
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
 static uint64_t signature(const struct jit_descriptor *d)
 {
 	return (d->first * 0x9e3779b97f4a7c15ULL ^ d->relevant) | 1; /* never 0: 0 is "unreadable" */
@@ -178,8 +140,7 @@ void gdbjit_table_free(struct gdbjit_table *t)
 {
 	if (!t)
 		return;
-	free(t->syms);
-	free(t->pool);
+	jitsyms_free(t->syms);
 	free(t);
 }
 
@@ -208,8 +169,10 @@ int gdbjit_table_read(gdbjit_read_fn rd, void *ctx, uint64_t desc, struct gdbjit
 	if (!d.first)
 		return -ENOENT;
 	t = calloc(1, sizeof(*t));
-	if (!t)
+	if (!t || jitsyms_new(GDBJIT_MAX_SYMBOLS, POOL_MAX, &t->syms)) {
+		free(t);
 		return -ENOMEM;
+	}
 	for (addr = d.first; addr && !err; entries++) {
 		struct jit_entry e;
 
@@ -253,34 +216,18 @@ int gdbjit_table_read(gdbjit_read_fn rd, void *ctx, uint64_t desc, struct gdbjit
 		gdbjit_table_free(t);
 		return err;
 	}
-	if (t->n)
-		qsort(t->syms, t->n, sizeof(*t->syms), by_start);
 	*out = t;
 	return 0;
 }
 
 const char *gdbjit_table_find(const struct gdbjit_table *t, uint64_t addr)
 {
-	size_t lo = 0, hi = t ? t->n : 0;
-
-	while (lo < hi) { /* the first symbol starting past addr */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->syms[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	/* The closest start at or below addr; an earlier, longer one may hold it too (nested, rare). */
-	for (size_t i = lo; i > 0 && lo - i < 8; i--)
-		if (addr < t->syms[i - 1].end)
-			return t->pool + t->syms[i - 1].name;
-	return NULL;
+	return t ? jitsyms_find(t->syms, addr) : NULL;
 }
 
 size_t gdbjit_table_count(const struct gdbjit_table *t)
 {
-	return t ? t->n : 0;
+	return t ? jitsyms_count(t->syms) : 0;
 }
 
 /* ---- per process ---- */

@@ -1,0 +1,135 @@
+/* jitsyms.c - JIT code's symbols by address (see jitsyms.h): appended, sorted at the first lookup after. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symbolize/jitsyms.h"
+
+#define OVERLAP_SCAN 16 /* symbols starting below addr looked at for one holding it (nested, reused) */
+
+struct jsym {
+	uint64_t start, end;
+	uint32_t name; /* offset in the pool */
+	uint32_t seq;  /* order of addition: the newest of overlapping ones wins */
+};
+
+struct jitsyms {
+	struct jsym *syms;
+	size_t n, cap, max;
+	char *pool;
+	size_t pool_len, pool_cap, pool_max;
+	bool sorted;
+};
+
+int jitsyms_new(size_t max_symbols, size_t max_name_bytes, struct jitsyms **out)
+{
+	struct jitsyms *t = calloc(1, sizeof(*t));
+
+	*out = t;
+	if (!t)
+		return -ENOMEM;
+	t->max = max_symbols;
+	t->pool_max = max_name_bytes;
+	t->sorted = true;
+	return 0;
+}
+
+/* The capacity (from first, doubled) that holds need. */
+static size_t grown(size_t cap, size_t need, size_t first)
+{
+	size_t c = cap ? cap : first;
+
+	while (c < need)
+		c *= 2;
+	return c;
+}
+
+int jitsyms_add(struct jitsyms *t, uint64_t start, uint64_t size, const char *name, size_t len)
+{
+	const char *nul = memchr(name, '\0', len);
+
+	if (nul)
+		len = (size_t)(nul - name);
+	if (len > JITSYMS_MAX_NAME - 1)
+		len = JITSYMS_MAX_NAME - 1;
+	if (!size || start + size < start || t->n >= t->max || t->n >= UINT32_MAX ||
+	    t->pool_len + len + 1 > t->pool_max || t->pool_len + len + 1 > UINT32_MAX)
+		return 1;
+	if (t->n + 1 > t->cap) {
+		size_t cap = grown(t->cap, t->n + 1, 64);
+		struct jsym *s = realloc(t->syms, cap * sizeof(*s));
+
+		if (!s)
+			return -ENOMEM;
+		t->syms = s;
+		t->cap = cap;
+	}
+	if (t->pool_len + len + 1 > t->pool_cap) {
+		size_t cap = grown(t->pool_cap, t->pool_len + len + 1, 4096);
+		char *p = realloc(t->pool, cap);
+
+		if (!p)
+			return -ENOMEM;
+		t->pool = p;
+		t->pool_cap = cap;
+	}
+	memcpy(t->pool + t->pool_len, name, len);
+	t->pool[t->pool_len + len] = '\0';
+	t->syms[t->n] = (struct jsym){ start, start + size, (uint32_t)t->pool_len, (uint32_t)t->n };
+	t->n++;
+	t->pool_len += len + 1;
+	t->sorted = false;
+	return 0;
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct jsym *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+const char *jitsyms_find(struct jitsyms *t, uint64_t addr)
+{
+	const struct jsym *best = NULL;
+	size_t lo = 0, hi;
+
+	if (!t || !t->n)
+		return NULL;
+	if (!t->sorted) {
+		qsort(t->syms, t->n, sizeof(*t->syms), by_start);
+		t->sorted = true;
+	}
+	for (hi = t->n; lo < hi;) { /* the first symbol starting past addr */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->syms[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i > 0 && lo - i < OVERLAP_SCAN; i--) {
+		const struct jsym *s = &t->syms[i - 1];
+
+		if (addr < s->end && (!best || s->seq > best->seq))
+			best = s;
+	}
+	return best ? t->pool + best->name : NULL;
+}
+
+size_t jitsyms_count(const struct jitsyms *t)
+{
+	return t ? t->n : 0;
+}
+
+void jitsyms_free(struct jitsyms *t)
+{
+	if (!t)
+		return;
+	free(t->syms);
+	free(t->pool);
+	free(t);
+}

@@ -1,0 +1,44 @@
+/* test_jitsyms.c - JIT symbols by address: found inside their range and not past it, the newest of
+ * overlapping ones wins (memory reused for other code), names cut, the bounds held and counted. */
+#include <string.h>
+
+#include "check.h"
+#include "symbolize/jitsyms.h"
+
+int main(void)
+{
+	struct jitsyms *t = NULL;
+	char longname[3000];
+	const char *n;
+
+	CHECK(jitsyms_new(4, 4096, &t) == 0 && t, "jitsyms_new");
+	if (!t)
+		return CHECK_EXIT();
+	CHECK(jitsyms_find(t, 0x1000) == NULL, "an empty table names nothing");
+	CHECK(jitsyms_add(t, 0x1000, 0x100, "first", 5) == 0, "first added");
+	CHECK(jitsyms_add(t, 0x2000, 0x10, "second\0junk", 11) == 0, "second added (a NUL ends its name)");
+	n = jitsyms_find(t, 0x10ff);
+	CHECK(n && !strcmp(n, "first"), "inside the first range: first");
+	CHECK(jitsyms_find(t, 0x1100) == NULL, "just past it: nothing");
+	n = jitsyms_find(t, 0x2004);
+	CHECK(n && !strcmp(n, "second"), "second, its name up to the NUL");
+	CHECK(jitsyms_add(t, 0x1080, 0x100, "reused", 6) == 0, "code at memory reused, overlapping the first");
+	n = jitsyms_find(t, 0x1090);
+	CHECK(n && !strcmp(n, "reused"), "where they overlap, the newest wins");
+	n = jitsyms_find(t, 0x1010);
+	CHECK(n && !strcmp(n, "first"), "below the overlap, the first still");
+	CHECK(jitsyms_add(t, UINT64_MAX - 4, 0x10, "wraps", 5) == 1, "a range that wraps is not added");
+	CHECK(jitsyms_add(t, 0x3000, 0, "empty", 5) == 1, "a range of size 0 is not added");
+	memset(longname, 'x', sizeof(longname));
+	CHECK(jitsyms_add(t, 0x4000, 0x10, longname, sizeof(longname)) == 0, "a long name is added");
+	n = jitsyms_find(t, 0x4000);
+	CHECK(n && strlen(n) == JITSYMS_MAX_NAME - 1, "cut to %d bytes", JITSYMS_MAX_NAME - 1);
+	CHECK(jitsyms_add(t, 0x5000, 0x10, "fifth", 5) == 1 && jitsyms_count(t) == 4,
+	      "past max_symbols: not added (4 held)");
+	jitsyms_free(t);
+	CHECK(jitsyms_new(100, 16, &t) == 0 && jitsyms_add(t, 0x1000, 1, "abcdefghij", 10) == 0 &&
+		      jitsyms_add(t, 0x2000, 1, "abcdefghij", 10) == 1,
+	      "past max_name_bytes: not added");
+	jitsyms_free(t);
+	return CHECK_EXIT();
+}
