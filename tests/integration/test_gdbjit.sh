@@ -16,11 +16,19 @@ fi
 W=$(dirname "$0")/../workloads
 
 run_flamed gdbjit --db "$TMP/flamed.db" --frequency $FREQ --flush-interval 1 --listen 127.0.0.1:0
-"$SYSPY" "$W/numba_jit.py" 4 > /dev/null &
+# JIT objects are read from the process: it is held alive (after its work) until its samples are named.
+# Its first samples wait for libLLVM's table (deferred), seconds under a sanitizer: the tables are built,
+# the samples walked, then a flush names them, all while it lives.
+"$SYSPY" "$W/numba_jit.py" 4 "$TMP/release" > "$TMP/numba.out" &
 PID=$!
-wait $PID
-check "the Numba program ran" [ $? -eq 0 ]
+for _ in $(seq 600); do grep -q '^done' "$TMP/numba.out" && break; kill -0 $PID 2> /dev/null || break; sleep 0.1; done
+check "the Numba program ran its loop" grep -q '^done' "$TMP/numba.out"
+check "the unwinder has built the tables asked for" wait_tables
+sleep 1 # the deferred samples are walked within 200 ms of their tables
 curl -sf "$URL/api/v1/profile?pid=$PID&format=folded&from=-10m&flush=1" > "$TMP/numba.folded"
+touch "$TMP/release"
+wait $PID
+check "the Numba program exits 0" [ $? -eq 0 ]
 
 # Inside the compiled code: under the driver's Python frame, a leaf that is kernel_sum, or a frame of
 # anonymous memory left unnamed ([unknown]) under Numba's dispatcher.

@@ -1,5 +1,8 @@
-# numba_jit.py SECONDS - a Python driver calling a function Numba compiled (@njit): the JIT code lives in
-# anonymous memory, with no perf map; LLVM's MCJIT registers its object with the GDB JIT interface.
+# numba_jit.py SECONDS [HOLD_FILE] - a Python driver calling a function Numba compiled (@njit): the JIT code
+# lives in anonymous memory, with no perf map; LLVM's MCJIT registers its object with the GDB JIT interface.
+# With HOLD_FILE, it prints "done" when the work is over, then lives on until that file exists (at most
+# 120 s): its JIT objects can only be read from it while it lives.
+import os
 import sys
 import time
 
@@ -28,3 +31,8 @@ def drive(seconds):
 
 if __name__ == "__main__":
     print(drive(float(sys.argv[1]) if len(sys.argv) > 1 else 3.0))
+    if len(sys.argv) > 2:
+        print("done", flush=True)
+        end = time.time() + 120
+        while not os.path.exists(sys.argv[2]) and time.time() < end:
+            time.sleep(0.05)
