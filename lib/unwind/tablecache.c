@@ -89,8 +89,8 @@ static int older(const void *a, const void *b)
 }
 
 /* Counts the cache's files and bytes afresh, deleting temporary ones left by a crash; then, while
- * more than room bytes are taken, deletes the least recently used (keep: a name never deleted). */
-static void scan(struct tablecache *c, uint64_t room, const char *keep)
+ * more than room bytes are taken, deletes the least recently used. */
+static void scan(struct tablecache *c, uint64_t room)
 {
 	struct entry *e = NULL;
 	size_t n = 0, cap = 0;
@@ -135,7 +135,7 @@ static void scan(struct tablecache *c, uint64_t room, const char *keep)
 	if (c->st.bytes > room && n) {
 		qsort(e, n, sizeof(*e), older);
 		for (size_t i = 0; i < n && c->st.bytes > room; i++) {
-			if ((keep && !strcmp(e[i].name, keep)) || unlinkat(c->dirfd, e[i].name, 0))
+			if (unlinkat(c->dirfd, e[i].name, 0))
 				continue;
 			c->st.files--;
 			c->st.bytes -= e[i].size;
@@ -166,7 +166,7 @@ int tablecache_open(const char *dir, uint64_t max_bytes, struct tablecache **out
 	}
 	c->max_bytes = max_bytes;
 	c->st.max_bytes = max_bytes;
-	scan(c, max_bytes, NULL);
+	scan(c, max_bytes);
 	*out = c;
 	return 0;
 }
@@ -282,7 +282,7 @@ int tablecache_get(struct tablecache *c, const uint8_t *id, int len, struct unwi
 	if (err) {
 		free(r);
 		unlinkat(c->dirfd, name, 0);
-		scan(c, c->max_bytes, NULL); /* counted afresh */
+		scan(c, c->max_bytes); /* counted afresh */
 		if (err == -ESTALE)
 			c->st.stale++;
 		else
@@ -300,6 +300,8 @@ int tablecache_put(struct tablecache *c, const uint8_t *id, int len, const struc
 	char name[NAME_MAX_LEN], tmp[NAME_MAX_LEN + 32];
 	struct head h = { .magic = MAGIC, .format = ROWS_FORMAT, .row_size = sizeof(*rows) };
 	uint64_t size = sizeof(h) + (uint64_t)n * sizeof(*rows);
+	struct stat old;
+	bool replaced;
 	int fd, err = 0;
 
 	if (len <= 0 || len > ELF_BUILD_ID_MAX || n < 2 || n > UNWIND_MAX_ROWS)
@@ -315,7 +317,7 @@ int tablecache_put(struct tablecache *c, const uint8_t *id, int len, const struc
 	memcpy(h.id, id, (size_t)len);
 	file_name(name, id, len);
 	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%d-%s", (int)getpid(), name);
-	scan(c, c->max_bytes - size, NULL); /* room first: the disk holds the bound, not the bound and one */
+	scan(c, c->max_bytes - size); /* room first, the files counted: the put adds to that count */
 	fd = openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		c->st.refused++;
@@ -326,6 +328,8 @@ int tablecache_put(struct tablecache *c, const uint8_t *id, int len, const struc
 		err = errno ? -errno : -EIO;
 	if (close(fd) && !err)
 		err = -errno;
+	/* A file of the same build-id it replaces (another flamed on this cache wrote one meanwhile). */
+	replaced = !err && !fstatat(c->dirfd, name, &old, AT_SYMLINK_NOFOLLOW) && S_ISREG(old.st_mode);
 	if (!err && renameat(c->dirfd, tmp, c->dirfd, name))
 		err = -errno;
 	if (err) {
@@ -334,7 +338,8 @@ int tablecache_put(struct tablecache *c, const uint8_t *id, int len, const struc
 		return err;
 	}
 	c->st.stored++;
-	scan(c, c->max_bytes, name);
+	c->st.files += !replaced;
+	c->st.bytes += size - (replaced ? (uint64_t)old.st_size : 0);
 	return 0;
 }
 
