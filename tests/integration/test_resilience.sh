@@ -169,11 +169,15 @@ test_kill9() {
 		# The burners' CPU time read last by that drain (c0 when none was).
 		cd=$(awk -v c="$c0" -v d="$last" 'NF == 2 && $2 <= d { c = $1 } END { print c }' "$TMP/cpu.log")
 		# expected: the burners' CPU seconds times the frequency. durable: what they took since the last
-		# committed drain; bound: in one flush interval (1 s) and the longest flush, at their average
-		# rate. Both with 5% and 20 samples for the sampling's own jitter.
+		# committed drain; bound: in one flush interval (1 s) and the flush under way, at their average
+		# rate. Both with 5% and 20 samples for the sampling's own jitter. The flush under way is not in
+		# the log and may be the round's slowest (CI: 44 ms logged, killed 1.138 s after the last
+		# drain): it has run for the longest logged flush or for what the kill came past the interval,
+		# and at most 1 s, so a drain late by more than that still fails.
 		read -r expected durable bound per_s < <(awk -v c0="$c0" -v c1="$c1" -v cd="$cd" -v t0="$t0" -v t1="$t1" \
-			-v f=$freq -v ms="$flush_ms" 'BEGIN { e = (c1 - c0) / 1e9 * f; rate = e / (t1 - t0);
-				printf "%d %d %d %.1f\n", e, (c1 - cd) / 1e9 * f + 0.05 * e + 20, rate * (1 + ms / 1e3) + 0.05 * e + 20, rate }')
+			-v f=$freq -v ms="$flush_ms" -v w="$window" 'BEGIN { e = (c1 - c0) / 1e9 * f; rate = e / (t1 - t0);
+				u = ms / 1e3; if (w - 1 > u) u = w - 1; if (u > 1) u = 1
+				printf "%d %d %d %.1f\n", e, (c1 - cd) / 1e9 * f + 0.05 * e + 20, rate * (1 + u) + 0.05 * e + 20, rate }')
 		loss=$((expected - stored))
 		lost_s=$(awk -v l=$loss -v r="$per_s" 'BEGIN { printf "%.2f", l / r }')
 		[ "$(awk -v a="$lost_s" -v b="$max_lost_s" 'BEGIN { print (a > b) }')" = 1 ] && max_lost_s=$lost_s
