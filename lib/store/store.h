@@ -3,6 +3,7 @@
 #define FLAMED_STORE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "util/demangle.h"
@@ -149,6 +150,20 @@ int store_open(const char *path, enum store_mode mode, struct store **out);
 /* Sets how long raw rows and minute rollups are kept (o NULL: the defaults), for the store_prune
  * calls that follow. -EINVAL (nothing changed) outside the bounds above. */
 int store_set_rollups(struct store *st, const struct store_rollup_opts *o);
+
+/* Names a frame stored unnamed, "MODULE+0xADDR" (MODULE the file name of its module, ADDR its ELF virtual
+ * address), when an answer reads it: name gets the module's build-id (lowercase hex) and ADDR, and
+ * writes a name (NUL-terminated, no ';') into buf and returns 0, or returns -ENOENT (left as stored). A
+ * debug file that came after the frame was stored so names it in every output. */
+#define STORE_NAME_MAX 1024 /* bytes of a name a namer writes, its NUL included */
+
+struct store_namer {
+	int (*name)(void *ctx, const char *build_id, uint64_t addr, char *buf, size_t cap);
+	void *ctx; /* shared by the stores of every thread: name must be thread-safe */
+};
+
+/* Sets (n NULL: clears) the namer of st's answers. */
+void store_set_namer(struct store *st, const struct store_namer *n);
 
 /* Closes; a transaction still open is rolled back. NULL is safe. */
 void store_close(struct store *st);

@@ -1,6 +1,7 @@
 /* store_answer.c - a query's answer: the stacks of its summed cells read by id (whole tables at once
  * when there are many), their frames named (from frame rows, or split out of a stack's stored text),
  * ranked by name so every output sorts the same, rows of one text merged, then sorted. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -277,19 +278,53 @@ static int load_stacks(struct answer *a)
 	return err;
 }
 
+void store_set_namer(struct store *st, const struct store_namer *n)
+{
+	st->namer = n ? *n : (struct store_namer){ 0 };
+}
+
+/* A frame stored unnamed, "MODULE+0xADDR" of module path (with a build-id), named by the store's namer
+ * into buf. Returns false when it is not such a frame or the namer has no name. */
+static bool name_late(const struct store *st, const char *name, const char *path, const char *build_id,
+		      char *buf, size_t cap)
+{
+	const char *base = strrchr(path, '/'), *hex;
+	size_t n;
+	char *end;
+	uint64_t addr;
+
+	base = base ? base + 1 : path;
+	n = strlen(base);
+	if (!st->namer.name || !build_id[0] || !n || strncmp(name, base, n) || strncmp(name + n, "+0x", 3))
+		return false;
+	hex = name + n + 3;
+	if (!isxdigit((unsigned char)hex[0]) || strlen(hex) > 16)
+		return false;
+	errno = 0;
+	addr = strtoull(hex, &end, 16);
+	if (*end || errno)
+		return false;
+	return st->namer.name(st->namer.ctx, build_id, addr, buf, cap) == 0 && buf[0] && !strchr(buf, ';');
+}
+
 /* Takes a frame row's name, module path, build-id and file (columns col..col+3), start line and line
- * (col+4, col+5). */
+ * (col+4, col+5); a frame stored unnamed is named now when the store's namer can. */
 static int take_frame(struct answer *a, sqlite3_stmt *s, int col, uint32_t idx)
 {
 	struct qframe *f = &a->frames[idx];
 	const unsigned char *c[4];
 	size_t len[4], off = 0;
+	char late[STORE_NAME_MAX];
 
 	for (int i = 0; i < 4; i++) {
 		c[i] = sqlite3_column_text(s, col + i);
 		len[i] = (size_t)sqlite3_column_bytes(s, col + i);
 		if (!c[i])
 			return store_set_err(a->st, -EIO, "frame %lld is damaged", (long long)f->id);
+	}
+	if (name_late(a->st, (const char *)c[0], (const char *)c[1], (const char *)c[2], late, sizeof(late))) {
+		c[0] = (const unsigned char *)late;
+		len[0] = strlen(late);
 	}
 	f->text = malloc(len[0] + len[1] + len[2] + len[3] + 4);
 	if (!f->text)

@@ -98,6 +98,7 @@ struct store {
 	struct pending pending;
 	struct buf key, blob, text; /* scratch: a cache key, a stack's frame_ids or a rollup blob, a text */
 	struct buf ident;           /* scratch: a stack's identity (its text, and its frames' sources) */
+	struct store_namer namer; /* names frames stored unnamed, when read (store_answer.c) */
 	char errmsg[512];
 };
 

@@ -930,6 +930,76 @@ static void test_demangled(const char *dir)
 	store_close(st);
 }
 
+/* The namer of test_late_names: knows app's 0x10 and 0x20 (one function) and counts what it is asked. */
+struct late_calls {
+	unsigned calls;
+	char last_id[64];
+};
+
+static int late_name(void *ctx, const char *build_id, uint64_t addr, char *buf, size_t cap)
+{
+	struct late_calls *lc = ctx;
+
+	lc->calls++;
+	snprintf(lc->last_id, sizeof(lc->last_id), "%s", build_id);
+	if (addr != 0x10 && addr != 0x20)
+		return -ENOENT;
+	snprintf(buf, cap, "%s", "late_fn");
+	return 0;
+}
+
+/* Frames stored unnamed ("app+0x10") are named by the store's namer when read, in every answer; frames
+ * of another module's name, without a build-id, or named already are not asked about. */
+static void test_late_names(const char *dir)
+{
+	static const struct store_frame a[] = { FR("main", "/bin/app", "beef"), FR("app+0x10", "/bin/app", "beef") };
+	static const struct store_frame b[] = { FR("main", "/bin/app", "beef"), FR("app+0x20", "/bin/app", "beef") };
+	static const struct store_frame c3[] = { FR("main", "/bin/app", "beef"), FR("app+0x30", "/bin/app", "beef") };
+	static const struct store_frame d[] = { FR("main", "/bin/app", "beef"), FR("lib.so+0x10", "/bin/app", "beef") };
+	static const struct store_frame e[] = { FR("main", "/bin/noid", ""), FR("noid+0x10", "/bin/noid", "") };
+	static const struct store_frame g[] = { FR("main", "/bin/app", "beef"), FR("app+0x10zz", "/bin/app", "beef") };
+	const struct store_sample samples[] = {
+		FSAMPLE(T0, 10, "app", "main;app+0x10", 3, a),
+		FSAMPLE(T0, 10, "app", "main;app+0x20", 2, b),
+		FSAMPLE(T0, 10, "app", "main;app+0x30", 1, c3),
+		FSAMPLE(T0, 10, "app", "main;lib.so+0x10", 1, d),
+		FSAMPLE(T0, 11, "noid", "main;noid+0x10", 4, e),
+		FSAMPLE(T0, 10, "app", "main;app+0x10zz", 1, g),
+	};
+	struct store_filter f = { .pid = 10, .tid = -1, .from = INT64_MIN, .to = INT64_MAX };
+	struct late_calls lc = { 0 };
+	struct store_namer namer = { .name = late_name, .ctx = &lc };
+	struct store *st = NULL;
+	struct collect c;
+	char path[512];
+	int err;
+
+	snprintf(path, sizeof(path), "%s/late.db", dir);
+	err = store_open(path, STORE_READ_WRITE, &st);
+	err = err ?: flush(st, samples, sizeof(samples) / sizeof(samples[0]));
+	CHECK(err == 0, "late names: write unnamed frames (%s)", err ? store_errmsg(st) : "ok");
+	memset(&c, 0, sizeof(c));
+	err = store_query_stacks(st, &f, collect_cb, &c);
+	CHECK(err == 0 && strstr(c.buf, "app|main;app+0x10|3\n") && !strstr(c.buf, "late_fn"),
+	      "late names: without a namer, frames read as stored");
+	store_set_namer(st, &namer);
+	memset(&c, 0, sizeof(c));
+	err = store_query_stacks(st, &f, collect_cb, &c);
+	CHECK(err == 0 && strstr(c.buf, "app|main;late_fn|5\n") && strstr(c.buf, "app|main;app+0x30|1\n") &&
+		      strstr(c.buf, "app|main;lib.so+0x10|1\n") && strstr(c.buf, "app|main;app+0x10zz|1\n"),
+	      "late names: 0x10 and 0x20 named (one stack of 5), 0x30 unknown to the namer, another module's name "
+	      "and a name that is not an address kept:\n%s", c.buf);
+	CHECK(lc.calls == 3 && !strcmp(lc.last_id, "beef"),
+	      "late names: the namer asked of app's three addresses only, with the build-id (%u calls)", lc.calls);
+	f.pid = 11;
+	memset(&c, 0, sizeof(c));
+	err = store_query_stacks(st, &f, collect_cb, &c);
+	CHECK(err == 0 && same(c.buf, "noid|main;noid+0x10|4\n") && lc.calls == 3,
+	      "late names: a module without a build-id is not asked of");
+	store_set_namer(st, NULL);
+	store_close(st);
+}
+
 /* A frame list that does not match its stack is rejected, and nothing of it is stored. */
 static void test_frames_invalid(const char *dir)
 {
@@ -2332,6 +2402,7 @@ int main(int argc, char **argv)
 	test_bad_files(dir);
 	test_frames_roundtrip(dir);
 	test_demangled(dir);
+	test_late_names(dir);
 	test_python_sources(dir);
 	test_frames_invalid(dir);
 	test_frames_later(dir);
