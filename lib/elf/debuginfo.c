@@ -79,6 +79,26 @@ static int try_build_id(const struct debuginfo_query *q, const char *debug_dir, 
 	return 0;
 }
 
+int debuginfo_open_matching(const char *path, const struct elf_file *bin, struct elf_file **out)
+{
+	uint8_t id[ELF_BUILD_ID_MAX];
+	int len = elf_file_build_id(bin, id, sizeof(id));
+	struct elf_file *f;
+	int err;
+
+	if (len < 2)
+		return -ENOENT;
+	err = elf_file_open(path, &f);
+	if (err)
+		return err;
+	if (!build_id_is(f, id, len)) {
+		elf_file_free(f);
+		return -ENOENT;
+	}
+	*out = f;
+	return 0;
+}
+
 /* Tries one debuglink candidate (a path as the process sees it): CRC, then build-ids when both have one.
  * Returns 0, -ENOENT, -ENOMEM or another -errno. */
 static int try_debuglink(const struct debuginfo_query *q, const char *cand, uint32_t crc, const uint8_t *id,

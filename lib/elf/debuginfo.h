@@ -26,6 +26,11 @@ struct debuginfo_query {
  * Returns 0 with *out set (free with elf_file_free), -ENOENT (none) or -ENOMEM. */
 int debuginfo_find(const struct debuginfo_query *q, struct elf_file **out);
 
+/* Opens path (a debug file fetched by build-id) when its build-id equals bin's.
+ * Returns 0 with *out set (free with elf_file_free), -ENOENT (no build-id, or another), -ENOMEM or the
+ * -errno of opening or reading it. */
+int debuginfo_open_matching(const char *path, const struct elf_file *bin, struct elf_file **out);
+
 /* The CRC32 (zlib, as .gnu_debuglink uses) of the whole file open on fd, read with pread.
  * Returns 0 or -errno. */
 int debuginfo_crc32(int fd, uint32_t *crc);
