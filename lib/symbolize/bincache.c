@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elf/debugfetch.h"
 #include "elf/debuginfo.h"
 #include "elf/elf_file.h"
 #include "elf/mapped.h"
@@ -26,6 +27,7 @@ struct binary {
 	char build_id[BINARY_BUILD_ID_MAX]; /* lowercase hex, "" when it has none */
 	struct inlines *inl;     /* its DWARF, for inlined functions; NULL: none or not asked for */
 	struct elf_symtab *syms; /* NULL: no function symbol anywhere */
+	bool awaiting_debug;     /* named from .dynsym while its debug file is fetched */
 };
 
 /* What tells a file's content apart beyond (device, inode): a file written in place, or a new file
@@ -49,6 +51,8 @@ struct bin_entry {
 
 struct bincache {
 	char *debug_dir;
+	struct debugfetch *fetch; /* NULL: no debuginfod */
+	uint64_t arrivals;        /* the fetcher's count when the last flush began */
 	struct bin_entry **buckets;
 	size_t mask;
 	struct lru_node lru; /* most recently used first */
@@ -85,6 +89,7 @@ int bincache_new(const struct bincache_opts *opts, struct bincache **out)
 	c->max = opts->max;
 	c->max_bytes = opts->max_bytes;
 	c->inlines = opts->inlines;
+	c->fetch = opts->fetch;
 	lru_init(&c->lru);
 	*out = c;
 	return 0;
@@ -108,13 +113,13 @@ static struct bin_entry *lookup(const struct bincache *c, uint64_t dev, uint64_t
 	return NULL;
 }
 
-/* Unlinks e from the hash and the LRU list and frees it. */
 /* Memory e holds. */
 static size_t entry_bytes(const struct bin_entry *e)
 {
 	return sizeof(*e) + elf_symtab_bytes(e->bin.syms) + (e->bin.inl ? inlines_bytes(e->bin.inl) : 0);
 }
 
+/* Unlinks e from the hash and the LRU list and frees it. */
 static void drop(struct bincache *c, struct bin_entry *e)
 {
 	struct bin_entry **pp = &c->buckets[bucket_of(c, e->dev, e->inode)];
@@ -137,49 +142,64 @@ static void file_id_of(const struct stat *st, struct file_id *id)
 	id->mtime_nsec = (int64_t)st->st_mtim.tv_nsec;
 }
 
-/* Fills b->syms: the binary's .symtab, else a debug file's .symtab, else .dynsym.
- * Returns 0 (also when no symbol is found) or -ENOMEM. */
-/* Opens the DWARF of the binary for inlined functions: its separate debug file when there is one, else
- * the binary itself (if it is still there); none is no error. */
-static void open_inlines(struct bincache *c, const struct bin_source *src, const char *root,
-			 const struct elf_file *f, struct binary *b)
+/* Finds the separate debug file of f: on disk (debuginfo_find), else (fetch: f has no .symtab) fetched by
+ * build-id, asked for when it is not there yet (b then awaits it). Its path goes to found. Returns 0 with
+ * *dbg set, -ENOENT or -ENOMEM. */
+static int find_debug(struct bincache *c, const struct bin_source *src, const char *root, const struct elf_file *f,
+		      bool fetch, struct binary *b, char *found, size_t cap, struct elf_file **dbg)
 {
-	char found[PATH_MAX] = "", self[PATH_MAX];
 	struct debuginfo_query q = { .root = root, .debug_dir = c->debug_dir, .path = src->path, .bin = f,
-				     .found = found, .found_len = sizeof(found) };
-	struct elf_file *dbg;
+				     .found = found, .found_len = cap };
+	int err = debuginfo_find(&q, dbg);
 
-	if (debuginfo_find(&q, &dbg) == 0) {
-		elf_file_free(dbg);
-		if (inlines_open(found, &b->inl) == 0)
-			return;
-	}
+	if (err != -ENOENT || !fetch || !c->fetch || !b->build_id[0])
+		return err;
+	err = debugfetch_path(c->fetch, b->build_id, found, cap);
+	b->awaiting_debug = err == -EAGAIN || err == -ENOSPC;
+	if (err)
+		return -ENOENT;
+	err = debuginfo_open_matching(found, f, dbg);
+	return err == -ENOMEM ? err : err ? -ENOENT : 0;
+}
+
+/* Opens the DWARF of the binary for inlined functions: its separate debug file (dbg_path) when there is
+ * one, else the binary itself (if it is still there); none is no error. */
+static void open_inlines(const struct bin_source *src, const char *root, const char *dbg_path, struct binary *b)
+{
+	char self[PATH_MAX];
+
+	if (dbg_path && inlines_open(dbg_path, &b->inl) == 0)
+		return;
 	if (!src->deleted && src->path && snprintf(self, sizeof(self), "%s%s", root, src->path) < (int)sizeof(self))
 		inlines_open(self, &b->inl);
 }
 
+/* Fills b->syms: the binary's .symtab, else a debug file's .symtab, else .dynsym.
+ * Returns 0 (also when no symbol is found) or -ENOMEM. */
 static int load_symbols(struct bincache *c, const struct bin_source *src, const char *root,
 			const struct elf_file *f, struct binary *b)
 {
-	struct debuginfo_query q = { .root = root, .debug_dir = c->debug_dir, .path = src->path, .bin = f };
-	struct elf_file *dbg;
-	int err;
+	char found[PATH_MAX] = "";
+	struct elf_file *dbg = NULL;
+	int err, derr = -ENOENT;
 
-	if (c->inlines)
-		open_inlines(c, src, root, f, b);
 	err = elf_symtab_load(f, false, &b->syms);
-	if (err == 0 || err == -ENOMEM)
-		return err;
-	err = debuginfo_find(&q, &dbg);
 	if (err == -ENOMEM)
 		return err;
-	if (err == 0) {
+	if (err || c->inlines) {
+		derr = find_debug(c, src, root, f, err != 0, b, found, sizeof(found), &dbg);
+		if (derr == -ENOMEM)
+			return derr;
+	}
+	if (c->inlines)
+		open_inlines(src, root, derr == 0 ? found : NULL, b);
+	if (err && derr == 0) {
 		c->debug_files_found++;
 		err = elf_symtab_load(dbg, false, &b->syms);
-		elf_file_free(dbg);
-		if (err == 0 || err == -ENOMEM)
-			return err;
 	}
+	elf_file_free(dbg);
+	if (err == 0 || err == -ENOMEM)
+		return err;
 	err = elf_symtab_load(f, true, &b->syms);
 	return err == -ENOMEM ? err : 0;
 }
@@ -313,8 +333,26 @@ const struct binary *bincache_get(struct bincache *c, const struct bin_source *s
 
 void bincache_begin_flush(struct bincache *c)
 {
-	struct lru_node *old;
+	struct lru_node *old, *n;
+	uint64_t arrivals = c->fetch ? debugfetch_arrivals(c->fetch) : 0;
 
+	/* Debug files arrived: a binary whose file is there is loaded again at its next use; one the servers
+	 * had not awaits no more; one dropped for a full queue is asked for again. */
+	for (old = arrivals != c->arrivals ? lru_oldest(&c->lru) : NULL; old; old = n) {
+		struct bin_entry *o = lru_entry(old, struct bin_entry, lru);
+		char path[PATH_MAX];
+		int err;
+
+		n = lru_newer(&c->lru, old);
+		if (o->failed || !o->bin.awaiting_debug)
+			continue;
+		err = debugfetch_path(c->fetch, o->bin.build_id, path, sizeof(path));
+		if (err == 0)
+			drop(c, o);
+		else
+			o->bin.awaiting_debug = err == -EAGAIN || err == -ENOSPC;
+	}
+	c->arrivals = arrivals;
 	/* Back within the byte bound: the binaries the last flush did not use go, least recent first. */
 	while (c->max_bytes && c->bytes > c->max_bytes && (old = lru_oldest(&c->lru))) {
 		struct bin_entry *o = lru_entry(old, struct bin_entry, lru);

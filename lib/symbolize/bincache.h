@@ -10,6 +10,7 @@
 
 struct bincache;
 struct binary;
+struct debugfetch;
 
 #define BINARY_BUILD_ID_MAX 129 /* hex digits of the longest build-id kept, and a NUL */
 
@@ -18,6 +19,8 @@ struct bincache_opts {
 	unsigned max;          /* binaries kept (> 0) */
 	size_t max_bytes;      /* memory their symbol tables may hold; 0: no bound but max */
 	bool inlines;          /* also open each binary's DWARF for inlined functions (costs memory) */
+	struct debugfetch *fetch; /* NULL, or where the debug file of a binary with no .symtab and none on
+				   * disk is asked for: named from .dynsym meanwhile, loaded again once it is there */
 };
 
 struct bincache_stats {

@@ -104,7 +104,7 @@ int symbolizer_new(const struct symbolizer_opts *opts, struct symbolizer **out)
 {
 	const struct symbolizer_opts none = { 0 };
 	struct perfmap_cache_opts po = { 0 };
-	struct bincache_opts bo;
+	struct bincache_opts bo = { 0 };
 	struct symbolizer *s;
 	int err;
 
@@ -116,6 +116,7 @@ int symbolizer_new(const struct symbolizer_opts *opts, struct symbolizer **out)
 	bo.debug_dir = opts->debug_dir;
 	bo.max_bytes = opts->max_symbol_bytes;
 	bo.inlines = opts->inline_frames;
+	bo.fetch = opts->fetch;
 	bo.max = opts->max_binaries ? opts->max_binaries : DEFAULT_MAX_BINARIES;
 	err = bincache_new(&bo, &s->bins);
 	if (err)

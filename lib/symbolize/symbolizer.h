@@ -9,6 +9,8 @@
 #include "elf/procmaps.h"
 #include "symbolize/gdbjit.h"
 
+struct debugfetch;
+
 /* A symbolizer is not thread-safe: one thread (the flush loop) uses it. Files: procmaps.c (/proc/PID/maps),
  * proccache.c (per-process tables), elf_file.c + elf_symbols.c (ELF reading), debuginfo.c (separate debug
  * files), bincache.c (parsed binaries), kallsyms.c (kernel symbols), perfmap.c (JIT perf maps). */
@@ -22,6 +24,7 @@ struct symbolizer_opts {
 	unsigned max_processes;    /* process mapping tables (and perf-map tables) kept; 0: 4096 */
 	size_t max_symbol_bytes;   /* memory the cached binaries' symbols may hold (LRU); 0: no bound */
 	bool inline_frames;        /* name inlined functions from DWARF (opens each binary's debug info) */
+	struct debugfetch *fetch;  /* NULL, or where debug files missing from disk are fetched (bincache.h) */
 };
 
 enum frame_kind {

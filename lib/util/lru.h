@@ -43,4 +43,10 @@ static inline struct lru_node *lru_oldest(const struct lru_node *head)
 	return head->prev == head ? NULL : head->prev;
 }
 
+/* The node used next after n, toward the most recent end, or NULL when n is the most recent. */
+static inline struct lru_node *lru_newer(const struct lru_node *head, const struct lru_node *n)
+{
+	return n->prev == head ? NULL : n->prev;
+}
+
 #endif
