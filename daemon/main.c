@@ -145,6 +145,7 @@ struct daemon {
 	struct sampler *smp;
 	struct unwinder *unw;      /* NULL with --unwind fp */
 	struct tablecache *unwcache; /* the unwinder's tables on disk; NULL: none */
+	struct debugfiles files;   /* debug files fetched (--debuginfod); stored frames named when read */
 	struct deferred *deferred; /* samples before their process's tables; NULL when not deferred */
 	struct store *store;
 	struct symbolizer *sym;
@@ -357,6 +358,7 @@ static void get_status(struct daemon_status *out, void *ctx)
 	pthread_mutex_lock(&d->lock);
 	*out = d->status;
 	pthread_mutex_unlock(&d->lock);
+	debugfiles_get_status(&d->files, &opt, &out->debuginfod);
 }
 
 /* http_opts.flush_now: wakes the main loop and waits for a flush that started after this call. */
@@ -626,6 +628,7 @@ static int start(struct daemon *d)
 		.debug_dir = opt.debug_dir,
 		.max_symbol_bytes = (size_t)opt.symbol_cache_mb << 20,
 		.inline_frames = opt.inline_frames,
+		.fetch = d->files.fetch,
 	};
 	struct sampler_opts sopts = {
 		.frequency = opt.frequency,
@@ -729,6 +732,7 @@ static int start_http(struct daemon *d)
 		.get_status = get_status,
 		.flush_now = flush_now,
 		.ctx = d,
+		.namer = debugfiles_namer(&d->files),
 	};
 	int err;
 
@@ -787,6 +791,7 @@ int main(int argc, char **argv)
 		err = -errno;
 		goto out;
 	}
+	debugfiles_open(&opt, &d.files); /* before any thread: it sets libdebuginfod's environment */
 	err = start(&d);
 	if (err)
 		goto out;
@@ -823,6 +828,7 @@ out:
 	sampler_free(d.smp);
 	deferred_free(d.deferred); /* after the sampler, whose callback fed it */
 	symbolizer_free(d.sym);
+	debugfiles_close(&d.files);
 	store_close(d.store);
 	if (d.wake_fd >= 0)
 		close(d.wake_fd);

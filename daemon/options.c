@@ -21,6 +21,7 @@ static const struct options defaults = {
 	.unwind_tables_mb = 64,
 	.unwind_processes = 1024,
 	.unwind_cache_mb = 256,
+	.debuginfod_cache_mb = 1024,
 	.listen = "127.0.0.1:7070",
 	.db = FLAMED_DEFAULT_DB,
 	.frequency = 19,
@@ -59,6 +60,15 @@ static void usage(FILE *f)
 		"                         where DWARF is found (debug files, -g binaries); costs\n"
 		"                         memory: about 12 MiB for libc's debug info\n"
 		"  --debug-dir DIR        root of separate debug files (default /usr/lib/debug)\n"
+		"  --debuginfod URLS      fetch the debug file of a binary with no symbols but its\n"
+		"                         dynamic ones and none under --debug-dir from these\n"
+		"                         debuginfod servers (space-separated), in the background;\n"
+		"                         its frames are named once it is there, those stored before\n"
+		"                         too (default: $DEBUGINFOD_URLS; 'none', or neither: off)\n"
+		"  --debuginfod-cache DIR where fetched debug files are kept (default: debuginfod\n"
+		"                         beside the database)\n"
+		"  --debuginfod-cache-mb N  disk for them, 1-1048576 (default 1024); the least\n"
+		"                         recently used are deleted first, a larger file not fetched\n"
 		"  --max-stacks N         distinct stacks kept per flush, 256-1048576 (default: two\n"
 		"                         per CPU per tick of a flush, so that every sample fits,\n"
 		"                         at least 8192); each takes about 1 KiB of kernel memory\n"
@@ -198,7 +208,7 @@ static unsigned parse_unwind(const char *s)
 
 void options_parse(int argc, char **argv, struct options *o)
 {
-	enum { O_DB = 256, O_LISTEN, O_AUTH, O_INLINE, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS, O_UNWIND, O_UNWIND_MB, O_UNWIND_PROCS, O_RAW_RET, O_MIN_RET, O_PYTHON, O_PY_PROCS, O_PY_FRAMES, O_PY_CODES, O_OFF_CPU, O_OFF_CPU_MIN, O_UNWIND_CACHE, O_UNWIND_CACHE_MB };
+	enum { O_DB = 256, O_LISTEN, O_AUTH, O_INLINE, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS, O_UNWIND, O_UNWIND_MB, O_UNWIND_PROCS, O_RAW_RET, O_MIN_RET, O_PYTHON, O_PY_PROCS, O_PY_FRAMES, O_PY_CODES, O_OFF_CPU, O_OFF_CPU_MIN, O_UNWIND_CACHE, O_UNWIND_CACHE_MB, O_DEBUGINFOD, O_DEBUGINFOD_CACHE, O_DEBUGINFOD_MB };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "listen", required_argument, NULL, O_LISTEN },
@@ -220,6 +230,9 @@ void options_parse(int argc, char **argv, struct options *o)
 		{ "unwind-processes", required_argument, NULL, O_UNWIND_PROCS },
 		{ "unwind-cache", required_argument, NULL, O_UNWIND_CACHE },
 		{ "unwind-cache-mb", required_argument, NULL, O_UNWIND_CACHE_MB },
+		{ "debuginfod", required_argument, NULL, O_DEBUGINFOD },
+		{ "debuginfod-cache", required_argument, NULL, O_DEBUGINFOD_CACHE },
+		{ "debuginfod-cache-mb", required_argument, NULL, O_DEBUGINFOD_MB },
 		{ "python", required_argument, NULL, O_PYTHON },
 		{ "python-processes", required_argument, NULL, O_PY_PROCS },
 		{ "python-frames", required_argument, NULL, O_PY_FRAMES },
@@ -261,6 +274,9 @@ void options_parse(int argc, char **argv, struct options *o)
 		case O_UNWIND_PROCS: o->unwind_processes = parse_uint("--unwind-processes", optarg, 16, 65536); break;
 		case O_UNWIND_CACHE: o->unwind_cache = optarg; break;
 		case O_UNWIND_CACHE_MB: o->unwind_cache_mb = parse_uint("--unwind-cache-mb", optarg, 1, 65536); break;
+		case O_DEBUGINFOD: o->debuginfod = optarg; break;
+		case O_DEBUGINFOD_CACHE: o->debuginfod_cache = optarg; break;
+		case O_DEBUGINFOD_MB: o->debuginfod_cache_mb = parse_uint("--debuginfod-cache-mb", optarg, 1, 1 << 20); break;
 		case O_PYTHON: o->python = parse_on_off("--python", optarg); break;
 		case O_PY_PROCS: o->python_processes = parse_uint("--python-processes", optarg, 16, 65536); break;
 		case O_PY_FRAMES: o->python_frames = parse_uint("--python-frames", optarg, 1, PROFILE_MAX_DEPTH); break;
@@ -280,6 +296,12 @@ void options_parse(int argc, char **argv, struct options *o)
 		die_usage("--db needs a path");
 	if (o->unwind_cache && !o->unwind_cache[0])
 		die_usage("--unwind-cache needs a directory (or 'none')");
+	if (o->debuginfod_cache && !o->debuginfod_cache[0])
+		die_usage("--debuginfod-cache needs a directory");
+	if (!o->debuginfod)
+		o->debuginfod = getenv("DEBUGINFOD_URLS");
+	if (o->debuginfod && (!strcmp(o->debuginfod, "none") || !o->debuginfod[strspn(o->debuginfod, " \t")]))
+		o->debuginfod = NULL;
 	if (o->minute_retention < o->raw_retention + 3600)
 		die_usage("--minute-retention must be at least an hour more than --raw-retention");
 }

@@ -32,6 +32,10 @@ struct options {
 	const char *unwind_cache;  /* directory of unwind tables kept by build-id; NULL: beside the database;
 				    * "none": not kept */
 	unsigned unwind_cache_mb;
+	const char *debuginfod;       /* servers to fetch debug files from (--debuginfod, else $DEBUGINFOD_URLS);
+				       * NULL: off */
+	const char *debuginfod_cache; /* where they are kept; NULL: "debuginfod" beside the database */
+	unsigned debuginfod_cache_mb;
 	bool python;               /* walk Python frames */
 	unsigned python_processes;
 	unsigned python_frames;

@@ -6,6 +6,7 @@
 #include <linux/types.h>
 #include "profile.h"
 #include "bpfload.h"
+#include "debugfiles.h"
 #include "deferred.h"
 #include "lineage.h"
 #include "python/pynames.h"
@@ -15,6 +16,7 @@
 
 struct daemon_status {
 	const char *version;
+	struct debugfiles_status debuginfod; /* debug files fetched, and frames named late */
 	int64_t start_time;        /* unix seconds */
 	unsigned frequency;        /* Hz */
 	unsigned flush_interval;   /* seconds */

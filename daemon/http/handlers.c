@@ -44,6 +44,8 @@ static struct store *open_store(struct http *h, struct request *rq)
 		return NULL;
 	}
 	err = store_open(h->db_path, STORE_READ_ONLY, &st);
+	if (!err)
+		store_set_namer(st, h->namer);
 
 	if (err == -ENOENT)
 		http_fail(rq, 503, "no database yet: flamed creates it at its first flush; try again shortly");

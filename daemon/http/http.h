@@ -60,6 +60,9 @@ struct http_opts {
 	 * of a request blocked in it. Either callback may be NULL (zeros; no flush). */
 	int (*flush_now)(void *ctx);
 	void *ctx;
+	/* NULL, or what names the frames a request reads that were stored unnamed (store_set_namer);
+	 * thread-safe, alive until http_free. */
+	const struct store_namer *namer;
 };
 
 /* Parses "ADDR:PORT" / "[ADDR6]:PORT" into a sockaddr; 0 or -EINVAL. Exposed for tests. */

@@ -25,6 +25,7 @@
 struct http {
 	struct MHD_Daemon *mhd;
 	char *db_path;
+	const struct store_namer *namer; /* NULL: frames are shown as stored */
 	unsigned port;
 	unsigned max_pprof_s;
 	char *token;      /* NULL: no authentication */

@@ -229,6 +229,7 @@ static int http_init(struct http *h, const struct http_opts *opts)
 	h->ctx = opts->ctx;
 	h->max_pprof_s = opts->max_pprof_seconds ? opts->max_pprof_seconds : DEFAULT_MAX_PPROF_S;
 	h->db_path = strdup(opts->db_path);
+	h->namer = opts->namer;
 	if (!h->db_path)
 		return -ENOMEM;
 	if (opts->auth_token) {

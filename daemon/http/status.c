@@ -19,6 +19,7 @@
 #include "http/status_bpf.h"
 #include "http/status_deferred.h"
 #include "http/status_unwcache.h"
+#include "http/status_debuginfod.h"
 #include "http/status_jit.h"
 #include "http/status_lineage.h"
 #include "http/status_offcpu.h"
@@ -131,6 +132,7 @@ void http_handle_status(struct http *h, struct request *rq)
 		status_lineage_text(o, &s);
 		status_deferred_text(o, &s);
 		status_jit_text(o, &s);
+		status_debuginfod_text(o, &s);
 		status_bpf_text(o, &s);
 		return;
 	}
@@ -164,6 +166,7 @@ void http_handle_status(struct http *h, struct request *rq)
 	status_lineage_json(o, &s);
 	status_deferred_json(o, &s);
 	status_jit_json(o, &s);
+	status_debuginfod_json(o, &s);
 	status_bpf_json(o, &s);
 	fputs("}\n", o);
 }
@@ -326,6 +329,7 @@ void http_handle_metrics(struct http *h, struct request *rq)
 	status_deferred_metrics(o, &s);
 	status_unwcache_metrics(o, &s);
 	status_jit_metrics(o, &s);
+	status_debuginfod_metrics(o, &s);
 	http_metric_u64(o, "flamed_database_bytes", "gauge", "Size of the database.", s.db_bytes);
 	http_metric_u64(o, "flamed_stacks_stored", "gauge", "Distinct stacks in the database.", s.stacks_stored);
 	metrics_http(h, o);
