@@ -7,7 +7,7 @@
 set -eu
 
 build_pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libsqlite3-dev
-	libmicrohttpd-dev libprotobuf-c-dev protobuf-c-compiler libdw-dev libiberty-dev"
+	libmicrohttpd-dev libprotobuf-c-dev protobuf-c-compiler libdw-dev libiberty-dev libdebuginfod-dev"
 # Every tool a test uses, so that a test skips only where the kernel refuses a feature: python3-dbg (the
 # system python3's debug file: python3.11-dbg on Debian 12, python3.13-dbg on 13), lld, mold and rustc
 # (programs linked the way Rust and many C++ projects link them), python3-numpy over libopenblas0-pthread
@@ -15,9 +15,11 @@ build_pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-
 # registered with the GDB JIT interface), g++ (C++ frames), dwz
 # (DWARF shared between files), a JDK (java and jcmd write JIT perf maps), systemd (systemd-analyze), tmux
 # (a real terminal for flamectl record's Ctrl-C and top --watch), debootstrap (test_pyroot.sh's private
-# root of Debian unstable's Pythons); and the sanitizer runtime of the clang that builds (make test SANITIZE=1's LeakSanitizer, make fuzz), named by its version below.
+# root of Debian unstable's Pythons), debuginfod (a debuginfod server and debuginfod-find: debug files
+# flamed fetches, test_debuginfod.sh); and the sanitizer runtime of the clang that builds (make test SANITIZE=1's LeakSanitizer, make fuzz), named by its version below.
 test_pkgs="binutils procps libc6-dbg python3-dbg python3-dev curl libxml2-utils golang-go jq chromium sqlite3 wrk lld mold rustc
-	python3-numpy libopenblas0-pthread python3-numba g++ dwz default-jdk-headless systemd tmux debootstrap"
+	python3-numpy libopenblas0-pthread python3-numba g++ dwz default-jdk-headless systemd tmux debootstrap
+	debuginfod"
 
 # The major version of the clang that builds: the installed one's, else the one Debian's clang package
 # would install (clang-14 on Debian 12, clang-19 on 13).
