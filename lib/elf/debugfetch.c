@@ -289,8 +289,8 @@ int debugfetch_new(const struct debugfetch_opts *opts, struct debugfetch **out)
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	d->max_known = opts->max_known ? opts->max_known : 1024;
-	d->max_queue = opts->max_queue ? opts->max_queue : 64;
+	d->max_known = opts->max_known ? opts->max_known : 2048;
+	d->max_queue = opts->max_queue ? opts->max_queue : 512;
 	d->max_time_s = opts->max_time_s ? opts->max_time_s : 120;
 	d->retry_s = opts->retry_s ? opts->retry_s : 600;
 	d->max_bytes = opts->max_bytes;
@@ -382,7 +382,7 @@ uint64_t debugfetch_arrivals(struct debugfetch *d)
 	uint64_t n;
 
 	pthread_mutex_lock(&d->lock);
-	n = d->st.fetched;
+	n = d->st.fetched + d->st.missed + d->st.failed;
 	pthread_mutex_unlock(&d->lock);
 	return n;
 }

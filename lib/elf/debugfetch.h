@@ -14,8 +14,8 @@ struct debugfetch_opts {
 	uint64_t max_bytes;    /* the cache's bound (> 0); a larger file is not fetched */
 	unsigned timeout_s;    /* a transfer that makes no progress this long fails (0: 5) */
 	unsigned max_time_s;   /* a transfer takes at most this long (0: 120) */
-	unsigned max_queue;    /* build-ids waiting to be asked for at most (0: 64); more are dropped */
-	unsigned max_known;    /* build-ids waiting, in flight or missed that are remembered (0: 1024) */
+	unsigned max_queue;    /* build-ids waiting to be asked for at most (0: 512); more are dropped */
+	unsigned max_known;    /* build-ids waiting, in flight or missed that are remembered (0: 2048) */
 	unsigned retry_s;      /* a build-id the servers had not, or failed on, is asked again after (0: 600) */
 };
 
@@ -44,7 +44,8 @@ void debugfetch_free(struct debugfetch *d);
  * -ENAMETOOLONG (path too short). Safe from any thread. */
 int debugfetch_path(struct debugfetch *d, const char *build_id, char *path, size_t cap);
 
-/* How many files have arrived since the start: a change says that debug files asked for may be there. */
+/* How many answers (files, misses, failures) came since the start: a change says that debug files asked
+ * for may be there, and that the queue has room again. */
 uint64_t debugfetch_arrivals(struct debugfetch *d);
 
 /* Copies the counters. */
