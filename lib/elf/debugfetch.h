@@ -28,8 +28,9 @@ struct debugfetch_stats {
 };
 
 /* Creates the cache directory (0700) if needed, sets libdebuginfod's environment (DEBUGINFOD_URLS,
- * DEBUGINFOD_CACHE_PATH, DEBUGINFOD_MAXSIZE, DEBUGINFOD_TIMEOUT, DEBUGINFOD_MAXTIME: call it before other
- * threads start) and starts the fetching thread. Returns 0, -EINVAL (no URL, no directory, bound 0),
+ * DEBUGINFOD_CACHE_PATH, DEBUGINFOD_TIMEOUT unless set: call it before other threads start) and starts
+ * the fetching thread. A transfer past max_time_s or announcing (or reaching) more than max_bytes is cut
+ * and counted failed. Returns 0, -EINVAL (no URL, no directory, bound 0),
  * -ENOMEM or the -errno of mkdir or pthread_create; *out set only on success. */
 int debugfetch_new(const struct debugfetch_opts *opts, struct debugfetch **out);
 

@@ -1615,7 +1615,7 @@ static void cleanup(const char *dir)
 					     "frames_rollback.db", "frames_many.db", "names.db", "queries.db",
 					     "empty_range.db", "v1.db", "v2.db", "rollup.db",
 					     "rollup_crash.db", "rollup_opts.db", "rollup_parts.db", "sources.db", "kinds.db", "period.db",
-					     "indexes.db" };
+					     "indexes.db", "late.db" };
 	static const char *const suffixes[] = { "", "-wal", "-shm", "-journal" };
 	char path[600];
 
