@@ -1,6 +1,6 @@
 #!/bin/bash
 # run.sh - make bench: flamed's overhead next to perf, ingest rate, off-CPU profiling's cost next to perf and bpftrace, query latency, storage and memory; prints one table and writes docs/BENCHMARKS.md.
-# Usage: [QUICK=1] [BENCH_PARTS="overhead python firstsamples ingest offcpu query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] [BPFTRACE=PATH] [PYTHON=PATH [PYROOT=DIR]] bench/run.sh
+# Usage: [QUICK=1] [BENCH_PARTS="overhead python firstsamples debuginfod ingest offcpu query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] [BPFTRACE=PATH] [PYTHON=PATH [PYROOT=DIR]] bench/run.sh
 #        (root; `make bench` builds first). BENCH_PARTS runs only the parts named (query, storage and
 #        memory share one generated history); the report says which ran. PYROOT runs the python part's
 #        PYTHON inside that root (scripts/python-root.sh makes one with sid's 3.13 and 3.14 and
@@ -14,7 +14,7 @@ BUILD=${BUILD:-$PWD/build}
 QUICK=${QUICK:-0}
 [ "$QUICK" = 1 ] || QUICK=0
 OUT=docs/BENCHMARKS.md
-ALL_PARTS="overhead python firstsamples ingest offcpu query storage memory"
+ALL_PARTS="overhead python firstsamples debuginfod ingest offcpu query storage memory"
 PYTHON=${PYTHON:-$(readlink -f /usr/bin/python3 2> /dev/null || true)} # the system's python3 (its real path)
 PYROOT=${PYROOT:-}      # a root PYTHON runs in (its path is then the root's)
 PYBURN=bench/pyburn.py # the Python workload, as PYTHON sees it
@@ -28,6 +28,7 @@ BPF_STATS_WAS=
 TRACEFS_MOUNTED=
 declare -A DETAIL=()
 FLAMED_PID='' TIME_PID='' BURN_UNITS=''
+BURN=${BUILD}/bench/burn # the burners' program (the debuginfod part runs a stripped copy)
 . bench/lib.sh
 
 if [ "$QUICK" = 1 ]; then
@@ -146,7 +147,7 @@ flamed_window() {
 	if [ "$1" = python ]; then
 		"${PY[@]}" "$PYBURN" 1 > /dev/null || die "the Python workload failed"
 	else
-		"$BUILD/bench/burn" --fanout "$2" --depth "$3" 1 > /dev/null || die "the burn workload failed"
+		"$BURN" --fanout "$2" --depth "$3" 1 > /dev/null || die "the burn workload failed"
 	fi
 	wait_log "$dir/flamed.log" 'flushed [0-9]+ samples' "$FLAMED_PID" $((FLUSH_INTERVAL + 30)) ||
 		die "flamed did not flush: $(tail -3 "$dir/flamed.log")"
@@ -173,7 +174,7 @@ flamed_window() {
 run_burners() {
 	local pids=() i
 	for i in 1 2; do
-		timeout -s KILL $(($1 + 60)) "$BUILD/bench/burn" --fanout "$2" --depth "$3" "$1" > "$4/burn$i.out" &
+		timeout -s KILL $(($1 + 60)) "$BURN" --fanout "$2" --depth "$3" "$1" > "$4/burn$i.out" &
 		pids+=($!)
 		track $!
 	done
@@ -377,6 +378,42 @@ firstsamples() {
 	row "7. First samples" "disk cache after the runs (every process's tables: the host's too)" \
 		"$(find "$d/unwind-cache" -name '*.rows' | wc -l) tables, $(($(du -sk "$d/unwind-cache" | cut -f1) / 1024)) MiB" "≤ 256 MiB (--unwind-cache-mb)" "—"
 	[ -n "$opt" ] || row "7. First samples" "opt (libLLVM)" "skipped: no opt linked against libLLVM (apt-get install llvm)" "—" "—"
+}
+
+# debuginfod: the daemon's share at 99 Hz over a stripped copy of bench/burn, REPEAT rounds of flamed
+# without and with --debuginfod (a local debuginfod serving the copy's debug file; every other binary of
+# the host a miss), medians; and how long the fetches and the flushes took.
+debuginfod_part() {
+	local d=$TMP/debuginfod port r off=() on=() fl_off=() fl_on=() total
+	mkdir -p "$d/srv"
+	log "debuginfod: flamed without and with --debuginfod, $REPEAT rounds of $T s over a stripped bench/burn"
+	command -v debuginfod > /dev/null || { row "8. debuginfod" "daemon share" "skipped: no debuginfod (apt-get install debuginfod)" "—" "—"; return; }
+	cp "$BUILD/bench/burn" "$d/burn"
+	objcopy --only-keep-debug "$d/burn" "$d/srv/burn.debug" && strip --strip-all "$d/burn" || die "cannot strip bench/burn"
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	env -u DEBUGINFOD_URLS debuginfod -F -p "$port" -d "$d/srv.sqlite" -t 0 -g 0 "$d/srv" > "$d/srv.log" 2>&1 &
+	track $!
+	for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/metrics" && break; sleep 0.1; done
+	BURN=$d/burn
+	for r in $(seq "$REPEAT"); do
+		rm -rf "$d/off" "$d/on" && mkdir -p "$d/off" "$d/on"
+		start_flamed "$d/off" --db "$d/off/flamed.db" --listen none --frequency 99 --debuginfod none -v
+		flamed_window "$d/off" "$T" 4 4
+		off+=("$(pct "$R_DAEMON_S")")
+		fl_off+=("$(awk '$1 == "flamed:" && $2 == "flushed" { print $(NF - 4) }' "$d/off/flamed.log" | sort -g | tail -1)")
+		start_flamed "$d/on" --db "$d/on/flamed.db" --listen none --frequency 99 -v \
+			--debuginfod "http://127.0.0.1:$port" --debuginfod-cache "$d/on/cache"
+		flamed_window "$d/on" "$T" 4 4
+		on+=("$(pct "$R_DAEMON_S")")
+		fl_on+=("$(awk '$1 == "flamed:" && $2 == "flushed" { print $(NF - 4) }' "$d/on/flamed.log" | sort -g | tail -1)")
+	done
+	BURN=$BUILD/bench/burn
+	total=$(sqlite3 "$d/on/flamed.db" "SELECT coalesce(sum(s.count), 0) FROM samples s JOIN names n ON n.id = s.comm_id WHERE n.name = 'burn'")
+	row "8. debuginfod" "flamed's daemon CPU at 99 Hz over a stripped bench/burn, without and with --debuginfod (median of $REPEAT)" \
+		"$(median "${off[@]}")% -> $(median "${on[@]}")% of a core (rounds: ${off[*]} / ${on[*]})" "unchanged within noise" "—"
+	row "8. debuginfod" "longest flush of each round, without and with (ms)" "${fl_off[*]} / ${fl_on[*]}" "—" "—"
+	row "8. debuginfod" "the last round with: debug files fetched, misses (the host's other stripped binaries)" \
+		"$(grep -c . < <(find "$d/on/cache" -name debuginfo -size +0)) fetched, $(grep -c . < <(find "$d/on/cache" -name debuginfo -size 0)) missed; $total burn samples" "—" "—"
 }
 
 # flush_stats LOG: from flamed -v's "flushed N samples in K keys in X ms" lines after the first (the
@@ -836,6 +873,11 @@ How each figure is measured:
   their tables were there) comes from the status's \`deferred\` counters over the run. Table sizes, build
   times and cache read times (the file read and checked, and the rows loaded into the kernel) are the ones
   flamed logs; the cache's size is that of its directory after the runs.
+- debuginfod: a stripped copy of \`bench/burn\` (its debug file kept apart with \`objcopy --only-keep-debug\`) run as the
+  overhead part runs bench/burn, at 99 Hz, under \`flamed --debuginfod none\` and then under \`flamed --debuginfod URL\` of
+  a local \`debuginfod -F\` serving that debug file ($REPEAT rounds of each, medians): the daemon's CPU per wall second
+  from after its first flush to its exit, as in the overhead part; each flamed's longest flush from its log. The
+  flamed with servers asks them about every binary of the host without symbols: those are the misses.
 - Ingest: \`flamed -v --max-keys $INGEST_MAX_KEYS\` at each frequency for $INGEST_T s over two \`bench/burn --fanout 16 --depth 4\`
   (65536 call chains each), after a first flush left out; samples/s counts every process on the host; flush
   durations and losses come from flamed's log. Sustained: at most 0.1% of samples lost and every flush done within
@@ -958,11 +1000,12 @@ main() {
 	MEM_ROWS=()
 	LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 	check_setup
-	if want overhead || want python || want firstsamples || want ingest; then
+	if want overhead || want python || want firstsamples || want debuginfod || want ingest; then
 		sysctl -q kernel.bpf_stats_enabled=1
 		if want overhead; then for hz in $OVERHEAD_HZ; do overhead "$hz"; done; fi
 		if want python; then python_overhead; fi
 		if want firstsamples; then firstsamples; fi
+		if want debuginfod; then debuginfod_part; fi
 		if want ingest; then ingest; fi
 		sysctl -q kernel.bpf_stats_enabled="$BPF_STATS_WAS"
 	fi

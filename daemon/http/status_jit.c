@@ -1,5 +1,6 @@
-/* status_jit.c - frames of JIT code named from perf maps (lib/symbolize/perfmap.c) and from the objects
- * JITs register with the GDB JIT interface (lib/symbolize/gdbjit.c): what was read, held, refused. */
+/* status_jit.c - frames of JIT code named from perf maps (lib/symbolize/perfmap.c), jitdump files
+ * (lib/symbolize/jitdump.c) and the objects JITs register with the GDB JIT interface
+ * (lib/symbolize/gdbjit.c): what was read, held, refused. */
 #include <inttypes.h>
 
 #include "http/http_impl.h"
@@ -37,14 +38,32 @@
 	  "JIT symbols past 1,000,000 in one process, or past 64 MiB of names.")                              \
 	X(processes, "flamed_jit_gdb_processes", "gauge", "Processes whose JIT objects are held.")
 
+#define JITDUMP_COUNTERS(X)                                                                                 \
+	X(files_read, "flamed_jit_dump_files_read_total", "counter", "jitdump files (jit-PID.dump) read from their start.") \
+	X(files_bad, "flamed_jit_dump_files_bad_total", "counter",                                          \
+	  "Files named jit-PID.dump that are not jitdump files (or of another byte order).")                  \
+	X(records, "flamed_jit_dump_records_total", "counter", "jitdump records read.")                     \
+	X(loads, "flamed_jit_dump_loads_total", "counter", "jitdump code-load records: JIT symbols.")        \
+	X(moves, "flamed_jit_dump_moves_total", "counter", "jitdump code-move records.")                    \
+	X(records_bad, "flamed_jit_dump_records_bad_total", "counter",                                      \
+	  "jitdump records too short for their kind, or whose name does not end inside them.")               \
+	X(files_cut, "flamed_jit_dump_files_cut_total", "counter", "jitdump files read no further than 512 MiB.") \
+	X(symbols_dropped, "flamed_jit_dump_symbols_dropped_total", "counter",                              \
+	  "jitdump symbols past 1,000,000 in one process, or past 64 MiB of names.")                         \
+	X(processes, "flamed_jit_dump_processes", "gauge", "Processes whose jitdump file is held.")
+
 void status_jit_json(FILE *o, const struct daemon_status *s)
 {
 	const struct symbolizer_stats *y = &s->symbolizer;
 
 	fprintf(o, ", \"jit\": {\"named\": %" PRIu64 ", \"perf_map\": {\"named\": %" PRIu64, y->jit_hits,
-		y->jit_hits - y->gdbjit_hits);
+		y->jit_hits - y->gdbjit_hits - y->jitdump_hits);
 #define JSON(f, name, metric, type, help) fprintf(o, ", \"%s\": %" PRIu64, #name, y->f);
 	PERFMAP_COUNTERS(JSON)
+#undef JSON
+	fprintf(o, "}, \"jitdump\": {\"named\": %" PRIu64, y->jitdump_hits);
+#define JSON(f, metric, type, help) fprintf(o, ", \"%s\": %" PRIu64, #f, y->jitdump.f);
+	JITDUMP_COUNTERS(JSON)
 #undef JSON
 	fprintf(o, "}, \"gdb_jit\": {\"named\": %" PRIu64, y->gdbjit_hits);
 #define JSON(f, metric, type, help) fprintf(o, ", \"%s\": %" PRIu64, #f, y->gdbjit.f);
@@ -57,7 +76,11 @@ void status_jit_text(FILE *o, const struct daemon_status *s)
 {
 	const struct symbolizer_stats *y = &s->symbolizer;
 
-	fprintf(o, "jit_named %" PRIu64 "\njit_gdb_named %" PRIu64 "\n", y->jit_hits, y->gdbjit_hits);
+	fprintf(o, "jit_named %" PRIu64 "\njit_gdb_named %" PRIu64 "\njit_dump_named %" PRIu64 "\n", y->jit_hits,
+		y->gdbjit_hits, y->jitdump_hits);
+#define TEXT(f, metric, type, help) fprintf(o, "jit_dump_%s %" PRIu64 "\n", #f, y->jitdump.f);
+	JITDUMP_COUNTERS(TEXT)
+#undef TEXT
 #define TEXT(f, name, metric, type, help) fprintf(o, "jit_%s %" PRIu64 "\n", #f, y->f);
 	PERFMAP_COUNTERS(TEXT)
 #undef TEXT
@@ -74,6 +97,11 @@ void status_jit_metrics(FILE *o, const struct daemon_status *s)
 			"Frames of JIT code named, from perf maps or the GDB JIT interface.", y->jit_hits);
 	http_metric_u64(o, "flamed_jit_gdb_frames_named_total", "counter",
 			"Frames of JIT code named from objects registered with the GDB JIT interface.", y->gdbjit_hits);
+	http_metric_u64(o, "flamed_jit_dump_frames_named_total", "counter",
+			"Frames of JIT code named from jitdump files.", y->jitdump_hits);
+#define METRIC(f, metric, type, help) http_metric_u64(o, metric, type, help, y->jitdump.f);
+	JITDUMP_COUNTERS(METRIC)
+#undef METRIC
 #define METRIC(f, name, metric, type, help) http_metric_u64(o, metric, type, help, y->f);
 	PERFMAP_COUNTERS(METRIC)
 #undef METRIC

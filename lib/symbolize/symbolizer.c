@@ -9,6 +9,7 @@
 
 #include "symbolize/bincache.h"
 #include "symbolize/gdbjit.h"
+#include "symbolize/jitdump.h"
 #include "util/hash.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/perfmap.h"
@@ -30,10 +31,11 @@ struct symbolizer {
 	struct proccache *procs;
 	struct perfmap_cache *jit;    /* perf maps (JIT symbols) of the processes that need them */
 	struct gdbjit_cache *gdbjit;  /* JIT objects registered with the GDB JIT interface (LLVM's MCJIT) */
+	struct jitdump_cache *jitdump; /* jitdump files (jit-PID.dump) the processes map */
 	struct bincache *bins;
 	uint64_t user_hits, user_misses, kernel_hits, kernel_misses;
 	uint64_t snapshots;
-	uint64_t jit_hits, gdbjit_hits;
+	uint64_t jit_hits, gdbjit_hits, jitdump_hits;
 };
 
 /* A hash of the loaded modules' names and load addresses from /proc/modules (reference counts, which
@@ -131,6 +133,9 @@ int symbolizer_new(const struct symbolizer_opts *opts, struct symbolizer **out)
 	err = gdbjit_cache_new(po.max_processes, &s->gdbjit);
 	if (err)
 		goto fail;
+	err = jitdump_cache_new(po.max_processes, &s->jitdump);
+	if (err)
+		goto fail;
 	err = load_kernel_symbols(opts, s);
 	if (err)
 		goto fail;
@@ -151,6 +156,7 @@ void symbolizer_free(struct symbolizer *s)
 	proccache_free(s->procs);
 	perfmap_cache_free(s->jit);
 	gdbjit_cache_free(s->gdbjit);
+	jitdump_cache_free(s->jitdump);
 	bincache_free(s->bins);
 	free(s);
 }
@@ -160,6 +166,7 @@ void symbolizer_begin_flush(struct symbolizer *s)
 	proccache_begin_flush(s->procs);
 	perfmap_cache_begin_flush(s->jit);
 	gdbjit_cache_begin_flush(s->gdbjit);
+	jitdump_cache_begin_flush(s->jitdump);
 	bincache_begin_flush(s->bins);
 	maybe_reload_kernel_symbols(s);
 }
@@ -213,8 +220,9 @@ static int put_offset(char *buf, size_t len, const char *module, uint64_t off)
 	return FRAME_UNKNOWN;
 }
 
-/* Names addr of pid from its perf map, else from the objects its JIT registered with the GDB JIT
- * interface: FRAME_JIT, origin "[jit]" without a build-id. Returns -ENOENT when neither holds addr. */
+/* Names addr of pid from its perf map, else from the jitdump file it maps, else from the objects its JIT
+ * registered with the GDB JIT interface: FRAME_JIT, origin "[jit]" without a build-id. Returns -ENOENT
+ * when none holds addr. */
 static int name_jit(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf, size_t len,
 		    struct frame_origin *origin)
 {
@@ -224,8 +232,12 @@ static int name_jit(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf
 
 	if (!name) {
 		maps = proccache_maps(s->procs, pid, &n); /* read this flush already: the caller looked addr up */
-		name = gdbjit_cache_find(s->gdbjit, pid, maps, n, addr);
-		s->gdbjit_hits += name != NULL;
+		name = jitdump_cache_find(s->jitdump, pid, maps, n, addr);
+		s->jitdump_hits += name != NULL;
+		if (!name) {
+			name = gdbjit_cache_find(s->gdbjit, pid, maps, n, addr);
+			s->gdbjit_hits += name != NULL;
+		}
 	}
 	if (!name)
 		return -ENOENT;
@@ -360,6 +372,8 @@ void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *o
 	out->perfmap_symbols = ps.symbols;
 	out->gdbjit_hits = s->gdbjit_hits;
 	gdbjit_cache_get_stats(s->gdbjit, &out->gdbjit);
+	out->jitdump_hits = s->jitdump_hits;
+	jitdump_cache_get_stats(s->jitdump, &out->jitdump);
 }
 
 const struct procmap *symbolizer_maps(struct symbolizer *s, uint32_t pid, size_t *n)

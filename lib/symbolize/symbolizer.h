@@ -8,6 +8,7 @@
 
 #include "elf/procmaps.h"
 #include "symbolize/gdbjit.h"
+#include "symbolize/jitdump.h"
 
 struct debugfetch;
 
@@ -31,8 +32,8 @@ enum frame_kind {
 	FRAME_UNKNOWN = 0, /* "[unknown]" or "module+0xOFF" */
 	FRAME_USER,        /* named from an ELF symbol */
 	FRAME_KERNEL,      /* named from kallsyms */
-	FRAME_JIT,         /* JIT code named from the process's perf map (/tmp/perf-PID.map) or from what
-			    * its JIT registered with the GDB JIT interface */
+	FRAME_JIT,         /* JIT code named from the process's perf map (/tmp/perf-PID.map), its jitdump
+			    * file, or what its JIT registered with the GDB JIT interface */
 };
 
 struct symbolizer_stats {
@@ -46,6 +47,8 @@ struct symbolizer_stats {
 	uint64_t jit_hits;           /* user frames of JIT code named (FRAME_JIT; also in user_hits) */
 	uint64_t gdbjit_hits;        /* of which from the GDB JIT interface's objects */
 	struct gdbjit_stats gdbjit;
+	uint64_t jitdump_hits;       /* of which from jitdump files */
+	struct jitdump_stats jitdump;
 	uint64_t perfmap_files_loaded;   /* perf maps read from their start */
 	uint64_t perfmap_lines_skipped;  /* malformed perf-map lines */
 	uint64_t perfmap_files_rejected; /* perf maps ignored: not the process's user's, writable by others, ... */

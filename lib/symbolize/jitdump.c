@@ -1,0 +1,367 @@
+/* jitdump.c - JIT code names from jitdump files (see jitdump.h).
+ *
+ * The format (perf's tools/perf/util/jitdump.h): a header { u32 magic, version, total_size, elf_mach, pad1,
+ * pid; u64 timestamp, flags }, then records, each { u32 id, total_size; u64 timestamp } and a body:
+ * CODE_LOAD (0) { u32 pid, tid; u64 vma, code_addr, code_size, code_index; char name[]; code bytes },
+ * CODE_MOVE (1) { u32 pid, tid; u64 vma, old_code_addr, new_code_addr, code_size, code_index },
+ * DEBUG_INFO (2), CLOSE (3), UNWINDING_INFO (4). Fields are in the writer's byte order: the magic read
+ * byte-swapped means another order, which is not read. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "elf/mapped.h"
+#include "symbolize/jitdump.h"
+#include "symbolize/jitsyms.h"
+#include "util/pidcache.h"
+
+#define HEADER_MIN 40
+#define HEADER_MAX 4096
+#define RECORD_HEAD 16
+#define LOAD_FIXED 40  /* CODE_LOAD's fields before the name */
+#define MOVE_FIXED 48
+#define WINDOW (1u << 20) /* bytes read at once; a record's head and name fit in it */
+#define NAME_BYTES (64u << 20)
+#define IDLE_FLUSHES 6
+#define DEFAULT_PROCESSES 1024
+
+enum { REC_LOAD = 0, REC_MOVE = 1, REC_DEBUG = 2, REC_CLOSE = 3, REC_UNWIND = 4 };
+
+struct jitdump_table {
+	struct jitsyms *syms;
+	uint64_t offset;  /* of the next record; 0: the header is still to read */
+	bool bad, closed; /* nothing more is read */
+	unsigned char *win;
+	uint64_t win_off, win_len;
+};
+
+int jitdump_table_new(struct jitdump_table **out)
+{
+	struct jitdump_table *t = calloc(1, sizeof(*t));
+
+	*out = NULL;
+	if (!t || jitsyms_new(JITDUMP_MAX_SYMBOLS, NAME_BYTES, &t->syms)) {
+		free(t);
+		return -ENOMEM;
+	}
+	*out = t;
+	return 0;
+}
+
+void jitdump_table_free(struct jitdump_table *t)
+{
+	if (!t)
+		return;
+	jitsyms_free(t->syms);
+	free(t->win);
+	free(t);
+}
+
+/* The len bytes at file offset off (len <= WINDOW, inside the file of size end), from the window, read
+ * again from off when it does not hold them. NULL: unreadable. */
+static const unsigned char *bytes_at(struct jitdump_table *t, int fd, uint64_t off, uint64_t len, uint64_t end)
+{
+	uint64_t want;
+	ssize_t got;
+
+	if (off >= t->win_off && off + len <= t->win_off + t->win_len)
+		return t->win + (off - t->win_off);
+	if (!t->win && !(t->win = malloc(WINDOW)))
+		return NULL;
+	want = end - off < WINDOW ? end - off : WINDOW;
+	got = pread(fd, t->win, want, (off_t)off);
+	if (got < 0 || (uint64_t)got < len) {
+		t->win_len = 0;
+		return NULL;
+	}
+	t->win_off = off;
+	t->win_len = (uint64_t)got;
+	return t->win;
+}
+
+static uint32_t u32_at(const unsigned char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static uint64_t u64_at(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static int read_header(struct jitdump_table *t, int fd, uint64_t end, struct jitdump_stats *st)
+{
+	const unsigned char *h = end >= HEADER_MIN ? bytes_at(t, fd, 0, HEADER_MIN, end) : NULL;
+	uint32_t size;
+
+	if (!h)
+		return -EAGAIN; /* not written yet */
+	size = u32_at(h + 8);
+	if (u32_at(h) != JITDUMP_MAGIC || u32_at(h + 4) < 1 || size < HEADER_MIN || size > HEADER_MAX) {
+		t->bad = true;
+		st->files_bad++;
+		return -EINVAL;
+	}
+	t->offset = size;
+	st->files_read++;
+	return 0;
+}
+
+/* Adds the code a CODE_LOAD record names: its body is body bytes long, of which the first have (its
+ * fields and at most JITSYMS_MAX_NAME bytes of name) are at b. */
+static int add_load(struct jitdump_table *t, const unsigned char *b, uint64_t have, uint64_t body,
+		    struct jitdump_stats *st)
+{
+	uint64_t code_addr, code_size, name_end, avail;
+	const unsigned char *name = b + LOAD_FIXED, *nul;
+	size_t len;
+	int r;
+
+	if (body < LOAD_FIXED + 1 || have < LOAD_FIXED) {
+		st->records_bad++;
+		return 0;
+	}
+	code_addr = u64_at(b + 16);
+	code_size = u64_at(b + 24);
+	/* The name ends (NUL) before the code bytes, which end the record. */
+	if (code_size > body - LOAD_FIXED - 1) {
+		st->records_bad++;
+		return 0;
+	}
+	name_end = body - code_size;
+	avail = (name_end < have ? name_end : have) - LOAD_FIXED;
+	nul = memchr(name, '\0', avail);
+	if (nul)
+		len = (size_t)(nul - name);
+	else if (name_end > have)
+		len = (size_t)avail; /* longer than a name is kept: cut */
+	else {
+		st->records_bad++;
+		return 0;
+	}
+	r = jitsyms_add(t->syms, code_addr, code_size, (const char *)name, len);
+	if (r < 0)
+		return r;
+	if (r)
+		st->symbols_dropped++;
+	else
+		st->loads++;
+	return 0;
+}
+
+/* Names the code a CODE_MOVE record moved as it was named where it was. */
+static int add_move(struct jitdump_table *t, const unsigned char *b, uint64_t len, struct jitdump_stats *st)
+{
+	const char *name;
+	int r;
+
+	if (len < MOVE_FIXED) {
+		st->records_bad++;
+		return 0;
+	}
+	st->moves++;
+	name = jitsyms_find(t->syms, u64_at(b + 16));
+	if (!name)
+		return 0;
+	r = jitsyms_add(t->syms, u64_at(b + 24), u64_at(b + 32), name, strlen(name));
+	if (r > 0)
+		st->symbols_dropped++;
+	return r < 0 ? r : 0;
+}
+
+int jitdump_table_read(struct jitdump_table *t, int fd, struct jitdump_stats *st)
+{
+	uint64_t end, stop;
+	struct stat sb;
+	int err = 0;
+
+	if (t->bad)
+		return -EINVAL;
+	if (t->closed)
+		return 0;
+	if (fstat(fd, &sb))
+		return -errno;
+	end = (uint64_t)sb.st_size < JITDUMP_MAX_FILE ? (uint64_t)sb.st_size : JITDUMP_MAX_FILE;
+	if (!t->offset && (err = read_header(t, fd, end, st)))
+		return err == -EAGAIN ? 0 : err;
+	stop = t->offset + JITDUMP_READ_BUDGET;
+	t->win_len = 0; /* the file may have grown since the window was read */
+	while (t->offset + RECORD_HEAD <= end && t->offset < stop) {
+		const unsigned char *h = bytes_at(t, fd, t->offset, RECORD_HEAD, end), *b;
+		uint32_t id, size;
+		uint64_t body, need;
+
+		if (!h)
+			return -EIO;
+		id = u32_at(h);
+		size = u32_at(h + 4);
+		if (size < RECORD_HEAD) { /* no way to the next record */
+			st->records_bad++;
+			t->bad = true;
+			return -EINVAL;
+		}
+		if (t->offset + size > end) {
+			if ((uint64_t)sb.st_size >= JITDUMP_MAX_FILE || t->offset + size > JITDUMP_MAX_FILE) {
+				st->files_cut++;
+				t->closed = true;
+			}
+			break; /* not whole yet */
+		}
+		body = size - RECORD_HEAD;
+		/* The part looked at: CODE_LOAD's fields and name (not its code), CODE_MOVE's fields. */
+		need = id == REC_LOAD ? (body < LOAD_FIXED + JITSYMS_MAX_NAME ? body : LOAD_FIXED + JITSYMS_MAX_NAME)
+		     : id == REC_MOVE ? (body < MOVE_FIXED ? body : MOVE_FIXED) : 0;
+		st->records++;
+		if (id == REC_LOAD || id == REC_MOVE) {
+			b = need ? bytes_at(t, fd, t->offset + RECORD_HEAD, need, end) : h;
+			if (!b)
+				return -EIO;
+			if (id == REC_LOAD) {
+				err = add_load(t, b, need, body, st);
+			} else {
+				err = add_move(t, b, need, st);
+			}
+			if (err)
+				return err;
+		} else if (id == REC_CLOSE) {
+			t->closed = true;
+		}
+		t->offset += size;
+	}
+	return 0;
+}
+
+const char *jitdump_table_find(struct jitdump_table *t, uint64_t addr)
+{
+	return t ? jitsyms_find(t->syms, addr) : NULL;
+}
+
+size_t jitdump_table_count(const struct jitdump_table *t)
+{
+	return t ? jitsyms_count(t->syms) : 0;
+}
+
+/* ---- per process ---- */
+
+struct dumpproc {
+	struct pidcache_entry e; /* first */
+	uint64_t dev, inode;     /* of the file read into t */
+	uint64_t read_gen;
+	bool read;
+	struct jitdump_table *t;
+};
+
+struct jitdump_cache {
+	struct pidcache procs;
+	struct jitdump_stats st;
+};
+
+static void release(struct pidcache_entry *e, void *ctx)
+{
+	(void)ctx;
+	jitdump_table_free(((struct dumpproc *)e)->t);
+}
+
+int jitdump_cache_new(unsigned max_processes, struct jitdump_cache **out)
+{
+	struct jitdump_cache *c = calloc(1, sizeof(*c));
+
+	*out = NULL;
+	if (!c || pidcache_init(&c->procs, max_processes ? max_processes : DEFAULT_PROCESSES, sizeof(struct dumpproc),
+				release, NULL)) {
+		free(c);
+		return -ENOMEM;
+	}
+	*out = c;
+	return 0;
+}
+
+void jitdump_cache_free(struct jitdump_cache *c)
+{
+	if (!c)
+		return;
+	pidcache_fini(&c->procs);
+	free(c);
+}
+
+void jitdump_cache_begin_flush(struct jitdump_cache *c)
+{
+	pidcache_begin_flush(&c->procs, IDLE_FLUSHES);
+}
+
+/* Whether path's file name is jit-DIGITS.dump, as runtimes name their jitdump files. */
+static bool dump_name(const char *path)
+{
+	const char *base = strrchr(path, '/'), *p;
+
+	base = base ? base + 1 : path;
+	if (strncmp(base, "jit-", 4))
+		return false;
+	for (p = base + 4; *p >= '0' && *p <= '9'; p++)
+		;
+	return p > base + 4 && !strcmp(p, ".dump");
+}
+
+/* Reads on pid's jitdump file (mapped at m) into p. */
+static void read_on(struct jitdump_cache *c, struct dumpproc *p, uint32_t pid, const struct procmap *m)
+{
+	struct bin_source src = { .pid = pid, .start = m->start, .end = m->end,
+				  .dev = (uint64_t)m->dev_major << 32 | m->dev_minor, .inode = m->inode,
+				  .path = m->path, .deleted = m->deleted };
+	char root[BIN_ROOT_LEN];
+	struct stat sb;
+	int fd = bin_open_mapped(&src, root);
+
+	if (fd < 0)
+		return; /* gone: what was read stays */
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return;
+	}
+	if (p->t && (p->dev != (uint64_t)sb.st_dev || p->inode != (uint64_t)sb.st_ino)) {
+		jitdump_table_free(p->t); /* another file: the pid reused, or the runtime started anew */
+		p->t = NULL;
+	}
+	if (!p->t && !jitdump_table_new(&p->t)) {
+		p->dev = (uint64_t)sb.st_dev;
+		p->inode = (uint64_t)sb.st_ino;
+	}
+	if (p->t)
+		jitdump_table_read(p->t, fd, &c->st);
+	close(fd);
+}
+
+const char *jitdump_cache_find(struct jitdump_cache *c, uint32_t pid, const struct procmap *maps, size_t n,
+			       uint64_t addr)
+{
+	struct dumpproc *p = (struct dumpproc *)pidcache_get(&c->procs, pid);
+
+	if (!p)
+		return NULL;
+	if (!p->read || p->read_gen != c->procs.gen) { /* once a flush */
+		p->read = true;
+		p->read_gen = c->procs.gen;
+		for (size_t i = 0; i < n; i++)
+			if (maps[i].path && maps[i].path[0] == '/' && dump_name(maps[i].path)) {
+				read_on(c, p, pid, &maps[i]);
+				break;
+			}
+	}
+	return jitdump_table_find(p->t, addr);
+}
+
+void jitdump_cache_get_stats(const struct jitdump_cache *c, struct jitdump_stats *out)
+{
+	*out = c->st;
+	out->processes = c->procs.count;
+}

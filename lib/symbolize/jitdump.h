@@ -1,0 +1,70 @@
+/* jitdump.h - JIT code names from jitdump files, perf's format for JITs (jit-PID.dump: V8's --perf-prof,
+ * CPython's -X perf_jit, the JVM's JVMTI agent, LLVM's perf listener). A runtime maps its file executable
+ * so that a profiler finds it among its mappings; so does this, and reads it through that mapping (the
+ * process's own mount namespace). The file grows while the process runs: it is read on from where the
+ * last read stopped, whole records only. Its contents are outside data: every record is bounded and
+ * checked, and what is malformed is counted. */
+#ifndef FLAMED_SYMBOLIZE_JITDUMP_H
+#define FLAMED_SYMBOLIZE_JITDUMP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "elf/procmaps.h"
+
+#define JITDUMP_MAGIC 0x4A695444u          /* "JiTD" as a little-endian u32 */
+#define JITDUMP_MAX_FILE (512ull << 20)     /* bytes of a file read; the rest is left, counted */
+#define JITDUMP_READ_BUDGET (64u << 20)     /* bytes read per look at a file */
+#define JITDUMP_MAX_SYMBOLS 1000000         /* symbols kept per process */
+
+struct jitdump_stats {
+	uint64_t files_read;     /* files read from their start */
+	uint64_t files_bad;      /* not a jitdump file (magic, version, header size), or another byte order */
+	uint64_t records;        /* records read */
+	uint64_t loads;          /* code-load records: symbols */
+	uint64_t moves;          /* code-move records */
+	uint64_t records_bad;    /* records too short for their kind, or with a name not ended inside */
+	uint64_t files_cut;      /* files past JITDUMP_MAX_FILE, or a record whose size runs past it */
+	uint64_t symbols_dropped; /* past JITDUMP_MAX_SYMBOLS */
+	uint64_t processes;      /* processes with a file held (the cache's) */
+};
+
+/* ---- one file ---- */
+
+struct jitdump_table;
+
+int jitdump_table_new(struct jitdump_table **out);
+
+void jitdump_table_free(struct jitdump_table *t);
+
+/* Reads the whole records of fd from where the last read stopped (at most JITDUMP_READ_BUDGET bytes); a
+ * record not yet whole is left for the next read. Returns 0, -EINVAL (not a jitdump file: nothing more is
+ * read from it), -ENOMEM or -errno of pread; counted in *st. */
+int jitdump_table_read(struct jitdump_table *t, int fd, struct jitdump_stats *st);
+
+/* The name of the newest code holding addr, or NULL. Valid until the next call on t. */
+const char *jitdump_table_find(struct jitdump_table *t, uint64_t addr);
+
+size_t jitdump_table_count(const struct jitdump_table *t);
+
+/* ---- per process ---- */
+
+struct jitdump_cache;
+
+/* At most max_processes files held (0: 1024). Returns 0 or -ENOMEM. */
+int jitdump_cache_new(unsigned max_processes, struct jitdump_cache **out);
+
+void jitdump_cache_free(struct jitdump_cache *c);
+
+/* Starts a flush: each process's file is read on at its next lookup; processes not looked up for 6
+ * flushes are dropped. */
+void jitdump_cache_begin_flush(struct jitdump_cache *c);
+
+/* The name of pid's JIT code holding addr, from the jitdump file among maps (pid's executable mappings:
+ * one whose file is named jit-N.dump), or NULL. When the process is gone, what was read stays. */
+const char *jitdump_cache_find(struct jitdump_cache *c, uint32_t pid, const struct procmap *maps, size_t n,
+			       uint64_t addr);
+
+void jitdump_cache_get_stats(const struct jitdump_cache *c, struct jitdump_stats *out);
+
+#endif
