@@ -460,7 +460,7 @@ static void test_metrics(unsigned port)
 		"flamed_offcpu_lost_total{kind=\"counts_full\"} 39", "flamed_offcpu_keys_stored_total 40",
 		"flamed_offcpu_seconds_total 1.500000", "flamed_offcpu_unstored_seconds_total 0.000250",
 	};
-	char helped[128][96] = { 0 }, typed[128][96] = { 0 }, types[128][16] = { 0 };
+	char helped[256][96] = { 0 }, typed[256][96] = { 0 }, types[256][16] = { 0 };
 	int nhelp = 0, ntype = 0, lines = 0, bad = 0, orphans = 0, counters_ok = 1;
 	struct reply r;
 	char v[256], *save = NULL, *copy;
@@ -475,9 +475,9 @@ static void test_metrics(unsigned port)
 		char name[96];
 
 		lines++;
-		if (!strncmp(l, "# HELP ", 7) && nhelp < 128) {
+		if (!strncmp(l, "# HELP ", 7) && nhelp < 256) {
 			sscanf(l + 7, "%95s", helped[nhelp++]);
-		} else if (!strncmp(l, "# TYPE ", 7) && ntype < 128) {
+		} else if (!strncmp(l, "# TYPE ", 7) && ntype < 256) {
 			sscanf(l + 7, "%95s %15s", typed[ntype], types[ntype]);
 			if (!strcmp(types[ntype], "counter") &&
 			    (strlen(typed[ntype]) < 6 || strcmp(typed[ntype] + strlen(typed[ntype]) - 6, "_total")))
