@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,6 +34,8 @@ enum { REC_LOAD = 0, REC_MOVE = 1, REC_DEBUG = 2, REC_CLOSE = 3, REC_UNWIND = 4 
 
 struct jitdump_table {
 	struct jitsyms *syms;
+	uint32_t pid;     /* the header's */
+	uint64_t stamp;
 	uint64_t offset;  /* of the next record; 0: the header is still to read */
 	bool bad, closed; /* nothing more is read */
 	unsigned char *win;
@@ -113,6 +116,8 @@ static int read_header(struct jitdump_table *t, int fd, uint64_t end, struct jit
 		return -EINVAL;
 	}
 	t->offset = size;
+	t->pid = u32_at(h + 20);
+	t->stamp = u64_at(h + 24);
 	st->files_read++;
 	return 0;
 }
@@ -246,6 +251,15 @@ const char *jitdump_table_find(struct jitdump_table *t, uint64_t addr)
 	return t ? jitsyms_find(t->syms, addr) : NULL;
 }
 
+int jitdump_table_header(const struct jitdump_table *t, uint32_t *pid, uint64_t *stamp)
+{
+	if (!t || !t->offset)
+		return -EAGAIN;
+	*pid = t->pid;
+	*stamp = t->stamp;
+	return 0;
+}
+
 size_t jitdump_table_count(const struct jitdump_table *t)
 {
 	return t ? jitsyms_count(t->syms) : 0;
@@ -256,6 +270,7 @@ size_t jitdump_table_count(const struct jitdump_table *t)
 struct dumpproc {
 	struct pidcache_entry e; /* first */
 	uint64_t dev, inode;     /* of the file read into t */
+	char *path;              /* its path, as the process sees it */
 	uint64_t read_gen;
 	bool read;
 	struct jitdump_table *t;
@@ -270,6 +285,7 @@ static void release(struct pidcache_entry *e, void *ctx)
 {
 	(void)ctx;
 	jitdump_table_free(((struct dumpproc *)e)->t);
+	free(((struct dumpproc *)e)->path);
 }
 
 int jitdump_cache_new(unsigned max_processes, struct jitdump_cache **out)
@@ -299,8 +315,7 @@ void jitdump_cache_begin_flush(struct jitdump_cache *c)
 	pidcache_begin_flush(&c->procs, IDLE_FLUSHES);
 }
 
-/* Whether path's file name is jit-DIGITS.dump, as runtimes name their jitdump files. */
-static bool dump_name(const char *path)
+bool jitdump_path(const char *path)
 {
 	const char *base = strrchr(path, '/'), *p;
 
@@ -335,6 +350,8 @@ static void read_on(struct jitdump_cache *c, struct dumpproc *p, uint32_t pid, c
 	if (!p->t && !jitdump_table_new(&p->t)) {
 		p->dev = (uint64_t)sb.st_dev;
 		p->inode = (uint64_t)sb.st_ino;
+		free(p->path);
+		p->path = strdup(m->path);
 	}
 	if (p->t)
 		jitdump_table_read(p->t, fd, &c->st);
@@ -352,12 +369,23 @@ const char *jitdump_cache_find(struct jitdump_cache *c, uint32_t pid, const stru
 		p->read = true;
 		p->read_gen = c->procs.gen;
 		for (size_t i = 0; i < n; i++)
-			if (maps[i].path && maps[i].path[0] == '/' && dump_name(maps[i].path)) {
+			if (maps[i].path && maps[i].path[0] == '/' && jitdump_path(maps[i].path)) {
 				read_on(c, p, pid, &maps[i]);
 				break;
 			}
 	}
 	return jitdump_table_find(p->t, addr);
+}
+
+int jitdump_cache_file(struct jitdump_cache *c, uint32_t pid, char *path, size_t cap, uint64_t *stamp)
+{
+	struct dumpproc *p = (struct dumpproc *)pidcache_find(&c->procs, pid);
+	uint32_t hpid;
+
+	if (!p || !p->path || jitdump_table_header(p->t, &hpid, stamp) < 0 ||
+	    (size_t)snprintf(path, cap, "%s", p->path) >= cap)
+		return -ENOENT;
+	return 0;
 }
 
 void jitdump_cache_get_stats(const struct jitdump_cache *c, struct jitdump_stats *out)

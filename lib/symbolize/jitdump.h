@@ -7,6 +7,7 @@
 #ifndef FLAMED_SYMBOLIZE_JITDUMP_H
 #define FLAMED_SYMBOLIZE_JITDUMP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,13 @@ int jitdump_table_read(struct jitdump_table *t, int fd, struct jitdump_stats *st
 /* The name of the newest code holding addr, or NULL. Valid until the next call on t. */
 const char *jitdump_table_find(struct jitdump_table *t, uint64_t addr);
 
+/* The header's pid and timestamp (what tells this file from another of the same name). Returns 0, or
+ * -EAGAIN while the header is not read. */
+int jitdump_table_header(const struct jitdump_table *t, uint32_t *pid, uint64_t *stamp);
+
+/* Whether path's file name is jit-DIGITS.dump, as runtimes name their jitdump files. */
+bool jitdump_path(const char *path);
+
 size_t jitdump_table_count(const struct jitdump_table *t);
 
 /* ---- per process ---- */
@@ -64,6 +72,10 @@ void jitdump_cache_begin_flush(struct jitdump_cache *c);
  * one whose file is named jit-N.dump), or NULL. When the process is gone, what was read stays. */
 const char *jitdump_cache_find(struct jitdump_cache *c, uint32_t pid, const struct procmap *maps, size_t n,
 			       uint64_t addr);
+
+/* The jitdump file pid maps, as jitdump_cache_find last read it: its path as the process sees it (copied
+ * into path) and its header's timestamp. Returns 0, or -ENOENT (none, or its header not read yet). */
+int jitdump_cache_file(struct jitdump_cache *c, uint32_t pid, char *path, size_t cap, uint64_t *stamp);
 
 void jitdump_cache_get_stats(const struct jitdump_cache *c, struct jitdump_stats *out);
 
