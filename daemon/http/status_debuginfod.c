@@ -27,6 +27,8 @@
 	  "Fetched debug files larger than the whole cache, deleted.")                                      \
 	X(named_at_read, late.named, "flamed_debuginfod_named_at_read_total", "counter",                    \
 	  "Frames stored unnamed, named when read from a debug file that came later.")                      \
+	X(jit_named_at_read, late.jit_named, "flamed_jit_dump_named_at_read_total", "counter",                \
+	  "JIT frames stored unnamed, named when read from the jitdump file their runtime wrote since.")     \
 	X(late_files_read, late.loaded, "flamed_debuginfod_late_files_read_total", "counter",               \
 	  "Debug files read to name stored frames.")
 

@@ -61,7 +61,8 @@ void status_jit_json(FILE *o, const struct daemon_status *s)
 #define JSON(f, name, metric, type, help) fprintf(o, ", \"%s\": %" PRIu64, #name, y->f);
 	PERFMAP_COUNTERS(JSON)
 #undef JSON
-	fprintf(o, "}, \"jitdump\": {\"named\": %" PRIu64, y->jitdump_hits);
+	fprintf(o, "}, \"jitdump\": {\"named\": %" PRIu64 ", \"left_late\": %" PRIu64, y->jitdump_hits,
+		y->jitdump_late);
 #define JSON(f, metric, type, help) fprintf(o, ", \"%s\": %" PRIu64, #f, y->jitdump.f);
 	JITDUMP_COUNTERS(JSON)
 #undef JSON
@@ -99,6 +100,9 @@ void status_jit_metrics(FILE *o, const struct daemon_status *s)
 			"Frames of JIT code named from objects registered with the GDB JIT interface.", y->gdbjit_hits);
 	http_metric_u64(o, "flamed_jit_dump_frames_named_total", "counter",
 			"Frames of JIT code named from jitdump files.", y->jitdump_hits);
+	http_metric_u64(o, "flamed_jit_dump_frames_late_total", "counter",
+			"Frames of JIT code stored as jit-PID.dump+0xADDR, their record not written yet: named when read.",
+			y->jitdump_late);
 #define METRIC(f, metric, type, help) http_metric_u64(o, metric, type, help, y->jitdump.f);
 	JITDUMP_COUNTERS(METRIC)
 #undef METRIC

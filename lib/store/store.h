@@ -152,13 +152,15 @@ int store_open(const char *path, enum store_mode mode, struct store **out);
 int store_set_rollups(struct store *st, const struct store_rollup_opts *o);
 
 /* Names a frame stored unnamed, "MODULE+0xADDR" (MODULE the file name of its module, ADDR its ELF virtual
- * address), when an answer reads it: name gets the module's build-id (lowercase hex) and ADDR, and
+ * address, or for a jitdump file's its address in the process), when an answer reads it: name gets the
+ * module's path, its build-id (lowercase hex; a jitdump file's: its header's timestamp) and ADDR, and
  * writes a name (NUL-terminated, no ';') into buf and returns 0, or returns -ENOENT (left as stored). A
- * debug file that came after the frame was stored so names it in every output. */
+ * debug file that came after the frame was stored, or JIT code a runtime wrote down late, so names it in
+ * every output. */
 #define STORE_NAME_MAX 1024 /* bytes of a name a namer writes, its NUL included */
 
 struct store_namer {
-	int (*name)(void *ctx, const char *build_id, uint64_t addr, char *buf, size_t cap);
+	int (*name)(void *ctx, const char *module, const char *build_id, uint64_t addr, char *buf, size_t cap);
 	void *ctx; /* shared by the stores of every thread: name must be thread-safe */
 };
 

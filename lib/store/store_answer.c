@@ -304,7 +304,7 @@ static bool name_late(const struct store *st, const char *name, const char *path
 	addr = strtoull(hex, &end, 16);
 	if (*end || errno)
 		return false;
-	return st->namer.name(st->namer.ctx, build_id, addr, buf, cap) == 0 && buf[0] && !strchr(buf, ';');
+	return st->namer.name(st->namer.ctx, path, build_id, addr, buf, cap) == 0 && buf[0] && !strchr(buf, ';');
 }
 
 /* Takes a frame row's name, module path, build-id and file (columns col..col+3), start line and line

@@ -3,6 +3,8 @@
 #include "symbolize/latenames.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -10,13 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "elf/debugfetch.h"
 #include "elf/elf_file.h"
 #include "symbolize/elf_symbols.h"
+#include "symbolize/jitdump.h"
 
 #define ID_HEX_MAX (2 * ELF_BUILD_ID_MAX)
 #define RECHECK_S 60 /* a build-id with no debug file is looked for again after this */
+#define MAX_DUMPS 8  /* jitdump files held */
+#define DUMP_READS 8 /* reads of JITDUMP_READ_BUDGET bytes per look at a file: JITDUMP_MAX_FILE */
 
 /* One build-id looked for: its symbol table, or none found (when, and at which arrival count). */
 struct late_file {
@@ -27,8 +33,20 @@ struct late_file {
 	uint64_t used;
 };
 
+/* One jitdump file: its path and header timestamp (hex), what was read of it, when. */
+struct late_dump {
+	char *path;
+	char id[17];
+	struct jitdump_table *t;
+	int64_t read_at;
+	uint64_t used;
+};
+
 struct latenames {
 	pthread_mutex_t lock;
+	struct late_dump dumps[MAX_DUMPS];
+	unsigned ndumps;
+	struct jitdump_stats jst;
 	char *debug_dir;
 	struct debugfetch *fetch;
 	struct late_file *files;
@@ -74,6 +92,10 @@ void latenames_free(struct latenames *l)
 		return;
 	for (unsigned i = 0; i < l->nfiles; i++)
 		elf_symtab_free(l->files[i].syms);
+	for (unsigned i = 0; i < l->ndumps; i++) {
+		jitdump_table_free(l->dumps[i].t);
+		free(l->dumps[i].path);
+	}
 	pthread_mutex_destroy(&l->lock);
 	free(l->files);
 	free(l->debug_dir);
@@ -167,22 +189,91 @@ static struct late_file *file_of(struct latenames *l, const char *id)
 	return f;
 }
 
-int latenames_name(void *ctx, const char *build_id, uint64_t addr, char *buf, size_t cap)
+/* The jitdump file at path whose header's timestamp is id, read on when a second passed since it was
+ * last (the runtime may have written more). NULL: out of memory. */
+static struct late_dump *dump_of(struct latenames *l, const char *path, const char *id)
+{
+	struct late_dump *d = NULL;
+	int64_t now = now_s();
+
+	for (unsigned i = 0; i < l->ndumps && !d; i++)
+		if (!strcmp(l->dumps[i].path, path) && !strcmp(l->dumps[i].id, id))
+			d = &l->dumps[i];
+	if (!d) {
+		unsigned old = 0;
+
+		if (l->ndumps < MAX_DUMPS) {
+			old = l->ndumps++;
+		} else {
+			for (unsigned i = 1; i < l->ndumps; i++)
+				if (l->dumps[i].used < l->dumps[old].used)
+					old = i;
+			jitdump_table_free(l->dumps[old].t);
+			free(l->dumps[old].path);
+			l->st.evicted++;
+		}
+		d = &l->dumps[old];
+		*d = (struct late_dump){ .path = strdup(path), .read_at = INT64_MIN };
+		snprintf(d->id, sizeof(d->id), "%s", id);
+		if (!d->path || jitdump_table_new(&d->t) < 0) {
+			free(d->path);
+			l->dumps[old] = l->dumps[--l->ndumps];
+			return NULL;
+		}
+	}
+	if (now != d->read_at) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+
+		for (int i = 0; fd >= 0 && i < DUMP_READS; i++)
+			if (jitdump_table_read(d->t, fd, &l->jst) < 0)
+				break;
+		if (fd >= 0)
+			close(fd);
+		d->read_at = now;
+	}
+	return d;
+}
+
+/* The name of addr in the jitdump file at path, when its header's timestamp is id. */
+static const char *jit_name(struct latenames *l, const char *path, const char *id, uint64_t addr)
+{
+	struct late_dump *d = strlen(id) < sizeof(d->id) ? dump_of(l, path, id) : NULL;
+	char hex[sizeof(d->id)];
+	uint64_t stamp;
+	uint32_t pid;
+
+	if (!d || jitdump_table_header(d->t, &pid, &stamp) < 0)
+		return NULL;
+	d->used = ++l->tick;
+	snprintf(hex, sizeof(hex), "%016" PRIx64, stamp);
+	return strcmp(hex, id) ? NULL : jitdump_table_find(d->t, addr);
+}
+
+int latenames_name(void *ctx, const char *module, const char *build_id, uint64_t addr, char *buf, size_t cap)
 {
 	struct latenames *l = ctx;
-	const char *name = NULL;
+	const char *name = NULL, *suffix = "";
 	struct late_file *f;
-	size_t i = 0;
+	size_t i = 0, n;
 
 	if (!cap || strlen(build_id) > ID_HEX_MAX || strlen(build_id) < 2)
 		return -ENOENT;
 	pthread_mutex_lock(&l->lock);
-	f = file_of(l, build_id);
-	f->used = ++l->tick;
-	if (f->syms)
-		name = elf_symtab_lookup(f->syms, addr);
-	for (; name && name[i] && i + 1 < cap; i++) /* cleaned as the symbolizer cleans names */
+	if (module[0] == '/' && jitdump_path(module)) {
+		name = jit_name(l, module, build_id, addr);
+		suffix = "_[j]";
+		l->st.jit_named += name != NULL;
+	} else {
+		f = file_of(l, build_id);
+		f->used = ++l->tick;
+		if (f->syms)
+			name = elf_symtab_lookup(f->syms, addr);
+	}
+	n = name ? strlen(name) : 0;
+	for (; name && name[i] && i + strlen(suffix) + 1 < cap; i++) /* cleaned as the symbolizer cleans names */
 		buf[i] = name[i] == ';' ? ':' : (unsigned char)name[i] < 0x20 || name[i] == 0x7f ? '?' : name[i];
+	if (name && i == n)
+		i += (size_t)snprintf(buf + i, cap - i, "%s", suffix);
 	buf[i] = '\0';
 	l->st.named += name != NULL;
 	pthread_mutex_unlock(&l->lock);

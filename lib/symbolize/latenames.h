@@ -1,5 +1,6 @@
 /* latenames.h - names frames stored unnamed ("module+0xADDR") when they are read, from the debug file of
- * their module's build-id that came since: under the debug directory, or fetched from debuginfod. */
+ * their module's build-id that came since (under the debug directory, or fetched from debuginfod), or, for
+ * JIT code, from the jitdump file its runtime wrote (it buffers its records: they come late). */
 #ifndef FLAMED_SYMBOLIZE_LATENAMES_H
 #define FLAMED_SYMBOLIZE_LATENAMES_H
 
@@ -20,6 +21,7 @@ struct latenames_stats {
 	uint64_t named;   /* frames named when read */
 	uint64_t loaded;  /* debug files read */
 	uint64_t evicted; /* symbol tables dropped for the bounds */
+	uint64_t jit_named; /* of the frames named: JIT code named from jitdump files */
 };
 
 /* Returns 0, -EINVAL or -ENOMEM; *out set only on success. */
@@ -28,11 +30,13 @@ int latenames_new(const struct latenames_opts *opts, struct latenames **out);
 /* Frees everything; NULL is safe. */
 void latenames_free(struct latenames *l);
 
-/* Names ELF virtual address addr of the binary whose build-id is build_id (lowercase hex) into buf (cap
- * bytes, NUL-terminated), from a debug file whose build-id is the same. Returns 0, or -ENOENT when no
- * such file is there (yet: it is asked for, and looked for again once files arrive or after a minute)
- * or none of its symbols covers addr. Thread-safe: a struct store_namer's name. */
-int latenames_name(void *l, const char *build_id, uint64_t addr, char *buf, size_t cap);
+/* Names ELF virtual address addr of the binary at module whose build-id is build_id (lowercase hex) into
+ * buf (cap bytes, NUL-terminated), from a debug file whose build-id is the same. A module named
+ * jit-PID.dump is a jitdump file: addr is named from its code loads ("_[j]" added), read from module's
+ * path when its header's timestamp is build_id. Returns 0, or -ENOENT when no such file is there (yet:
+ * it is asked for, and looked for again once files arrive or after a minute; a jitdump file is read on
+ * as it grows) or nothing in it covers addr. Thread-safe: a struct store_namer's name. */
+int latenames_name(void *l, const char *module, const char *build_id, uint64_t addr, char *buf, size_t cap);
 
 /* Copies the counters. */
 void latenames_get_stats(struct latenames *l, struct latenames_stats *out);

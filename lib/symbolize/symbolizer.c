@@ -35,7 +35,7 @@ struct symbolizer {
 	struct bincache *bins;
 	uint64_t user_hits, user_misses, kernel_hits, kernel_misses;
 	uint64_t snapshots;
-	uint64_t jit_hits, gdbjit_hits, jitdump_hits;
+	uint64_t jit_hits, gdbjit_hits, jitdump_hits, jitdump_late;
 };
 
 /* A hash of the loaded modules' names and load addresses from /proc/modules (reference counts, which
@@ -248,6 +248,26 @@ static int name_jit(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf
 	return put_name(buf, len, name, FRAME_JIT);
 }
 
+/* JIT code none of the above named, of a process that maps a jitdump file: its runtime writes that file
+ * through a buffer (V8's and CPython's hold 2 MiB), so the record of code it made lately may come later
+ * (at the latest when it exits). Named "jit-PID.dump+0xADDR" with the file as module and its header's
+ * timestamp as build-id, which the store's namer (latenames.c) names when read. -ENOENT: no such file. */
+static int name_jit_late(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf, size_t len,
+			 struct frame_origin *origin)
+{
+	char path[sizeof(origin->module)];
+	uint64_t stamp;
+
+	if (jitdump_cache_file(s->jitdump, pid, path, sizeof(path), &stamp) < 0)
+		return -ENOENT;
+	if (origin) {
+		frame_copy_str(origin->module, sizeof(origin->module), path);
+		snprintf(origin->build_id, sizeof(origin->build_id), "%016" PRIx64, stamp);
+	}
+	s->jitdump_late++;
+	return put_offset(buf, len, strrchr(path, '/') + 1, addr);
+}
+
 /* Copies the functions inlined at vaddr of b into origin, cleaned like every frame name. */
 static void fill_inlined(const struct binary *b, uint64_t vaddr, struct frame_origin *origin)
 {
@@ -276,6 +296,8 @@ static int name_in_mapping(struct symbolizer *s, uint32_t pid, const struct proc
 		if (m->path && (strcmp(m->path, "[vdso]") == 0 || strcmp(m->path, "[vsyscall]") == 0))
 			return put_offset(buf, len, m->path, addr - m->start);
 		kind = name_jit(s, pid, addr, buf, len, origin); /* anonymous: JIT code, ... */
+		if (kind < 0)
+			kind = name_jit_late(s, pid, addr, buf, len, origin);
 		return kind >= 0 ? kind : put_name(buf, len, UNKNOWN_FRAME, FRAME_UNKNOWN);
 	}
 	src.pid = pid;
@@ -318,7 +340,8 @@ int symbolizer_user_frame(struct symbolizer *s, uint32_t pid, uint64_t addr, boo
 	m = proccache_find(s->procs, pid, addr);
 	if (m)
 		kind = name_in_mapping(s, pid, m, addr, buf, len, origin);
-	else if ((kind = name_jit(s, pid, addr, buf, len, origin)) < 0)
+	else if ((kind = name_jit(s, pid, addr, buf, len, origin)) < 0 &&
+		 (kind = name_jit_late(s, pid, addr, buf, len, origin)) < 0)
 		/* In no mapping we know: the process mapped it after we last read its maps and is gone
 		 * (JIT code spaces grow so); its perf map may still know it. */
 		kind = put_name(buf, len, UNKNOWN_FRAME, FRAME_UNKNOWN);
@@ -373,6 +396,7 @@ void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *o
 	out->gdbjit_hits = s->gdbjit_hits;
 	gdbjit_cache_get_stats(s->gdbjit, &out->gdbjit);
 	out->jitdump_hits = s->jitdump_hits;
+	out->jitdump_late = s->jitdump_late;
 	jitdump_cache_get_stats(s->jitdump, &out->jitdump);
 }
 

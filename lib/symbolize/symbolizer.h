@@ -48,6 +48,7 @@ struct symbolizer_stats {
 	uint64_t gdbjit_hits;        /* of which from the GDB JIT interface's objects */
 	struct gdbjit_stats gdbjit;
 	uint64_t jitdump_hits;       /* of which from jitdump files */
+	uint64_t jitdump_late;       /* JIT frames left "jit-PID.dump+0xADDR": their record not written yet */
 	struct jitdump_stats jitdump;
 	uint64_t perfmap_files_loaded;   /* perf maps read from their start */
 	uint64_t perfmap_lines_skipped;  /* malformed perf-map lines */

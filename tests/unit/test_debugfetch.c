@@ -195,7 +195,7 @@ static void test_latenames(void)
 	CHECK(err == 0, "a namer of stored frames (%d)", err);
 	if (err)
 		return;
-	CHECK(latenames_name(l, id, vaddr, buf, sizeof(buf)) == -ENOENT, "no debug file yet: -ENOENT");
+	CHECK(latenames_name(l, "/x/self", id, vaddr, buf, sizeof(buf)) == -ENOENT, "no debug file yet: -ENOENT");
 	snprintf(sub, sizeof(sub), "%s/.build-id/%.2s", debug_dir, id);
 	mkdir(debug_dir, 0700);
 	snprintf(link, sizeof(link), "%s/.build-id", debug_dir);
@@ -203,17 +203,17 @@ static void test_latenames(void)
 	mkdir(sub, 0700);
 	snprintf(link, sizeof(link), "%s/%s.debug", sub, id + 2);
 	CHECK(symlink(exe, link) == 0, "this binary given as its own debug file: %s", link);
-	CHECK(latenames_name(l, id, vaddr, buf, sizeof(buf)) == -ENOENT,
+	CHECK(latenames_name(l, "/x/self", id, vaddr, buf, sizeof(buf)) == -ENOENT,
 	      "a miss is remembered for a minute: still -ENOENT");
 	latenames_free(l);
 	l = NULL;
 	latenames_new(&(struct latenames_opts){ .debug_dir = debug_dir, .max_files = 1 }, &l);
-	err = latenames_name(l, id, vaddr, buf, sizeof(buf));
+	err = latenames_name(l, "/x/self", id, vaddr, buf, sizeof(buf));
 	CHECK(err == 0 && !strcmp(buf, "late_target"), "named from the debug file: %s (%d)", err ? "" : buf, err);
-	CHECK(latenames_name(l, "00ff", vaddr, buf, sizeof(buf)) == -ENOENT &&
-		      latenames_name(l, "x", vaddr, buf, sizeof(buf)) == -ENOENT,
+	CHECK(latenames_name(l, "/x/self", "00ff", vaddr, buf, sizeof(buf)) == -ENOENT &&
+		      latenames_name(l, "/x/self", "x", vaddr, buf, sizeof(buf)) == -ENOENT,
 	      "another build-id, or none: -ENOENT");
-	err = latenames_name(l, id, vaddr, buf, 5);
+	err = latenames_name(l, "/x/self", id, vaddr, buf, 5);
 	CHECK(err == 0 && !strcmp(buf, "late"), "a short buffer: cut, NUL-terminated (%s)", buf);
 	latenames_get_stats(l, &st);
 	CHECK(st.named == 2 && st.loaded == 2 && st.evicted >= 1,

@@ -936,11 +936,11 @@ struct late_calls {
 	char last_id[64];
 };
 
-static int late_name(void *ctx, const char *build_id, uint64_t addr, char *buf, size_t cap)
+static int late_name(void *ctx, const char *module, const char *build_id, uint64_t addr, char *buf, size_t cap)
 {
 	struct late_calls *lc = ctx;
 
-	lc->calls++;
+	lc->calls += strcmp(module, "/bin/app") == 0;
 	snprintf(lc->last_id, sizeof(lc->last_id), "%s", build_id);
 	if (addr != 0x10 && addr != 0x20)
 		return -ENOENT;
