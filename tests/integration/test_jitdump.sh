@@ -1,0 +1,78 @@
+#!/bin/bash
+# test_jitdump.sh - JIT code named from the jitdump file its runtime writes, without a perf map: Node.js
+# with --perf-prof (V8 writes jit-PID.dump in the working directory, maps it, and writes no perf map) runs
+# a recursive fib V8 optimizes (tests/workloads/jsfib.js). V8 writes the file through a 2 MiB buffer, so
+# code it made lately is on disk only later (at the latest at exit): such frames are stored as
+# jit-PID.dump+0xADDR and named when read. After the program exits, >= 95% of its samples in JIT code name
+# it (fib among them, marked _[j]); the status and the metrics count what was read and named late.
+. "$(dirname "$0")/lib.sh"
+FREQ=199
+
+need_root jitdump
+if ! command -v node > /dev/null; then
+	fail "node is installed (scripts/deps.sh test installs nodejs)"
+	exit 1
+fi
+W=$(cd "$(dirname "$0")/../workloads" && pwd)
+
+run_flamed jitdump --db "$TMP/flamed.db" --frequency $FREQ --flush-interval 1 --listen 127.0.0.1:0
+(cd "$TMP" && exec node --perf-prof "$W/jsfib.js" 5) > "$TMP/node.out" 2>&1 &
+PID=$!
+sleep 3
+curl -sf "$URL/api/v1/profile?pid=$PID&format=folded&from=-10m&flush=1" > "$TMP/live.folded"
+wait $PID
+check "node ran its loop" grep -q '^done' "$TMP/node.out"
+check "V8 wrote jit-$PID.dump" test -s "$TMP/jit-$PID.dump"
+check "and no perf map" not test -e "/tmp/perf-$PID.map"
+curl -sf "$URL/api/v1/profile?pid=$PID&format=folded&from=-10m&flush=1" > "$TMP/node.folded"
+
+# In JIT code: a leaf named from the dump (_[j]), one stored as jit-PID.dump+0x... and not named yet, or
+# anonymous memory left unnamed.
+inside=$(sum_samples "$TMP/node.folded" ";([^;]*_\\[j\\]|jit-$PID\\.dump\\+0x[0-9a-f]+|\\[unknown\\])\$")
+named=$(sum_samples "$TMP/node.folded" ";[^;]*_\\[j\\]\$")
+fib=$(sum_samples "$TMP/node.folded" ";[^;]*fib[^;]*_\\[j\\]\$")
+live_late=$(sum_samples "$TMP/live.folded" "jit-$PID\\.dump\\+0x")
+echo "# samples in JIT code: $inside, named $named (fib $fib); while it ran, $live_late samples had a frame not yet in the dump"
+awk '{ n = $NF; sub(/ [0-9]+$/, ""); print n, substr($0, length($0) - 160) }' "$TMP/node.folded" | sort -nr | head -4
+check "enough samples in JIT code (>= 100: $inside)" [ "$inside" -ge 100 ]
+check ">= 95% of them named from the dump ($named of $inside)" [ $((100 * named)) -ge $((95 * inside)) ]
+check "fib among them, marked as JIT code" [ "$fib" -ge 1 ]
+check "no frame left as jit-$PID.dump+0x... once the program exited" not grep -q "jit-$PID\\.dump+0x" "$TMP/node.folded"
+
+curl -sf "$URL/api/v1/status" > "$TMP/status.json"
+jq -c '.jit.jitdump, .debuginfod' "$TMP/status.json"
+check "status: the dump read, code loads counted, none bad" \
+	jq -e '.jit.jitdump.files_read >= 1 and .jit.jitdump.loads >= 1 and .jit.jitdump.files_bad == 0 and
+		.jit.jitdump.records_bad == 0' "$TMP/status.json"
+check "status: frames named from the dump, at ingest or when read" \
+	jq -e '.jit.jitdump.named + .debuginfod.jit_named_at_read >= 1' "$TMP/status.json"
+curl -sf "$URL/metrics" > "$TMP/metrics"
+check "metrics: flamed_jit_dump_loads_total" grep -Eq '^flamed_jit_dump_loads_total [1-9]' "$TMP/metrics"
+check "metrics: flamed_jit_dump_named_at_read_total" grep -Eq '^flamed_jit_dump_named_at_read_total [0-9]' "$TMP/metrics"
+
+# CPython 3.13's -X perf_jit: a trampoline per Python function (py::fib:PATH), in /tmp/jit-PID.dump.
+pyenv=${PYENV_ROOT:-/root/.pyenv}
+PY313=$(ls -d "$pyenv"/versions/3.1[3-9].*/bin/python3.1[3-9] 2> /dev/null | sort -V | head -1)
+if [ -x "$PY313" ]; then
+	"$PY313" -X perf_jit "$W/pyjitfib.py" 4 > "$TMP/py.out" 2>&1 &
+	PID=$!
+	wait $PID
+	check "$PY313 -X perf_jit ran" grep -q '^done' "$TMP/py.out"
+	check "it wrote /tmp/jit-$PID.dump" test -s "/tmp/jit-$PID.dump"
+	curl -sf "$URL/api/v1/profile?pid=$PID&format=folded&from=-10m&flush=1" > "$TMP/py.folded"
+	rm -f "/tmp/jit-$PID.dump" "/tmp/perf-$PID.map"
+	tramp=$(sum_samples "$TMP/py.folded" "(py::[^;]*_\\[j\\]|jit-$PID\\.dump\\+0x[0-9a-f]+|\\[unknown\\])(;|\$)")
+	named=$(sum_samples "$TMP/py.folded" "py::[^;]*_\\[j\\](;|\$)")
+	echo "# $PY313 -X perf_jit: $(sum_samples "$TMP/py.folded") samples, $tramp through a trampoline (or unnamed JIT code), $named named;" \
+		"$(sum_samples "$TMP/py.folded" "^[^;]*;_start;") walked to _start"
+	# Most samples show no trampoline: where the Python walk puts the Python frames in place of the eval
+	# loop's native frames, the trampolines between those go too; the rest keep them.
+	check "python: samples through a trampoline (>= 5: $tramp)" [ "$tramp" -ge 5 ]
+	check "python: >= 95% of them name it from the dump, py::fib:...pyjitfib.py_[j] among them ($named of $tramp)" \
+		[ $((100 * named)) -ge $((95 * tramp)) -a "$(sum_samples "$TMP/py.folded" "py::fib:[^;]*pyjitfib\\.py_\\[j\\]")" -ge 1 ]
+else
+	skip "CPython -X perf_jit: no CPython 3.13 or later here (pyenv install 3.13)"
+fi
+stop_flamed
+check "flamed exits 0 on SIGTERM" [ $? -eq 0 ]
+exit $FAILED
