@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "httpget.h"
+#include "symbolize/latenames.h"
 
 /* Says in why (len bytes) why the database at path could not be opened, with what to do next. */
 static void open_error(const char *path, int err, char *why, size_t len)
@@ -37,6 +38,30 @@ static void open_error(const char *path, int err, char *why, size_t len)
 	}
 }
 
+static struct latenames *late; /* names frames stored unnamed, for the database read directly */
+
+static void late_free(void)
+{
+	latenames_free(late);
+}
+
+/* Sets st's namer: frames stored unnamed are named from debug files under /usr/lib/debug or fetched by
+ * flamed into debuginfod/ beside the database, and JIT code from the jitdump files still there, as
+ * flamed's own answers name them. Without it (out of memory) they read as stored. */
+static void set_namer(struct store *st, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+
+	if (!late) {
+		snprintf(dir, sizeof(dir), "%.*sdebuginfod", slash ? (int)(slash - path + 1) : 0, path);
+		if (latenames_new(&(struct latenames_opts){ .cache_dir = dir }, &late) < 0)
+			return;
+		atexit(late_free);
+	}
+	store_set_namer(st, &(struct store_namer){ .name = latenames_name, .ctx = late });
+}
+
 int local_open(const struct options *o, const char *path, struct store **st, int64_t *period_us, char *why,
 	       size_t len)
 {
@@ -47,6 +72,7 @@ int local_open(const struct options *o, const char *path, struct store **st, int
 		open_error(path, err, why, len);
 		return err;
 	}
+	set_namer(*st, path);
 	if (o->kind == STORE_WALL && o->command != CMD_STATUS && (err = store_cpu_period(*st, period_us))) {
 		if (err == -ENOENT)
 			snprintf(why, len, "%s does not say what a CPU sample stands for (an older flamed wrote it): "

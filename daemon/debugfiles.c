@@ -15,12 +15,12 @@ void debugfiles_open(const struct options *o, struct debugfiles *df)
 	int err;
 
 	*df = (struct debugfiles){ 0 };
+	if (o->debuginfod_cache)
+		snprintf(dir, sizeof(dir), "%s", o->debuginfod_cache);
+	else if (snprintf(dir, sizeof(dir), "%.*sdebuginfod", slash ? (int)(slash - o->db + 1) : 0, o->db) >=
+		 (int)sizeof(dir))
+		dir[0] = '\0';
 	if (o->debuginfod) {
-		if (o->debuginfod_cache)
-			snprintf(dir, sizeof(dir), "%s", o->debuginfod_cache);
-		else if (snprintf(dir, sizeof(dir), "%.*sdebuginfod", slash ? (int)(slash - o->db + 1) : 0, o->db) >=
-			 (int)sizeof(dir))
-			dir[0] = '\0';
 		fo.cache_dir = dir;
 		err = dir[0] ? debugfetch_new(&fo, &df->fetch) : -ENAMETOOLONG;
 		if (err)
@@ -28,7 +28,9 @@ void debugfiles_open(const struct options *o, struct debugfiles *df)
 		else
 			fprintf(stderr, "flamed: debug files missing here are fetched from %s into %s\n", o->debuginfod, dir);
 	}
-	err = latenames_new(&(struct latenames_opts){ .debug_dir = o->debug_dir, .fetch = df->fetch }, &df->late);
+	/* Files fetched by an earlier run name stored frames even with the servers off now. */
+	err = latenames_new(&(struct latenames_opts){ .debug_dir = o->debug_dir, .fetch = df->fetch,
+						      .cache_dir = dir[0] ? dir : NULL }, &df->late);
 	if (err)
 		fprintf(stderr, "flamed: frames stored unnamed stay so when read: %s\n", strerror(-err));
 	df->namer = (struct store_namer){ .name = latenames_name, .ctx = df->late };

@@ -19,7 +19,7 @@ allowed() {
 	lib/query/*) echo "query/ store/ render/ util/" ;;
 	daemon/http/*) echo "http/ query/ store/store.h render/json.h status.h util/capstream.h" ;;
 	daemon/*) echo "*" ;;
-	cli/*) echo "httpget.h query/ store/store.h render/unit.h util/utf8.h util/capstream.h" ;;
+	cli/*) echo "httpget.h query/ store/store.h render/unit.h util/utf8.h util/capstream.h symbolize/latenames.h" ;;
 	esac
 }
 

@@ -48,6 +48,7 @@ struct latenames {
 	unsigned ndumps;
 	struct jitdump_stats jst;
 	char *debug_dir;
+	char *cache_dir; /* NULL: none */
 	struct debugfetch *fetch;
 	struct late_file *files;
 	unsigned nfiles, max_files;
@@ -75,7 +76,9 @@ int latenames_new(const struct latenames_opts *opts, struct latenames **out)
 	l->fetch = opts->fetch;
 	l->debug_dir = strdup(opts->debug_dir ? opts->debug_dir : "/usr/lib/debug");
 	l->files = calloc(l->max_files, sizeof(*l->files));
-	if (!l->debug_dir || !l->files) {
+	l->cache_dir = opts->cache_dir ? strdup(opts->cache_dir) : NULL;
+	if (!l->debug_dir || !l->files || (opts->cache_dir && !l->cache_dir)) {
+		free(l->cache_dir);
 		free(l->debug_dir);
 		free(l->files);
 		free(l);
@@ -98,6 +101,7 @@ void latenames_free(struct latenames *l)
 	}
 	pthread_mutex_destroy(&l->lock);
 	free(l->files);
+	free(l->cache_dir);
 	free(l->debug_dir);
 	free(l);
 }
@@ -122,13 +126,16 @@ static struct elf_symtab *load_checked(const char *path, const char *id)
 	return t;
 }
 
-/* The symbols of id's debug file: under the debug directory, else fetched (asked for when it is not). */
+/* The symbols of id's debug file: under the debug directory, else in the cache of fetched ones, else
+ * fetched (asked for when it is not). */
 static struct elf_symtab *find_file(struct latenames *l, const char *id)
 {
 	char path[PATH_MAX];
 	struct elf_symtab *t = NULL;
 
 	if (snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", l->debug_dir, id, id + 2) < (int)sizeof(path))
+		t = load_checked(path, id);
+	if (!t && l->cache_dir && snprintf(path, sizeof(path), "%s/%s/debuginfo", l->cache_dir, id) < (int)sizeof(path))
 		t = load_checked(path, id);
 	if (!t && l->fetch && debugfetch_path(l->fetch, id, path, sizeof(path)) == 0)
 		t = load_checked(path, id);

@@ -13,6 +13,8 @@ struct latenames;
 struct latenames_opts {
 	const char *debug_dir;    /* NULL: "/usr/lib/debug" (DIR/.build-id/xx/rest.debug) */
 	struct debugfetch *fetch; /* NULL, or where a debug file not on disk is asked for */
+	const char *cache_dir;    /* NULL, or where debug files fetched earlier are (DIR/BUILD-ID/debuginfo),
+				   * looked at without asking */
 	unsigned max_files;       /* debug files' symbol tables kept (LRU; 0: 16) */
 	size_t max_bytes;         /* memory they may hold (0: 256 MiB); one larger than this is not kept */
 };

@@ -277,6 +277,9 @@ test_fetched() {
 	check "fetched: the samples flushed after the fetch were named as stored (frames sm_spin_inner, sl_hash_rounds in the database)" \
 		[ "$(sql "SELECT count(DISTINCT name) FROM frames WHERE name IN ('sm_spin_inner', 'sl_hash_rounds')")" = 2 ]
 	{ kill -9 "$DFD_PID" && wait "$DFD_PID"; } 2> /dev/null
+	# Read from the database directly (flamed stopped, the server too): named from the files fetched.
+	"$BUILD/flamectl" --db "$DB" query --pid "$PID" --since 1h --format folded > "$TMP/db.folded"
+	share_checks "flamectl --db, the server gone" "$TMP/db.folded"
 	echo "# debuginfod answered $(grep -c ' 200 [0-9]' "$TMP/debuginfod.log") requests 200, $(grep -c ' 404 [0-9]' "$TMP/debuginfod.log") 404"
 }
 

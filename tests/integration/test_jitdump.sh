@@ -18,6 +18,7 @@ W=$(cd "$(dirname "$0")/../workloads" && pwd)
 run_flamed jitdump --db "$TMP/flamed.db" --frequency $FREQ --flush-interval 1 --listen 127.0.0.1:0
 (cd "$TMP" && exec node --perf-prof "$W/jsfib.js" 5) > "$TMP/node.out" 2>&1 &
 PID=$!
+NODE_PID=$PID
 sleep 3
 curl -sf "$URL/api/v1/profile?pid=$PID&format=folded&from=-10m&flush=1" > "$TMP/live.folded"
 wait $PID
@@ -30,6 +31,7 @@ curl -sf "$URL/api/v1/profile?pid=$PID&format=folded&from=-10m&flush=1" > "$TMP/
 # anonymous memory left unnamed.
 inside=$(sum_samples "$TMP/node.folded" ";([^;]*_\\[j\\]|jit-$PID\\.dump\\+0x[0-9a-f]+|\\[unknown\\])\$")
 named=$(sum_samples "$TMP/node.folded" ";[^;]*_\\[j\\]\$")
+node_named=$named
 fib=$(sum_samples "$TMP/node.folded" ";[^;]*fib[^;]*_\\[j\\]\$")
 live_late=$(sum_samples "$TMP/live.folded" "jit-$PID\\.dump\\+0x")
 echo "# samples in JIT code: $inside, named $named (fib $fib); while it ran, $live_late samples had a frame not yet in the dump"
@@ -75,4 +77,8 @@ else
 fi
 stop_flamed
 check "flamed exits 0 on SIGTERM" [ $? -eq 0 ]
+# Read from the database directly, the frames written late are named the same way.
+"$BUILD/flamectl" --db "$TMP/flamed.db" query --pid "$NODE_PID" --since 1h --format folded > "$TMP/db.folded"
+dnamed=$(sum_samples "$TMP/db.folded" ";[^;]*_\\[j\\]\$")
+check "flamectl --db: as many of node's JIT samples named ($dnamed, $node_named through the API)" [ "$dnamed" -ge "$node_named" ]
 exit $FAILED
