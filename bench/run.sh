@@ -1,6 +1,6 @@
 #!/bin/bash
 # run.sh - make bench: flamed's overhead next to perf, ingest rate, off-CPU profiling's cost next to perf and bpftrace, query latency, storage and memory; prints one table and writes docs/BENCHMARKS.md.
-# Usage: [QUICK=1] [BENCH_PARTS="overhead python firstsamples debuginfod ingest offcpu query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] [BPFTRACE=PATH] [PYTHON=PATH [PYROOT=DIR]] bench/run.sh
+# Usage: [QUICK=1] [BENCH_PARTS="overhead python firstsamples debuginfod jit ingest offcpu query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] [BPFTRACE=PATH] [PYTHON=PATH [PYROOT=DIR]] bench/run.sh
 #        (root; `make bench` builds first). BENCH_PARTS runs only the parts named (query, storage and
 #        memory share one generated history); the report says which ran. PYROOT runs the python part's
 #        PYTHON inside that root (scripts/python-root.sh makes one with sid's 3.13 and 3.14 and
@@ -14,7 +14,7 @@ BUILD=${BUILD:-$PWD/build}
 QUICK=${QUICK:-0}
 [ "$QUICK" = 1 ] || QUICK=0
 OUT=docs/BENCHMARKS.md
-ALL_PARTS="overhead python firstsamples debuginfod ingest offcpu query storage memory"
+ALL_PARTS="overhead python firstsamples debuginfod jit ingest offcpu query storage memory"
 PYTHON=${PYTHON:-$(readlink -f /usr/bin/python3 2> /dev/null || true)} # the system's python3 (its real path)
 PYROOT=${PYROOT:-}      # a root PYTHON runs in (its path is then the root's)
 PYBURN=bench/pyburn.py # the Python workload, as PYTHON sees it
@@ -135,6 +135,19 @@ run_pyburners() {
 	BURN_UNITS=$(awk '/^units_per_second/ { s += $2 } END { printf "%.0f", s }' "$2/pyburn1.out" "$2/pyburn2.out")
 }
 
+# run_nodes SECONDS DIR: two node tests/workloads/jsfib.js at once, with NODE_ARGS (--perf-prof: V8 writes a
+# jitdump file). Sets BURN_UNITS (fib(25) calls/s, summed).
+run_nodes() {
+	local pids=() i
+	for i in 1 2; do
+		(cd "$2" && exec node $NODE_ARGS "$OLDPWD/tests/workloads/jsfib.js" "$1") > "$2/node$i.out" &
+		pids+=($!)
+		track $!
+	done
+	for i in 0 1; do wait "${pids[$i]}" || die "the node workload failed"; done
+	BURN_UNITS=$(awk -v t="$1" '/^done/ { s += $2 / t } END { printf "%.0f", s }' "$2/node1.out" "$2/node2.out")
+}
+
 # flamed_window DIR BURN_ARGS...: with flamed started (-v), runs the workload's program for a second
 # and waits for flamed's first flush (the symbols and unwind tables of the programs and libraries that
 # run are then cached: the steady state of a daemon that runs for days, which has long seen libc and
@@ -146,6 +159,8 @@ flamed_window() {
 	shift
 	if [ "$1" = python ]; then
 		"${PY[@]}" "$PYBURN" 1 > /dev/null || die "the Python workload failed"
+	elif [ "$1" = node ]; then
+		run_nodes 1 "$dir"
 	else
 		"$BURN" --fanout "$2" --depth "$3" 1 > /dev/null || die "the burn workload failed"
 	fi
@@ -156,7 +171,8 @@ flamed_window() {
 	[ ${#ids[@]} -gt 0 ] || die "no BPF program found in /proc/$FLAMED_PID/fdinfo"
 	t0=$(cpu_ticks "$FLAMED_PID")
 	b0=$(bpf_run_ns "${ids[@]}")
-	if [ "$1" = python ]; then run_pyburners "$T" "$dir"; else run_burners "$@" "$dir"; fi
+	if [ "$1" = python ]; then run_pyburners "$T" "$dir"; elif [ "$1" = node ]; then run_nodes "$T" "$dir"
+	else run_burners "$@" "$dir"; fi
 	b1=$(bpf_run_ns "${ids[@]}")
 	R_RSS=$(status_kb "$FLAMED_PID" VmRSS) R_HWM=$(status_kb "$FLAMED_PID" VmHWM)
 	stop_flamed "$dir"
@@ -414,6 +430,35 @@ debuginfod_part() {
 	row "8. debuginfod" "longest flush of each round, without and with (ms)" "${fl_off[*]} / ${fl_on[*]}" "—" "—"
 	row "8. debuginfod" "the last round with: debug files fetched, misses (the host's other stripped binaries)" \
 		"$(grep -c . < <(find "$d/on/cache" -name debuginfo -size +0)) fetched, $(grep -c . < <(find "$d/on/cache" -name debuginfo -size 0)) missed; $total burn samples" "—" "—"
+}
+
+# jit: the daemon's share at 99 Hz over two Node.js programs whose JIT code is most of their time
+# (tests/workloads/jsfib.js), REPEAT rounds of node without and with --perf-prof (V8 writes jit-PID.dump:
+# flamed reads it on each flush, and stores the code written late by address), medians; how many of the
+# samples in JIT code were named in the last round.
+jit_part() {
+	local d=$TMP/jit r plain=() prof=() inside named
+	command -v node > /dev/null || { row "9. JIT" "daemon share" "skipped: no node (apt-get install nodejs)" "—" "—"; return; }
+	log "jit: flamed over two node jsfib.js, without and with --perf-prof, $REPEAT rounds of $T s"
+	for r in $(seq "$REPEAT"); do
+		rm -rf "$d" && mkdir -p "$d/plain" "$d/prof"
+		NODE_ARGS=
+		start_flamed "$d/plain" --db "$d/plain/flamed.db" --listen none --frequency 99 -v
+		flamed_window "$d/plain" node
+		plain+=("$(pct "$R_DAEMON_S")")
+		NODE_ARGS=--perf-prof
+		start_flamed "$d/prof" --db "$d/prof/flamed.db" --listen none --frequency 99 -v
+		flamed_window "$d/prof" node
+		prof+=("$(pct "$R_DAEMON_S")")
+	done
+	"$BUILD/flamectl" --db "$d/prof/flamed.db" query --comm node --format folded --since 1h > "$d/prof.folded" 2> /dev/null || true
+	inside=$(awk '$0 ~ /;([^;]*_\[j\]|jit-[0-9]+\.dump\+0x[0-9a-f]+|\[unknown\]) [0-9]+$/ { s += $NF } END { print s + 0 }' "$d/prof.folded")
+	named=$(awk '$0 ~ /;[^;]*_\[j\] [0-9]+$/ { s += $NF } END { print s + 0 }' "$d/prof.folded")
+	rm -f /tmp/perf-*.map
+	row "9. JIT" "flamed's daemon CPU at 99 Hz over two node jsfib.js, without and with --perf-prof (jitdump; median of $REPEAT)" \
+		"$(median "${plain[@]}")% -> $(median "${prof[@]}")% of a core (rounds: ${plain[*]} / ${prof[*]})" "unchanged within noise" "—"
+	row "9. JIT" "samples in JIT code named, last round with --perf-prof (read with flamectl --db)" \
+		"$named of $inside" "—" "—"
 }
 
 # flush_stats LOG: from flamed -v's "flushed N samples in K keys in X ms" lines after the first (the
@@ -878,6 +923,9 @@ How each figure is measured:
   a local \`debuginfod -F\` serving that debug file ($REPEAT rounds of each, medians): the daemon's CPU per wall second
   from after its first flush to its exit, as in the overhead part; each flamed's longest flush from its log. The
   flamed with servers asks them about every binary of the host without symbols: those are the misses.
+- JIT: two \`node tests/workloads/jsfib.js\` (a recursive fib V8 optimizes: its time is in JIT code) as the overhead part
+  runs its burners, at 99 Hz, plain (its JIT frames unnamed) and with \`--perf-prof\` (V8 writes jit-PID.dump, which
+  flamed reads on each flush; code written late is stored by address), $REPEAT rounds each, medians of the daemon's CPU.
 - Ingest: \`flamed -v --max-keys $INGEST_MAX_KEYS\` at each frequency for $INGEST_T s over two \`bench/burn --fanout 16 --depth 4\`
   (65536 call chains each), after a first flush left out; samples/s counts every process on the host; flush
   durations and losses come from flamed's log. Sustained: at most 0.1% of samples lost and every flush done within
@@ -1000,12 +1048,13 @@ main() {
 	MEM_ROWS=()
 	LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 	check_setup
-	if want overhead || want python || want firstsamples || want debuginfod || want ingest; then
+	if want overhead || want python || want firstsamples || want debuginfod || want jit || want ingest; then
 		sysctl -q kernel.bpf_stats_enabled=1
 		if want overhead; then for hz in $OVERHEAD_HZ; do overhead "$hz"; done; fi
 		if want python; then python_overhead; fi
 		if want firstsamples; then firstsamples; fi
 		if want debuginfod; then debuginfod_part; fi
+		if want jit; then jit_part; fi
 		if want ingest; then ingest; fi
 		sysctl -q kernel.bpf_stats_enabled="$BPF_STATS_WAS"
 	fi
