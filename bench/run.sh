@@ -437,7 +437,7 @@ debuginfod_part() {
 # flamed reads it on each flush, and stores the code written late by address), medians; how many of the
 # samples in JIT code were named in the last round.
 jit_part() {
-	local d=$TMP/jit r plain=() prof=() inside named
+	local d=$TMP/jit r plain=() prof=() inside named pid
 	command -v node > /dev/null || { row "9. JIT" "daemon share" "skipped: no node (apt-get install nodejs)" "—" "—"; return; }
 	log "jit: flamed over two node jsfib.js, without and with --perf-prof, $REPEAT rounds of $T s"
 	for r in $(seq "$REPEAT"); do
@@ -451,7 +451,10 @@ jit_part() {
 		flamed_window "$d/prof" node
 		prof+=("$(pct "$R_DAEMON_S")")
 	done
-	"$BUILD/flamectl" --db "$d/prof/flamed.db" query --comm node --format folded --since 1h > "$d/prof.folded" 2> /dev/null || true
+	: > "$d/prof.folded"
+	for pid in $("$BUILD/flamectl" --db "$d/prof/flamed.db" processes --since 1h | awk -F'\t' '$2 == "node" { print $1 }'); do
+		"$BUILD/flamectl" --db "$d/prof/flamed.db" query --pid "$pid" --format folded --since 1h >> "$d/prof.folded"
+	done
 	inside=$(awk '$0 ~ /;([^;]*_\[j\]|jit-[0-9]+\.dump\+0x[0-9a-f]+|\[unknown\]) [0-9]+$/ { s += $NF } END { print s + 0 }' "$d/prof.folded")
 	named=$(awk '$0 ~ /;[^;]*_\[j\] [0-9]+$/ { s += $NF } END { print s + 0 }' "$d/prof.folded")
 	rm -f /tmp/perf-*.map
