@@ -53,12 +53,27 @@ static bool build_id_is(const struct elf_file *f, const uint8_t *id, int len)
 	return n == len && memcmp(got, id, (size_t)len) == 0;
 }
 
+/* Opens path when its build-id is id (len bytes). Returns 0, -ENOENT (another), -ENOMEM or another -errno. */
+static int open_with_id(const char *path, const uint8_t *id, int len, struct elf_file **out)
+{
+	struct elf_file *f;
+	int err = elf_file_open(path, &f);
+
+	if (err)
+		return err;
+	if (!build_id_is(f, id, len)) {
+		elf_file_free(f);
+		return -ENOENT;
+	}
+	*out = f;
+	return 0;
+}
+
 /* Tries DEBUG_DIR/.build-id/xx/rest.debug. Returns 0, -ENOENT, -ENOMEM or another -errno. */
 static int try_build_id(const struct debuginfo_query *q, const char *debug_dir, const uint8_t *id, int len,
 			struct elf_file **out)
 {
 	char hex[2 * ELF_BUILD_ID_MAX + 1], path[PATH_MAX];
-	struct elf_file *f;
 	int i, n, err;
 
 	for (i = 0; i < len; i++)
@@ -66,37 +81,18 @@ static int try_build_id(const struct debuginfo_query *q, const char *debug_dir, 
 	n = snprintf(path, sizeof(path), "%s%s/.build-id/%.2s/%s.debug", q->root, debug_dir, hex, hex + 2);
 	if (n < 0 || (size_t)n >= sizeof(path))
 		return -ENAMETOOLONG;
-	err = elf_file_open(path, &f);
-	if (err)
-		return err;
-	if (!build_id_is(f, id, len)) {
-		elf_file_free(f);
-		return -ENOENT;
-	}
-	if (q->found)
+	err = open_with_id(path, id, len, out);
+	if (!err && q->found)
 		snprintf(q->found, q->found_len, "%s", path);
-	*out = f;
-	return 0;
+	return err;
 }
 
 int debuginfo_open_matching(const char *path, const struct elf_file *bin, struct elf_file **out)
 {
 	uint8_t id[ELF_BUILD_ID_MAX];
 	int len = elf_file_build_id(bin, id, sizeof(id));
-	struct elf_file *f;
-	int err;
 
-	if (len < 2)
-		return -ENOENT;
-	err = elf_file_open(path, &f);
-	if (err)
-		return err;
-	if (!build_id_is(f, id, len)) {
-		elf_file_free(f);
-		return -ENOENT;
-	}
-	*out = f;
-	return 0;
+	return len < 2 ? -ENOENT : open_with_id(path, id, len, out);
 }
 
 /* Tries one debuglink candidate (a path as the process sees it): CRC, then build-ids when both have one.
