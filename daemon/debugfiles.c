@@ -24,7 +24,8 @@ void debugfiles_open(const struct options *o, struct debugfiles *df)
 		fo.cache_dir = dir;
 		err = dir[0] ? debugfetch_new(&fo, &df->fetch) : -ENAMETOOLONG;
 		if (err)
-			fprintf(stderr, "flamed: no debug files from debuginfod (cache %s): %s\n", dir, strerror(-err));
+			fprintf(stderr, "flamed: no debug files from debuginfod (cache %s): %s%s\n", dir, strerror(-err),
+				err == -ELIBACC ? " (libdebuginfod.so.1: apt-get install libdebuginfod1)" : "");
 		else
 			fprintf(stderr, "flamed: debug files missing here are fetched from %s into %s\n", o->debuginfod, dir);
 	}

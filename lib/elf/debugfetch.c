@@ -3,6 +3,7 @@
 #include "elf/debugfetch.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -21,6 +22,37 @@
 #define ID_MAX 128          /* hex digits of a build-id at most */
 #define SCAN_MAX 65536      /* cache entries looked at by one scan at most */
 #define DEBUGINFO "debuginfo"
+
+/* libdebuginfod, opened when a fetcher starts (as libdw opens it): a process that fetches nothing never
+ * loads it, nor libcurl and the TLS libraries it brings. */
+static struct {
+	void *handle;
+	debuginfod_client *(*begin)(void);
+	void (*end)(debuginfod_client *);
+	int (*find_debuginfo)(debuginfod_client *, const unsigned char *, int, char **);
+	void (*set_progressfn)(debuginfod_client *, debuginfod_progressfn_t);
+	void (*set_user_data)(debuginfod_client *, void *);
+	void *(*get_user_data)(debuginfod_client *);
+} lib;
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+
+static void lib_open(void)
+{
+	void *h = dlopen(DEBUGINFOD_SONAME, RTLD_NOW | RTLD_LOCAL);
+
+	if (!h)
+		return;
+	*(void **)&lib.begin = dlsym(h, "debuginfod_begin");
+	*(void **)&lib.end = dlsym(h, "debuginfod_end");
+	*(void **)&lib.find_debuginfo = dlsym(h, "debuginfod_find_debuginfo");
+	*(void **)&lib.set_progressfn = dlsym(h, "debuginfod_set_progressfn");
+	*(void **)&lib.set_user_data = dlsym(h, "debuginfod_set_user_data");
+	*(void **)&lib.get_user_data = dlsym(h, "debuginfod_get_user_data");
+	if (lib.begin && lib.end && lib.find_debuginfo && lib.set_progressfn && lib.set_user_data && lib.get_user_data)
+		lib.handle = h;
+	else
+		dlclose(h);
+}
 
 enum state { ST_QUEUED, ST_FETCHING, ST_MISSED };
 
@@ -182,7 +214,7 @@ static struct known *new_known(struct debugfetch *d)
  * the cache's bound. */
 static int progress(debuginfod_client *client, long got, long size)
 {
-	struct debugfetch *d = debuginfod_get_user_data(client);
+	struct debugfetch *d = lib.get_user_data(client);
 	bool cut;
 
 	pthread_mutex_lock(&d->lock);
@@ -203,7 +235,7 @@ static void fetch_one(struct debugfetch *d, debuginfod_client *client, struct kn
 	d->st.fetching = 1;
 	d->deadline = now_s() + d->max_time_s;
 	pthread_mutex_unlock(&d->lock);
-	fd = debuginfod_find_debuginfo(client, (const unsigned char *)id, 0, &path);
+	fd = lib.find_debuginfo(client, (const unsigned char *)id, 0, &path);
 	if (fd >= 0)
 		close(fd);
 	free(path);
@@ -229,11 +261,11 @@ static void fetch_one(struct debugfetch *d, debuginfod_client *client, struct kn
 static void *worker(void *arg)
 {
 	struct debugfetch *d = arg;
-	debuginfod_client *client = debuginfod_begin();
+	debuginfod_client *client = lib.begin();
 
 	if (client) {
-		debuginfod_set_user_data(client, d);
-		debuginfod_set_progressfn(client, progress);
+		lib.set_user_data(client, d);
+		lib.set_progressfn(client, progress);
 	}
 	pthread_mutex_lock(&d->lock);
 	while (!d->stop) {
@@ -257,7 +289,7 @@ static void *worker(void *arg)
 	}
 	pthread_mutex_unlock(&d->lock);
 	if (client)
-		debuginfod_end(client);
+		lib.end(client);
 	return NULL;
 }
 
@@ -297,6 +329,9 @@ int debugfetch_new(const struct debugfetch_opts *opts, struct debugfetch **out)
 
 	if (!opts->urls || !opts->urls[0] || !opts->cache_dir || !opts->cache_dir[0] || !opts->max_bytes)
 		return -EINVAL;
+	pthread_once(&lib_once, lib_open);
+	if (!lib.handle)
+		return -ELIBACC;
 	if (mkdir(opts->cache_dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	put_setting(opts->cache_dir, "cache_clean_interval_s", 86400);

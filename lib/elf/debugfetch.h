@@ -28,10 +28,11 @@ struct debugfetch_stats {
 };
 
 /* Creates the cache directory (0700) if needed, sets libdebuginfod's environment (DEBUGINFOD_URLS,
- * DEBUGINFOD_CACHE_PATH, DEBUGINFOD_TIMEOUT unless set: call it before other threads start) and starts
- * the fetching thread. A transfer past max_time_s or announcing (or reaching) more than max_bytes is cut
+ * DEBUGINFOD_CACHE_PATH, DEBUGINFOD_TIMEOUT unless set: call it before other threads start), opens libdebuginfod
+ * (libdebuginfod.so.1, at the first call) and starts the fetching thread. A transfer past max_time_s or announcing (or reaching) more than max_bytes is cut
  * and counted failed. Returns 0, -EINVAL (no URL, no directory, bound 0),
- * -ENOMEM or the -errno of mkdir or pthread_create; *out set only on success. */
+ * -ELIBACC (no libdebuginfod.so.1: apt-get install libdebuginfod1), -ENOMEM or the -errno of mkdir or
+ * pthread_create; *out set only on success. */
 int debugfetch_new(const struct debugfetch_opts *opts, struct debugfetch **out);
 
 /* Stops the thread (a transfer under way is cut within about a second) and frees everything; NULL is
