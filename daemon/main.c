@@ -115,10 +115,11 @@ static double now_sec(void)
 }
 
 /* New processes whose mappings are read again shortly (the first read may come before the dynamic
- * loader mapped their libraries). */
+ * loader mapped their libraries; the last, before a runtime mapped its jitdump file: samples named after
+ * the process exited, deferred ones, find it there). */
 #define RECHECK_MAX 1024
-#define RECHECK_ROUNDS 2
-static const unsigned recheck_delays_ms[RECHECK_ROUNDS] = { 3, 15 };
+#define RECHECK_ROUNDS 3
+static const unsigned recheck_delays_ms[RECHECK_ROUNDS] = { 3, 15, 250 };
 
 /* The processes waiting for one round of reading: a ring in due order (one delay per ring). */
 struct recheck_ring {

@@ -8,6 +8,7 @@
  * byte-swapped means another order, which is not read. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,18 +328,11 @@ bool jitdump_path(const char *path)
 	return p > base + 4 && !strcmp(p, ".dump");
 }
 
-/* Reads on pid's jitdump file (mapped at m) into p. */
-static void read_on(struct jitdump_cache *c, struct dumpproc *p, uint32_t pid, const struct procmap *m)
+/* Reads on the jitdump file open on fd (path: as the process sees it) into p; closes fd. */
+static void read_fd(struct jitdump_cache *c, struct dumpproc *p, int fd, const char *path)
 {
-	struct bin_source src = { .pid = pid, .start = m->start, .end = m->end,
-				  .dev = (uint64_t)m->dev_major << 32 | m->dev_minor, .inode = m->inode,
-				  .path = m->path, .deleted = m->deleted };
-	char root[BIN_ROOT_LEN];
 	struct stat sb;
-	int fd = bin_open_mapped(&src, root);
 
-	if (fd < 0)
-		return; /* gone: what was read stays */
 	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
 		close(fd);
 		return;
@@ -351,11 +345,47 @@ static void read_on(struct jitdump_cache *c, struct dumpproc *p, uint32_t pid, c
 		p->dev = (uint64_t)sb.st_dev;
 		p->inode = (uint64_t)sb.st_ino;
 		free(p->path);
-		p->path = strdup(m->path);
+		p->path = strdup(path);
 	}
 	if (p->t)
 		jitdump_table_read(p->t, fd, &c->st);
 	close(fd);
+}
+
+/* Reads on pid's jitdump file (mapped at m) into p. */
+static void read_on(struct jitdump_cache *c, struct dumpproc *p, uint32_t pid, const struct procmap *m)
+{
+	struct bin_source src = { .pid = pid, .start = m->start, .end = m->end,
+				  .dev = (uint64_t)m->dev_major << 32 | m->dev_minor, .inode = m->inode,
+				  .path = m->path, .deleted = m->deleted };
+	char root[BIN_ROOT_LEN];
+	int fd = bin_open_mapped(&src, root);
+
+	if (fd >= 0) /* else gone: what was read stays */
+		read_fd(c, p, fd, m->path);
+}
+
+/* A process whose mappings were read before it mapped its jitdump file, and that is gone since (its
+ * samples named late, after it exited: deferred, or a busy host): the file where CPython writes it,
+ * /tmp/jit-PID.dump (V8 writes it in its working directory: not found so), when its header names pid. */
+static void read_default(struct jitdump_cache *c, struct dumpproc *p, uint32_t pid)
+{
+	char path[64];
+	uint64_t stamp;
+	uint32_t hpid;
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/jit-%u.dump", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return;
+	read_fd(c, p, fd, path);
+	if (p->t && jitdump_table_header(p->t, &hpid, &stamp) == 0 && hpid != pid) {
+		jitdump_table_free(p->t); /* another process's */
+		p->t = NULL;
+		free(p->path);
+		p->path = NULL;
+	}
 }
 
 const char *jitdump_cache_find(struct jitdump_cache *c, uint32_t pid, const struct procmap *maps, size_t n,
@@ -366,13 +396,17 @@ const char *jitdump_cache_find(struct jitdump_cache *c, uint32_t pid, const stru
 	if (!p)
 		return NULL;
 	if (!p->read || p->read_gen != c->procs.gen) { /* once a flush */
+		size_t i;
+
 		p->read = true;
 		p->read_gen = c->procs.gen;
-		for (size_t i = 0; i < n; i++)
+		for (i = 0; i < n; i++)
 			if (maps[i].path && maps[i].path[0] == '/' && jitdump_path(maps[i].path)) {
 				read_on(c, p, pid, &maps[i]);
 				break;
 			}
+		if (i == n && !p->t && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+			read_default(c, p, pid);
 	}
 	return jitdump_table_find(p->t, addr);
 }

@@ -423,7 +423,9 @@ int symbolizer_snapshot(struct symbolizer *s, uint32_t pid)
 			.deleted = m->deleted,
 		};
 
-		if (m->path && m->path[0] == '/' && m->inode) {
+		if (m->path && m->path[0] == '/' && m->inode && jitdump_path(m->path)) {
+			jitdump_cache_find(s->jitdump, pid, maps, n, 0); /* read while the process lives */
+		} else if (m->path && m->path[0] == '/' && m->inode) {
 			bincache_get(s->bins, &src);
 		} else if (!jit_read) { /* JIT code: read the perf map while its owner can be checked */
 			perfmap_cache_find(s->jit, pid, m->start);

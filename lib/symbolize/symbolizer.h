@@ -112,7 +112,8 @@ int symbolizer_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t len
 
 /* Captures what naming pid's frames needs while the process lives: its mappings now and the binaries
  * behind them (opened through /proc/PID/map_files, so deleted files and other mount namespaces
- * work). Call it at a process's first sample; a process that exits before the flush is still named.
+ * work), and the jitdump file it maps. Call it at a process's first sample; a process that exits before
+ * the flush is still named.
  * Returns 0 or -ESRCH (gone already, or no executable mapping). */
 int symbolizer_snapshot(struct symbolizer *s, uint32_t pid);
 
