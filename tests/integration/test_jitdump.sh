@@ -39,7 +39,12 @@ awk '{ n = $NF; sub(/ [0-9]+$/, ""); print n, substr($0, length($0) - 160) }' "$
 check "enough samples in JIT code (>= 100: $inside)" [ "$inside" -ge 100 ]
 check ">= 95% of them named from the dump ($named of $inside)" [ $((100 * named)) -ge $((95 * inside)) ]
 check "fib among them, marked as JIT code" [ "$fib" -ge 1 ]
-check "no frame left as jit-$PID.dump+0x... once the program exited" not grep -q "jit-$PID\\.dump+0x" "$TMP/node.folded"
+# Frames the dump never names stay jit-PID.dump+0x... (code V8 made before it opened the file, or never
+# writes down): few.
+left=$(sum_samples "$TMP/node.folded" "jit-$PID\\.dump\\+0x")
+total=$(sum_samples "$TMP/node.folded")
+check "at most 5% of node's samples keep a frame the dump never named, once it exited ($left of $total)" \
+	[ "$total" -gt 0 -a $((100 * left)) -le $((5 * total)) ]
 
 curl -sf "$URL/api/v1/status" > "$TMP/status.json"
 jq -c '.jit.jitdump, .debuginfod' "$TMP/status.json"
