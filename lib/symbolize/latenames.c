@@ -18,6 +18,7 @@
 #include "elf/elf_file.h"
 #include "symbolize/elf_symbols.h"
 #include "symbolize/jitdump.h"
+#include "symbolize/symbolizer.h"
 
 #define ID_HEX_MAX (2 * ELF_BUILD_ID_MAX)
 #define RECHECK_S 60 /* a build-id with no debug file is looked for again after this */
@@ -261,7 +262,7 @@ int latenames_name(void *ctx, const char *module, const char *build_id, uint64_t
 	struct latenames *l = ctx;
 	const char *name = NULL, *suffix = "";
 	struct late_file *f;
-	size_t i = 0, n;
+	size_t n;
 
 	if (!cap || strlen(build_id) > ID_HEX_MAX || strlen(build_id) < 2)
 		return -ENOENT;
@@ -276,12 +277,12 @@ int latenames_name(void *ctx, const char *module, const char *build_id, uint64_t
 		if (f->syms)
 			name = elf_symtab_lookup(f->syms, addr);
 	}
-	n = name ? strlen(name) : 0;
-	for (; name && name[i] && i + strlen(suffix) + 1 < cap; i++) /* cleaned as the symbolizer cleans names */
-		buf[i] = name[i] == ';' ? ':' : (unsigned char)name[i] < 0x20 || name[i] == 0x7f ? '?' : name[i];
-	if (name && i == n)
-		i += (size_t)snprintf(buf + i, cap - i, "%s", suffix);
-	buf[i] = '\0';
+	buf[0] = '\0';
+	if (name && cap > strlen(suffix)) {
+		n = frame_copy_clean(buf, cap - strlen(suffix), name);
+		if (!name[n]) /* the suffix only after a name kept whole */
+			snprintf(buf + n, cap - n, "%s", suffix);
+	}
 	l->st.named += name != NULL;
 	pthread_mutex_unlock(&l->lock);
 	return name ? 0 : -ENOENT;

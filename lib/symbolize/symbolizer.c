@@ -191,14 +191,20 @@ static void sanitize(char *buf)
 /* Copies name into buf (truncated, cleaned) and returns kind. */
 static int put_name(char *buf, size_t len, const char *name, int kind)
 {
+	frame_copy_clean(buf, len, name);
+	return kind;
+}
+
+size_t frame_copy_clean(char *dst, size_t cap, const char *src)
+{
 	size_t i;
 
-	if (len == 0)
-		return kind;
-	for (i = 0; i + 1 < len && name[i]; i++)
-		buf[i] = clean((unsigned char)name[i]);
-	buf[i] = '\0';
-	return kind;
+	if (cap == 0)
+		return 0;
+	for (i = 0; i + 1 < cap && src[i]; i++)
+		dst[i] = clean((unsigned char)src[i]);
+	dst[i] = '\0';
+	return i;
 }
 
 size_t frame_copy_str(char *dst, size_t cap, const char *src)

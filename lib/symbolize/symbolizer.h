@@ -102,6 +102,10 @@ struct frame_origin {
  * the cost of printf); returns the length copied. */
 size_t frame_copy_str(char *dst, size_t cap, const char *src);
 
+/* Copies the name src into dst of cap bytes (NUL-terminated, cut to fit), cleaned as every frame name is
+ * (';' to ':', control characters to '?'); returns the length copied (0 when cap is 0). */
+size_t frame_copy_clean(char *dst, size_t cap, const char *src);
+
 /* symbolizer_user(), also filling origin (when not NULL) with the binary the address is in. */
 int symbolizer_user_frame(struct symbolizer *s, uint32_t pid, uint64_t addr, bool is_return_addr,
 			  char *buf, size_t len, struct frame_origin *origin);
