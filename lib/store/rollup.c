@@ -97,24 +97,25 @@ void rollup_map_free(struct rollup_map *m)
 }
 
 /* Mixes a cell's key into a table hash. */
-static uint64_t cell_hash(int64_t bucket, uint32_t pid, int64_t comm_id, uint32_t kind, int64_t stack_id)
+static uint64_t cell_hash(int64_t bucket, uint32_t pid, int64_t comm_id, uint32_t kind, uint32_t cg,
+			  int64_t stack_id)
 {
-	uint64_t v[4] = { (uint64_t)bucket, pid | (uint64_t)kind << 32, (uint64_t)comm_id, (uint64_t)stack_id };
+	uint64_t v[5] = { (uint64_t)bucket, pid | (uint64_t)kind << 32, (uint64_t)comm_id, (uint64_t)stack_id, cg };
 
-	return hash_words(v, 4);
+	return hash_words(v, 5);
 }
 
 /* The slot of a key: its cell, or the free one where it goes. The table has a free slot. */
 static struct rollup_cell *cell_slot(const struct rollup_map *m, int64_t bucket, uint32_t pid, int64_t comm_id,
-				     uint32_t kind, int64_t stack_id)
+				     uint32_t kind, uint32_t cg, int64_t stack_id)
 {
-	size_t i = cell_hash(bucket, pid, comm_id, kind, stack_id) & (m->cap - 1);
+	size_t i = cell_hash(bucket, pid, comm_id, kind, cg, stack_id) & (m->cap - 1);
 
 	for (;; i = (i + 1) & (m->cap - 1)) {
 		struct rollup_cell *c = &m->cells[i];
 
 		if (!c->used || (c->stack_id == stack_id && c->comm_id == comm_id && c->pid == pid && c->kind == kind &&
-				 c->bucket == bucket))
+				 c->cg == cg && c->bucket == bucket))
 			return c;
 	}
 }
@@ -131,7 +132,7 @@ static int map_grow(struct rollup_map *m)
 		const struct rollup_cell *c = &m->cells[i];
 
 		if (c->used)
-			*cell_slot(&bigger, c->bucket, c->pid, c->comm_id, c->kind, c->stack_id) = *c;
+			*cell_slot(&bigger, c->bucket, c->pid, c->comm_id, c->kind, c->cg, c->stack_id) = *c;
 	}
 	free(m->cells);
 	*m = bigger;
@@ -147,9 +148,9 @@ static void cell_add(struct rollup_cell *c, uint64_t count, int64_t ts)
 }
 
 int rollup_map_add(struct rollup_map *m, int64_t bucket, uint32_t pid, int64_t comm_id, uint32_t kind,
-		   int64_t stack_id, uint64_t count, int64_t ts)
+		   uint32_t cg, int64_t stack_id, uint64_t count, int64_t ts)
 {
-	struct rollup_cell *c = m->cap ? cell_slot(m, bucket, pid, comm_id, kind, stack_id) : NULL;
+	struct rollup_cell *c = m->cap ? cell_slot(m, bucket, pid, comm_id, kind, cg, stack_id) : NULL;
 	int err;
 
 	if (!c || !c->used) {
@@ -160,8 +161,8 @@ int rollup_map_add(struct rollup_map *m, int64_t bucket, uint32_t pid, int64_t c
 			if (err)
 				return err;
 		}
-		c = cell_slot(m, bucket, pid, comm_id, kind, stack_id);
-		*c = (struct rollup_cell){ .bucket = bucket, .pid = pid, .comm_id = comm_id, .kind = kind,
+		c = cell_slot(m, bucket, pid, comm_id, kind, cg, stack_id);
+		*c = (struct rollup_cell){ .bucket = bucket, .pid = pid, .comm_id = comm_id, .kind = kind, .cg = cg,
 					   .stack_id = stack_id, .last = ts, .used = true };
 		m->n++;
 	}
@@ -173,7 +174,7 @@ int rollup_map_add(struct rollup_map *m, int64_t bucket, uint32_t pid, int64_t c
 #define ADD_AHEAD 16
 
 int rollup_map_add_blob(struct rollup_map *m, int64_t bucket, uint32_t pid, int64_t comm_id, uint32_t kind,
-			const void *blob, size_t len, int64_t ts, uint64_t weight)
+			uint32_t cg, const void *blob, size_t len, int64_t ts, uint64_t weight)
 {
 	struct rollup_reader r;
 	struct rollup_pair ahead[ADD_AHEAD];
@@ -187,7 +188,7 @@ int rollup_map_add_blob(struct rollup_map *m, int64_t bucket, uint32_t pid, int6
 		while (n < ADD_AHEAD && (rc = rollup_next(&r, &ahead[n])) == 1)
 			n++;
 		for (size_t i = 0; m->cap && i < n; i++) {
-			const char *c = (const char *)&m->cells[cell_hash(bucket, pid, comm_id, kind, ahead[i].stack_id) &
+			const char *c = (const char *)&m->cells[cell_hash(bucket, pid, comm_id, kind, cg, ahead[i].stack_id) &
 								(m->cap - 1)];
 
 			__builtin_prefetch(c);
@@ -195,7 +196,7 @@ int rollup_map_add_blob(struct rollup_map *m, int64_t bucket, uint32_t pid, int6
 		}
 		for (size_t i = 0; i < n; i++) {
 			uint64_t count = ahead[i].count > most ? UINT64_MAX : ahead[i].count * weight;
-			int err = rollup_map_add(m, bucket, pid, comm_id, kind, ahead[i].stack_id, count, ts);
+			int err = rollup_map_add(m, bucket, pid, comm_id, kind, cg, ahead[i].stack_id, count, ts);
 
 			if (err)
 				return err;
@@ -224,7 +225,7 @@ static int cell_cmp(const void *pa, const void *pb)
 	const struct rollup_cell *a = pa, *b = pb;
 
 	return cmp_i64(a->bucket, b->bucket) ?: cmp_i64(a->pid, b->pid) ?: cmp_i64(a->comm_id, b->comm_id)
-		?: cmp_i64(a->kind, b->kind) ?: cmp_i64(a->stack_id, b->stack_id);
+		?: cmp_i64(a->kind, b->kind) ?: cmp_i64(a->cg, b->cg) ?: cmp_i64(a->stack_id, b->stack_id);
 }
 
 void rollup_cells_sort(struct rollup_cell *c, size_t n)

@@ -43,13 +43,14 @@ void rollup_reader_init(struct rollup_reader *r, const void *blob, size_t len);
  * count of 0 or over INT64_MAX, a cut varint). */
 int rollup_next(struct rollup_reader *r, struct rollup_pair *out);
 
-/* One cell of a rollup_map: counts summed per (bucket, pid, comm_id, kind, stack_id). */
+/* One cell of a rollup_map: counts summed per (bucket, pid, comm_id, kind, cg, stack_id). */
 struct rollup_cell {
 	int64_t bucket, comm_id, stack_id;
 	uint64_t count; /* saturates at INT64_MAX, the largest count the store holds */
 	int64_t last;   /* the largest ts added to this cell */
 	uint32_t pid;
 	uint32_t kind;  /* enum store_kind of the rows summed (a query summing kinds together: 0) */
+	uint32_t cg;    /* the cgroup the rows ran in (the store's cgroups id; 0: not known; a query: 0) */
 	bool used;
 };
 
@@ -67,23 +68,23 @@ void rollup_map_init(struct rollup_map *m, size_t max);
 /* Frees the cells; the map is empty again (same max). NULL is safe. */
 void rollup_map_free(struct rollup_map *m);
 
-/* Adds count to the cell of (bucket, pid, comm_id, kind, stack_id), created at 0, and ts to its last.
- * -ENOMEM, or -E2BIG when that would make more than max cells. */
+/* Adds count to the cell of (bucket, pid, comm_id, kind, cg, stack_id), created at 0, and ts to its
+ * last. -ENOMEM, or -E2BIG when that would make more than max cells. */
 int rollup_map_add(struct rollup_map *m, int64_t bucket, uint32_t pid, int64_t comm_id, uint32_t kind,
-		   int64_t stack_id, uint64_t count, int64_t ts);
+		   uint32_t cg, int64_t stack_id, uint64_t count, int64_t ts);
 
 /* Adds every (stack, count) pair of a rollup blob (rollup_encode) as rollup_map_add does, with the same
- * bucket, pid, comm_id, kind and ts, each count times weight (>= 1; saturating); faster than one call
+ * bucket, pid, comm_id, kind, cg and ts, each count times weight (>= 1; saturating); faster than one call
  * per pair on a large map. 0, -EIO when the blob is damaged, or rollup_map_add's error; the pairs
  * before the failing one stay added. */
 int rollup_map_add_blob(struct rollup_map *m, int64_t bucket, uint32_t pid, int64_t comm_id, uint32_t kind,
-			const void *blob, size_t len, int64_t ts, uint64_t weight);
+			uint32_t cg, const void *blob, size_t len, int64_t ts, uint64_t weight);
 
 /* Moves the used cells to the front of m->cells and returns how many there are. The map can then
  * only be read through that array and freed. */
 size_t rollup_map_compact(struct rollup_map *m);
 
-/* Sorts cells by (bucket, pid, comm_id, stack_id). */
+/* Sorts cells by (bucket, pid, comm_id, kind, cg, stack_id). */
 void rollup_cells_sort(struct rollup_cell *c, size_t n);
 
 /* Rollup levels, finest first: buckets of a minute and of an hour (unix seconds, aligned to the span). */

@@ -67,7 +67,12 @@ struct store_sample {
 	const struct store_frame *frames; /* NULL, or one per frame of folded, root first */
 	unsigned nframes;                 /* how many frames; ignored when frames is NULL */
 	enum store_kind kind;             /* STORE_CPU (0) or STORE_OFFCPU */
+	const char *cgroup; /* NULL or "": not known; else the cgroup v2 path it ran in ("/system.slice/x.service",
+			     * at most STORE_CGROUP_MAX_BYTES, cleaned: no control character) */
 };
+
+#define STORE_CGROUP_MAX_BYTES 511 /* longest cgroup path accepted */
+#define STORE_CGROUPS_MAX 65536    /* cgroups a unit, container, pod or cgroup filter looks through */
 
 /* Which samples a query covers. */
 struct store_filter {
@@ -81,6 +86,13 @@ struct store_filter {
 	const char *comm;  /* NULL: any process name; else only samples of processes so named */
 	enum store_kind kind;   /* STORE_CPU (0): samples; STORE_OFFCPU: µs blocked; STORE_WALL: both in µs */
 	int64_t cpu_period_us;  /* STORE_WALL: what one CPU sample is worth (1 .. 1000000 µs) */
+	/* Where the samples ran (schema version 7 on; an older database has none to match): each NULL for
+	 * any; all given must hold. */
+	const char *unit;      /* a systemd unit or slice the cgroup path holds as a component ("nginx.service",
+				* "user@1000.service", "system.slice") */
+	const char *container; /* a container id, or a prefix of it that names one container */
+	const char *pod;       /* a Kubernetes pod uid, or a prefix of it that names one pod */
+	const char *cgroup;    /* a cgroup path or a prefix of it in whole components ("/system.slice") */
 	enum demangle_mode demangle; /* how C++ and Rust names are written (DEMANGLE_SHORT, 0, by default); frames
 				      * that read alike so are one frame (overloads), their stacks one stack */
 };
@@ -93,6 +105,7 @@ struct store_process {
 	const char *comm;
 	uint64_t samples;
 	int64_t first_seen, last_seen; /* unix seconds of its first and last sample in the window */
+	const char *cgroup; /* the cgroup path of its newest sample in the window ("": not known) */
 };
 
 /* A thread of one process seen in a window (named by its latest name). */

@@ -8,6 +8,7 @@
 
 #include "store/store.h"
 #include "store/store_impl.h"
+#include "store/store_cgroups.h"
 #include "store/store_parents.h"
 #include "store/store_rollup_rows.h"
 #include "store/store_stmts.h"
@@ -74,11 +75,11 @@ int store_prepare_fold(struct store *st)
 	err = err ?: store_prepare(st, &st->raw_newest, "SELECT max(ts) FROM samples");
 	err = err ?: store_prepare(st, &st->raw_next, "SELECT min(ts) FROM samples WHERE ts >= ?1");
 	err = err ?: store_prepare(st, &st->raw_fold,
-			     "SELECT ts, pid, comm_id, stack_id, count, kind FROM samples WHERE ts >= ?1 AND ts < ?2");
+			     "SELECT ts, pid, comm_id, stack_id, count, kind, cg FROM samples WHERE ts >= ?1 AND ts < ?2");
 	err = err ?: store_prepare(st, &st->rollup_delete, "DELETE FROM rollups WHERE span = ?1 AND bucket < ?2");
 	err = err ?: store_prepare(st, &st->rollup_next, "SELECT min(bucket) FROM rollups WHERE span = ?1 AND bucket >= ?2");
 	err = err ?: store_prepare(st, &st->rollup_fold,
-			     "SELECT bucket, pid, comm_id, last, stacks, kind FROM rollups WHERE span = ?1 AND bucket >= ?2"
+			     "SELECT bucket, pid, comm_id, last, stacks, kind, cg FROM rollups WHERE span = ?1 AND bucket >= ?2"
 			     " AND bucket < ?3");
 	err = err ?: store_prepare(st, &st->freelist, "PRAGMA freelist_count");
 	err = err ?: store_prepare(st, &st->gc_raw, "SELECT stack_id FROM samples");
@@ -179,7 +180,7 @@ static int read_raw(struct store *st, int64_t from, int64_t to, struct rollup_ma
 
 		err = rollup_map_add(m, rollup_floor(ts, 60), (uint32_t)sqlite3_column_int64(s, 1),
 				     sqlite3_column_int64(s, 2), (uint32_t)sqlite3_column_int64(s, 5),
-				     sqlite3_column_int64(s, 3), (uint64_t)sqlite3_column_int64(s, 4), ts);
+				     (uint32_t)sqlite3_column_int64(s, 6), sqlite3_column_int64(s, 3), (uint64_t)sqlite3_column_int64(s, 4), ts);
 		(*rows)++;
 	}
 	if (err) {
@@ -254,7 +255,7 @@ static int read_minutes(struct store *st, int64_t from, int64_t to, struct rollu
 		int64_t comm = sqlite3_column_int64(s, 2);
 
 		err = rollup_map_add_blob(m, bucket, pid, comm, (uint32_t)sqlite3_column_int64(s, 5),
-					  sqlite3_column_blob(s, 4), (size_t)sqlite3_column_bytes(s, 4), last, 1);
+					  (uint32_t)sqlite3_column_int64(s, 6), sqlite3_column_blob(s, 4), (size_t)sqlite3_column_bytes(s, 4), last, 1);
 	}
 	sqlite3_reset(s);
 	sqlite3_clear_bindings(s);
@@ -441,6 +442,7 @@ static int collect_garbage(struct store *st, struct store_prune_result *r)
 	int err = sweep_stacks(st, r);
 
 	err = err ?: store_run(st, st->gc_names, "cannot delete unused names");
+	err = err ?: store_prune_cgroups(st);
 	store_forget_ids(st);
 	return err;
 }

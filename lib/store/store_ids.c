@@ -94,4 +94,5 @@ void store_forget_ids(struct store *st)
 {
 	store_cache_clear(&st->stacks);
 	store_cache_clear(&st->names);
+	store_cache_clear(&st->cgroups);
 }

@@ -14,7 +14,7 @@
 #include "store/rollup.h"
 #include "store/store.h"
 
-#define SCHEMA_VERSION 6
+#define SCHEMA_VERSION 7
 #define STACK_MAX_BYTES (64 * 1024)          /* longest folded stack accepted */
 #define FRAMES_MAX (STACK_MAX_BYTES / 2 + 1) /* most frames a stack can have ("a;a;...") */
 /* Encoded bytes of (stack, count) pairs in one rollup row at most: a row then stays within its b-tree
@@ -47,6 +47,7 @@ struct pending_row {
 	uint32_t pid, tid;
 	uint64_t count;
 	uint32_t kind; /* enum store_kind */
+	uint32_t cg;   /* cgroups.id, 0: not known */
 };
 
 /* Rows of the open transaction, duplicates merged. */
@@ -93,8 +94,10 @@ struct store {
 	/* parents (store_parents.c) */
 	sqlite3_stmt *parent_put, *parent_children, *parent_next, *parent_latest, *parent_of, *parent_prune;
 	sqlite3_stmt *family_clear, *family_put;
+	/* cgroups (store_cgroups.c) */
+	sqlite3_stmt *cgroup_get, *cgroup_put, *cgroup_of, *cgroups_all, *cgroup_prune, *cgsel_clear, *cgsel_put;
 	unsigned prunes; /* store_prune calls: unused stacks are swept every PRUNE_GC_EVERY */
-	struct id_cache names, stacks, modules, frames;
+	struct id_cache names, stacks, modules, frames, cgroups;
 	struct pending pending;
 	struct buf key, blob, text; /* scratch: a cache key, a stack's frame_ids or a rollup blob, a text */
 	struct buf ident;           /* scratch: a stack's identity (its text, and its frames' sources) */
@@ -149,7 +152,7 @@ bool store_cache_get(const struct id_cache *c, const char *key, size_t len, uint
  * only means a later lookup goes to the database. */
 void store_cache_put(struct id_cache *c, const char *key, size_t len, uint64_t hash, int64_t id, bool tag);
 
-/* Forgets every cached id of names and stacks (rows may have gone). */
+/* Forgets every cached id of names, stacks and cgroups (rows may have gone). */
 void store_forget_ids(struct store *st);
 
 /* store_pending.c: the rows of the open transaction. */

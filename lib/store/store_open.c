@@ -49,6 +49,7 @@ static int prepare_all(struct store *st)
 	int err = prepare_common(st);
 
 	err = err ?: store_prepare_parents(st);
+	err = err ?: store_prepare_cgroups(st);
 	err = err ?: store_prepare_queries(st);
 	if (err || st->mode != STORE_READ_WRITE)
 		return err;
@@ -213,7 +214,8 @@ static void finalize_all(struct store *st)
 		st->frames_all, st->frames_max, st->raw_procs, st->rollup_procs, st->threads, st->raw_range, st->rollup_first,
 		st->rollup_newest, st->count_stacks, st->count_samples, st->count_rollups, st->page_count,
 		st->page_size, st->parent_put, st->parent_children, st->parent_next, st->parent_latest, st->parent_of,
-		st->parent_prune, st->family_clear, st->family_put,
+		st->parent_prune, st->family_clear, st->family_put, st->cgroup_get, st->cgroup_put, st->cgroup_of,
+		st->cgroups_all, st->cgroup_prune, st->cgsel_clear, st->cgsel_put,
 	};
 
 	for (size_t i = 0; i < sizeof(stmts) / sizeof(stmts[0]); i++)
@@ -235,6 +237,7 @@ void store_close(struct store *st)
 	store_cache_clear(&st->stacks);
 	store_cache_clear(&st->modules);
 	store_cache_clear(&st->frames);
+	store_cache_clear(&st->cgroups);
 	store_pending_free(&st->pending);
 	store_buf_free(&st->key);
 	store_buf_free(&st->blob);

@@ -12,7 +12,7 @@
 static uint64_t row_hash(const struct pending_row *r)
 {
 	uint64_t v[6] = { (uint64_t)r->ts, ((uint64_t)r->pid << 32) | r->tid, (uint64_t)r->comm_id,
-			  (uint64_t)r->thread_id, (uint64_t)r->stack_id, r->kind };
+			  (uint64_t)r->thread_id, (uint64_t)r->stack_id, r->kind | (uint64_t)r->cg << 32 };
 
 	return hash_words(v, 6);
 }
@@ -20,7 +20,8 @@ static uint64_t row_hash(const struct pending_row *r)
 static bool row_same(const struct pending_row *a, const struct pending_row *b)
 {
 	return a->ts == b->ts && a->pid == b->pid && a->tid == b->tid && a->comm_id == b->comm_id &&
-	       a->thread_id == b->thread_id && a->stack_id == b->stack_id && a->kind == b->kind;
+	       a->thread_id == b->thread_id && a->stack_id == b->stack_id && a->kind == b->kind &&
+	       a->cg == b->cg;
 }
 
 void store_pending_free(struct pending *p)

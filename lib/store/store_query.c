@@ -10,6 +10,7 @@
 #include "store/store.h"
 #include "store/store_answer.h"
 #include "store/store_impl.h"
+#include "store/store_cgroups.h"
 #include "store/store_parents.h"
 #include "store/store_rollup_rows.h"
 #include "store/store_stmts.h"
@@ -20,7 +21,8 @@
  * (NULL: any), ?5 process name id (NULL: any), ?6 rollup span, ?7 the window's from (timeline steps
  * start there), ?8 step, ?9 the first bucket start >= ?1, ?10 the kind of rows (enum store_kind; -1:
  * both, for STORE_WALL), ?11 what a CPU row's count is worth (1; for STORE_WALL the sampling period in
- * microseconds), ?12 1 to keep only the processes of temp.family (the processes listing). Raw rows are
+ * microseconds), ?12 1 to keep only the processes of temp.family (the processes listing), ?13 1 to keep
+ * only the rows of the cgroups in temp.cgsel (a unit, container, pod or cgroup filter). Raw rows are
  * found by samples(ts), a pid filters them; a one-pid variant of rollups walks the piece's buckets and
  * seeks (span, bucket, pid) in each, instead of reading every process's rows of those buckets. Its
  * CROSS JOIN keeps the buckets the outer loop, which SQLite honours whatever its costs say: without it
@@ -36,15 +38,17 @@
 #define AND_FAMILY " AND " IN_FAMILY
 #define AND_FAMILY_ROLLUP " AND " IN_FAMILY_ROLLUP
 #define AND_KIND " AND (?10 < 0 OR kind = ?10)"
+#define AND_CG " AND (?13 = 0 OR cg IN (SELECT id FROM temp.cgsel))"
+#define AND_CG_R " AND (?13 = 0 OR r.cg IN (SELECT id FROM temp.cgsel))"
 #define WEIGHED(col) "(" col " * CASE kind WHEN 0 THEN ?11 ELSE 1 END)"
 #define RAW_WHERE(pid) " FROM samples WHERE ts >= ?1 AND ts < ?2" pid " AND (?4 IS NULL OR tid = ?4)" \
-		       " AND (?5 IS NULL OR comm_id = ?5)" AND_KIND
+		       " AND (?5 IS NULL OR comm_id = ?5)" AND_KIND AND_CG
 #define ROLLUP_WHERE " FROM rollups WHERE span = ?6 AND bucket >= ?1 AND bucket < ?2 AND (?5 IS NULL OR comm_id = ?5)" \
-		     AND_KIND
+		     AND_KIND AND_CG
 #define ROLLUP_PID(cols) "WITH RECURSIVE b(x) AS (SELECT ?9 WHERE ?9 < ?2 UNION ALL SELECT x + ?6 FROM b"   \
 			 " WHERE x + ?6 < ?2) SELECT " cols " FROM b CROSS JOIN rollups AS r ON r.span = ?6" \
 			 " AND r.bucket = b.x AND r.pid = ?3 AND (?5 IS NULL OR r.comm_id = ?5)"             \
-			 " AND (?10 < 0 OR r.kind = ?10)"
+			 " AND (?10 < 0 OR r.kind = ?10)" AND_CG_R
 
 static const char *const query_sql[QK_MAX][QV_MAX] = {
 	[QK_RAW] = { "SELECT pid, comm_id, stack_id, " WEIGHED("count") RAW_WHERE(""),
@@ -77,47 +81,63 @@ static const char *const query_sql[QK_MAX][QV_MAX] = {
  * (ties within one second: the row written last), by a seek of samples(ts). */
 static const char raw_procs_sql[] =
 	"SELECT a.pid, a.c, a.first, a.last, (SELECT comm_id FROM samples AS s WHERE s.pid = a.pid"
-	" AND s.ts = a.last AND (?5 IS NULL OR s.comm_id = ?5) ORDER BY s.rowid DESC LIMIT 1)"
+	" AND s.ts = a.last AND (?5 IS NULL OR s.comm_id = ?5) ORDER BY s.rowid DESC LIMIT 1),"
+	" (SELECT s.cg FROM samples AS s WHERE s.pid = a.pid AND s.ts = a.last AND (?5 IS NULL OR s.comm_id = ?5)"
+	" ORDER BY s.rowid DESC LIMIT 1)"
 	" FROM (SELECT pid, sum(" WEIGHED("count") ") AS c, min(ts) AS first, max(ts) AS last FROM samples"
-	" WHERE ts >= ?1 AND ts < ?2 AND (?5 IS NULL OR comm_id = ?5)" AND_KIND " AND (?12 = 0 OR " IN_FAMILY ")"
+	" WHERE ts >= ?1 AND ts < ?2 AND (?5 IS NULL OR comm_id = ?5)" AND_KIND AND_CG " AND (?12 = 0 OR " IN_FAMILY ")"
 	" GROUP BY pid) AS a";
 
 /* Per pid of a rollup piece: samples, first bucket, newest sample and the name it had (SQLite takes a
  * bare column from the row of max()). */
 static const char rollup_procs_sql[] =
-	"SELECT pid, sum(" WEIGHED("total") "), min(bucket), max(last), comm_id FROM rollups"
-	" WHERE span = ?6 AND bucket >= ?1 AND bucket < ?2 AND (?5 IS NULL OR comm_id = ?5)" AND_KIND
+	"SELECT pid, sum(" WEIGHED("total") "), min(bucket), max(last), comm_id, cg FROM rollups"
+	" WHERE span = ?6 AND bucket >= ?1 AND bucket < ?2 AND (?5 IS NULL OR comm_id = ?5)" AND_KIND AND_CG
 	" AND (?12 = 0 OR " IN_FAMILY_ROLLUP ") GROUP BY pid";
 
 /* Per tid of pid ?3 (raw rows only), named by the thread name of its newest row in the window. */
 static const char threads_sql[] =
 	"SELECT a.tid, n.name, a.c FROM (SELECT tid, sum(" WEIGHED("count") ") AS c, max(ts) AS last FROM samples"
-	" WHERE pid = ?3 AND ts >= ?1 AND ts < ?2 AND (?5 IS NULL OR comm_id = ?5)" AND_KIND " GROUP BY tid) AS a"
+	" WHERE pid = ?3 AND ts >= ?1 AND ts < ?2 AND (?5 IS NULL OR comm_id = ?5)" AND_KIND AND_CG " GROUP BY tid) AS a"
 	" JOIN names AS n ON n.id = (SELECT thread_id FROM samples AS s WHERE s.pid = ?3"
 	" AND s.ts = a.last AND s.tid = a.tid AND (?5 IS NULL OR s.comm_id = ?5) ORDER BY s.rowid DESC LIMIT 1)"
 	" ORDER BY a.c DESC, a.tid";
 
-/* Prepares a query over samples or rollups for this database: before schema version 5 rows have no
- * kind (all are CPU samples), so the column reads as 0. */
+/* What a query's text becomes on an older database, opened read-only: before schema version 7 rows have
+ * no cgroup (none is known, and a cgroup filter matches nothing: qrun_begin), before version 5 no kind
+ * (all are CPU samples), so those columns read as 0. Longer texts first where one starts another. */
+static const struct {
+	const char *from, *to;
+	int64_t below; /* the schema version that has the column */
+} older[] = {
+	{ AND_CG_R, "", 7 }, { AND_CG, "", 7 }, { "s.cg", "0", 7 }, { "comm_id, cg", "comm_id, 0", 7 },
+	{ "r.kind", "0", 5 }, { "kind", "0", 5 },
+};
+
+/* Prepares a query over samples or rollups for this database, adapted to its version. */
 static int prepare_kinded(struct store *st, sqlite3_stmt **stmt, const char *sql)
 {
 	char buf[4096];
-	size_t n = 0;
+	size_t n = 0, i;
 
-	if (st->version >= 5)
+	if (st->version >= SCHEMA_VERSION)
 		return store_prepare(st, stmt, sql);
-	const char *p = sql;
-
-	while (*p && n + 2 < sizeof(buf)) {
-		if (!strncmp(p, "r.kind", 6) || !strncmp(p, "kind", 4)) {
-			p += p[0] == 'r' ? 6 : 4;
-			buf[n++] = '0';
-		} else {
+	for (const char *p = sql; *p;) {
+		for (i = 0; i < sizeof(older) / sizeof(older[0]); i++)
+			if (st->version < older[i].below && !strncmp(p, older[i].from, strlen(older[i].from)))
+				break;
+		if (i == sizeof(older) / sizeof(older[0])) {
+			if (n + 2 > sizeof(buf))
+				return store_set_err(st, -E2BIG, "a query is too long to adapt to an older database");
 			buf[n++] = *p++;
+			continue;
 		}
+		if (n + strlen(older[i].to) + 2 > sizeof(buf))
+			return store_set_err(st, -E2BIG, "a query is too long to adapt to an older database");
+		memcpy(buf + n, older[i].to, strlen(older[i].to));
+		n += strlen(older[i].to);
+		p += strlen(older[i].from);
 	}
-	if (*p)
-		return store_set_err(st, -E2BIG, "a query is too long to adapt to an older database");
 	buf[n] = '\0';
 	return store_prepare(st, stmt, buf);
 }
@@ -173,6 +193,7 @@ struct qrun {
 	struct rollup_tiers tiers;
 	int64_t cpu_weight; /* what a CPU sample counts: 1, or its period in microseconds for STORE_WALL */
 	bool family;        /* f.children: the rows of temp.family's processes (QV_FAMILY) */
+	bool groups;        /* a unit, container, pod or cgroup filter: the rows of temp.cgsel's cgroups */
 };
 
 /* Which variant of the statements the query runs. */
@@ -233,6 +254,13 @@ static int qrun_begin(struct store *st, const struct store_filter *f, struct qru
 	}
 	if (!err && q->f.comm)
 		err = comm_lookup(st, q->f.comm, &q->comm_id, &found);
+	if (!err && store_filter_has_groups(&q->f)) {
+		size_t n = 0;
+
+		err = st->version >= 7 ? store_cgsel_load(st, &q->f, &n) : 0; /* older: no cgroup known */
+		q->groups = true;
+		found = found && n > 0;
+	}
 	q->none = !found;
 	if (err)
 		qrun_end(q);
@@ -263,6 +291,7 @@ static void bind_piece(sqlite3_stmt *s, const struct qrun *q, const struct rollu
 	sqlite3_bind_int64(s, 10, q->f.kind == STORE_WALL ? -1 : (int64_t)q->f.kind);
 	sqlite3_bind_int64(s, 11, q->cpu_weight);
 	sqlite3_bind_int64(s, 12, q->family);
+	sqlite3_bind_int64(s, 13, q->groups);
 }
 
 typedef int (*piece_row_fn)(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *p, void *ctx);
@@ -332,10 +361,10 @@ static int sum_row(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *p
 		comm = c->merged;
 	}
 	if (p->level == ROLLUP_RAW)
-		err = rollup_map_add(&c->map, c->side, pid, comm, 0, sqlite3_column_int64(s, 2),
+		err = rollup_map_add(&c->map, c->side, pid, comm, 0, 0, sqlite3_column_int64(s, 2),
 				     (uint64_t)sqlite3_column_int64(s, 3), 0);
 	else
-		err = rollup_map_add_blob(&c->map, c->side, pid, comm, 0, sqlite3_column_blob(s, 2),
+		err = rollup_map_add_blob(&c->map, c->side, pid, comm, 0, 0, sqlite3_column_blob(s, 2),
 					  (size_t)sqlite3_column_bytes(s, 2), 0,
 					  sqlite3_column_int64(s, 3) == STORE_CPU ? (uint64_t)q->cpu_weight : 1);
 	if (err == -EIO)
@@ -511,7 +540,7 @@ int store_query_stacks_frames(struct store *st, const struct store_filter *f, st
 struct proc_acc {
 	uint32_t pid, ppid, parent;
 	uint64_t count;
-	int64_t first, last, name_ts, comm_id;
+	int64_t first, last, name_ts, comm_id, cg;
 };
 
 struct procs_ctx {
@@ -520,8 +549,8 @@ struct procs_ctx {
 	uint32_t n, cap;
 };
 
-/* Adds a row of a raw piece (pid, count, first, last, comm_id of the newest) or of a rollup piece
- * (pid, count, first bucket, newest sample, its comm_id). */
+/* Adds a row of a raw piece (pid, count, first, last, comm_id and cg of the newest) or of a rollup piece
+ * (pid, count, first bucket, newest sample, its comm_id and cg). */
 static int proc_row(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *p, void *ctx)
 {
 	struct procs_ctx *c = ctx;
@@ -556,6 +585,7 @@ static int proc_row(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *
 	if (newest >= a->name_ts) {
 		a->name_ts = newest;
 		a->comm_id = sqlite3_column_int64(s, 4);
+		a->cg = sqlite3_column_int64(s, 5);
 	}
 	return 0;
 }
@@ -622,11 +652,13 @@ int store_query_processes(struct store *st, const struct store_filter *f, store_
 	if (!err && c.n)
 		qsort(c.p, c.n, sizeof(*c.p), cmp_procs);
 	for (uint32_t i = 0; !err && i < c.n; i++) {
+		char cgroup[STORE_CGROUP_MAX_BYTES + 1];
 		struct store_process p = { .pid = c.p[i].pid, .comm = a.comms[c.p[i].comm_id], .samples = c.p[i].count,
 					   .first_seen = c.p[i].first, .last_seen = c.p[i].last, .ppid = c.p[i].ppid,
-					   .parent = c.p[i].parent };
+					   .parent = c.p[i].parent, .cgroup = cgroup };
 
-		err = cb(&p, ctx);
+		err = store_cgroup_path(st, c.p[i].cg, cgroup, sizeof(cgroup));
+		err = err ?: cb(&p, ctx);
 	}
 	free(ids);
 	free(c.p);
@@ -684,7 +716,7 @@ int store_query_threads(struct store *st, const struct store_filter *f, store_th
 static int step_row(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *p, void *ctx)
 {
 	int64_t pid = sqlite3_column_count(s) > 3 ? sqlite3_column_int64(s, 3) : 0;
-	int err = rollup_map_add(ctx, sqlite3_column_int64(s, 0), (uint32_t)sqlite3_column_int64(s, 1), pid, 0, 0,
+	int err = rollup_map_add(ctx, sqlite3_column_int64(s, 0), (uint32_t)sqlite3_column_int64(s, 1), pid, 0, 0, 0,
 				 (uint64_t)sqlite3_column_int64(s, 2), 0);
 
 	(void)p;

@@ -128,6 +128,7 @@ static int put_rollup(struct store *st, sqlite3_stmt *stmt, int level, const str
 	sqlite3_bind_int64(stmt, 7, (int64_t)total);
 	sqlite3_bind_blob(stmt, 8, st->blob.p, (int)len, SQLITE_STATIC);
 	sqlite3_bind_int64(stmt, 9, key->kind);
+	sqlite3_bind_int64(stmt, 10, key->cg);
 	err = store_run(st, stmt, "cannot write rollups");
 	return err;
 }
@@ -146,6 +147,7 @@ static int rollup_tail(struct store *st, int level, const struct rollup_cell *ke
 	sqlite3_bind_int64(s, 3, key->pid);
 	sqlite3_bind_int64(s, 4, key->comm_id);
 	sqlite3_bind_int64(s, 5, key->kind);
+	sqlite3_bind_int64(s, 6, key->cg);
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW) {
 		*part = sqlite3_column_int64(s, 0);
@@ -233,7 +235,7 @@ int store_write_rollups(struct store *st, int level, const struct rollup_cell *c
 		int64_t last = INT64_MIN;
 
 		while (j < n && c[j].bucket == c[i].bucket && c[j].pid == c[i].pid && c[j].comm_id == c[i].comm_id &&
-		       c[j].kind == c[i].kind)
+		       c[j].kind == c[i].kind && c[j].cg == c[i].cg)
 			j++;
 		if (j - i > cap) {
 			struct rollup_pair *np = reallocarray(pairs, j - i, sizeof(*np));
@@ -264,12 +266,12 @@ int store_prepare_rollup_rows(struct store *st)
 	err = err ?: store_prepare(st, &st->meta_put, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)");
 	err = err ?: store_prepare(st, &st->rollup_tail,
 			     "SELECT part, last, total, stacks FROM rollups WHERE span = ?1 AND bucket = ?2 AND pid = ?3"
-			     " AND comm_id = ?4 AND kind = ?5 ORDER BY part DESC LIMIT 1");
+			     " AND comm_id = ?4 AND kind = ?5 AND cg = ?6 ORDER BY part DESC LIMIT 1");
 	err = err ?: store_prepare(st, &st->rollup_put,
-			     "INSERT INTO rollups(span, bucket, pid, comm_id, part, last, total, stacks, kind)"
-			     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+			     "INSERT INTO rollups(span, bucket, pid, comm_id, part, last, total, stacks, kind, cg)"
+			     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
 	err = err ?: store_prepare(st, &st->rollup_set,
 			     "UPDATE rollups SET last = ?6, total = ?7, stacks = ?8 WHERE span = ?1 AND bucket = ?2"
-			     " AND pid = ?3 AND comm_id = ?4 AND part = ?5 AND kind = ?9");
+			     " AND pid = ?3 AND comm_id = ?4 AND part = ?5 AND kind = ?9 AND cg = ?10");
 	return err;
 }

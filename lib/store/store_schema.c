@@ -71,6 +71,17 @@
 	" ppid INTEGER NOT NULL, seen INTEGER NOT NULL, PRIMARY KEY(pid, start)) WITHOUT ROWID;"    \
 	"CREATE INDEX IF NOT EXISTS parents_ppid ON parents(ppid, start);"
 
+/* Schema version 7: where a sample ran. A cgroup (v2 path, as /proc/PID/cgroup names it) once, by id;
+ * raw rows keep their cgroup's id and the rollups have it in their key (0: not known, rows of older
+ * versions). */
+#define SCHEMA_CGROUPS_V7_SQL                                                                      \
+	"CREATE TABLE IF NOT EXISTS cgroups(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);"
+#define SCHEMA_ROLLUPS_V7_SQL                                                                      \
+	"CREATE TABLE IF NOT EXISTS rollups(span INTEGER NOT NULL, bucket INTEGER NOT NULL,"        \
+	" pid INTEGER NOT NULL, comm_id INTEGER NOT NULL, kind INTEGER NOT NULL, cg INTEGER NOT NULL," \
+	" part INTEGER NOT NULL, last INTEGER NOT NULL, total INTEGER NOT NULL, stacks BLOB NOT NULL," \
+	" PRIMARY KEY(span, bucket, pid, comm_id, kind, cg, part)) WITHOUT ROWID;"
+
 /* The whole schema, created in one transaction when the database is new. */
 static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
@@ -83,10 +94,12 @@ static const char schema_sql[] =
 	SCHEMA_FRAMES_V4_SQL
 	"CREATE TABLE IF NOT EXISTS samples(ts INTEGER NOT NULL, pid INTEGER NOT NULL,"
 	" tid INTEGER NOT NULL, comm_id INTEGER NOT NULL, thread_id INTEGER NOT NULL,"
-	" stack_id INTEGER NOT NULL, count INTEGER NOT NULL, kind INTEGER NOT NULL DEFAULT 0);"
+	" stack_id INTEGER NOT NULL, count INTEGER NOT NULL, kind INTEGER NOT NULL DEFAULT 0,"
+	" cg INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX IF NOT EXISTS samples_ts ON samples(ts);"
-	SCHEMA_ROLLUPS_V5_SQL
+	SCHEMA_ROLLUPS_V7_SQL
 	SCHEMA_PARENTS_V6_SQL
+	SCHEMA_CGROUPS_V7_SQL
 	"INSERT INTO meta(key, value) VALUES ('schema_version', " STR(SCHEMA_VERSION) ");";
 
 /* Version 1 -> 2, run inside the transaction that opens the database: a column for frames and their
@@ -125,6 +138,18 @@ static const char migrate_v5_sql[] =
 static const char migrate_v6_sql[] =
 	SCHEMA_PARENTS_V6_SQL
 	"UPDATE meta SET value = 6 WHERE key = 'schema_version';";
+
+/* Version 6 -> 7: the cgroups table; samples get their cgroup (0, not known, for every row so far); the
+ * rollups are rebuilt with it in their key. */
+static const char migrate_v7_sql[] =
+	SCHEMA_CGROUPS_V7_SQL
+	"ALTER TABLE samples ADD COLUMN cg INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE rollups RENAME TO rollups_v6;"
+	SCHEMA_ROLLUPS_V7_SQL
+	"INSERT INTO rollups(span, bucket, pid, comm_id, kind, cg, part, last, total, stacks)"
+	" SELECT span, bucket, pid, comm_id, kind, 0, part, last, total, stacks FROM rollups_v6;"
+	"DROP TABLE rollups_v6;"
+	"UPDATE meta SET value = 7 WHERE key = 'schema_version';";
 
 /* Checks that this is a flamed database of a version we understand; *version its version. */
 int store_check_schema(struct store *st, int64_t *version)
@@ -317,6 +342,11 @@ static int setup_schema(struct store *st)
 		err = store_sql_exec(st, migrate_v6_sql, "cannot upgrade the database to schema version 6");
 		if (!err)
 			st->version = 6;
+	}
+	if (!err && st->version == 6) {
+		err = store_sql_exec(st, migrate_v7_sql, "cannot upgrade the database to schema version 7");
+		if (!err)
+			st->version = 7;
 	}
 	return err;
 }

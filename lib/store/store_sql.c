@@ -77,6 +77,7 @@ void store_abandon(struct store *st)
 	store_cache_clear(&st->stacks);
 	store_cache_clear(&st->modules);
 	store_cache_clear(&st->frames);
+	store_cache_clear(&st->cgroups);
 	store_pending_free(&st->pending);
 	st->in_tx = false;
 }

@@ -17,6 +17,9 @@ int store_prepare_fold(struct store *st);
 /* store_parents.c: parent records and the family of a query (every store; writes READ_WRITE only). */
 int store_prepare_parents(struct store *st);
 
+/* store_cgroups.c: the cgroups table and a query's cgroups (every store; writes READ_WRITE only). */
+int store_prepare_cgroups(struct store *st);
+
 /* store_query.c: the read path. */
 int store_prepare_queries(struct store *st);
 

@@ -14,6 +14,7 @@
 #include "util/hash.h"
 #include "store/store.h"
 #include "store/store_impl.h"
+#include "store/store_cgroups.h"
 #include "store/store_rollup_rows.h"
 #include "store/store_stmts.h"
 
@@ -45,7 +46,8 @@ static int merge_late_rows(struct store *st)
 			int64_t b = rollup_floor(r->ts, rollup_span[l]);
 
 			if (b >= st->tiers.kept[l] && b < st->tiers.folded[l] - rollup_span[l] + 1)
-				err = rollup_map_add(&late[l], b, r->pid, r->comm_id, r->kind, r->stack_id, r->count, r->ts);
+				err = rollup_map_add(&late[l], b, r->pid, r->comm_id, r->kind, r->cg, r->stack_id, r->count,
+						     r->ts);
 		}
 	}
 	if (err)
@@ -95,6 +97,7 @@ static int pending_flush(struct store *st)
 		sqlite3_bind_int64(s, 6, r->stack_id);
 		sqlite3_bind_int64(s, 7, (sqlite3_int64)r->count);
 		sqlite3_bind_int64(s, 8, r->kind);
+		sqlite3_bind_int64(s, 9, r->cg);
 		err = store_run(st, s, "cannot write samples");
 		if (err)
 			return err;
@@ -532,6 +535,16 @@ static int validate(struct store *st, const struct store_sample *s)
 	if (strnlen(s->comm, NAME_MAX_BYTES + 1) > NAME_MAX_BYTES ||
 	    strnlen(s->thread, NAME_MAX_BYTES + 1) > NAME_MAX_BYTES)
 		return store_set_err(st, -EINVAL, "invalid sample: a name is longer than %d bytes", NAME_MAX_BYTES);
+	if (s->cgroup && s->cgroup[0]) {
+		size_t n = strnlen(s->cgroup, STORE_CGROUP_MAX_BYTES + 1);
+
+		if (n > STORE_CGROUP_MAX_BYTES || s->cgroup[0] != '/')
+			return store_set_err(st, -EINVAL, "invalid sample: a cgroup path starts with '/' and is at most %d bytes",
+					     STORE_CGROUP_MAX_BYTES);
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)s->cgroup[i] < 0x20 || s->cgroup[i] == 0x7f)
+				return store_set_err(st, -EINVAL, "invalid sample: the cgroup path has a control character");
+	}
 	return validate_frames(st, s);
 }
 
@@ -551,8 +564,8 @@ int store_prepare_writes(struct store *st)
 	err = err ?: store_prepare(st, &st->frame_put,
 			     "INSERT INTO frames(name, module_id, file, start_line, line) VALUES (?1, ?2, ?3, ?4, ?5)");
 	err = err ?: store_prepare(st, &st->sample_put,
-			     "INSERT INTO samples(ts, pid, tid, comm_id, thread_id, stack_id, count, kind)"
-			     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+			     "INSERT INTO samples(ts, pid, tid, comm_id, thread_id, stack_id, count, kind, cg)"
+			     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
 	/* IMMEDIATE takes the write lock at once, so a busy database shows here, not mid-flush. */
 	err = err ?: store_prepare(st, &st->begin, "BEGIN IMMEDIATE");
 	err = err ?: store_prepare(st, &st->commit, "COMMIT");
@@ -602,6 +615,7 @@ int store_add(struct store *st, const struct store_sample *s)
 	err = name_id(st, s->comm, &r.comm_id);
 	err = err ?: name_id(st, s->thread, &r.thread_id);
 	err = err ?: stack_id(st, s, &r.stack_id);
+	err = err ?: store_cgroup_id(st, s->cgroup, &r.cg);
 	if (!err) {
 		err = store_pending_add(&st->pending, &r);
 		if (err == -EOVERFLOW)

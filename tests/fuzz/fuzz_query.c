@@ -29,7 +29,11 @@ static struct http *server;
 static char dir[] = "/tmp/fuzz_query.XXXXXX";
 static char db_path[64];
 
-/* Two processes, a few stacks (one with frames, for pprof), a minute ago. */
+/* Where the two processes ran: a systemd unit and a container. */
+#define SERVER_CG "/system.slice/server.service"
+#define BATCH_CG "/system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope"
+
+/* Two processes, a few stacks (one with frames, for pprof), a minute ago, each in its cgroup. */
 static void make_store(void)
 {
 	const struct store_frame frames[] = {
@@ -39,10 +43,10 @@ static void make_store(void)
 	};
 	int64_t t = (int64_t)time(NULL) - 60;
 	const struct store_sample samples[] = {
-		{ t, 100, 100, "server", "server", "main;handle;read_k", 5, frames, 3, STORE_CPU },
-		{ t, 100, 101, "server", "worker", "main;handle", 3, NULL, 0, STORE_CPU },
-		{ t - 600, 100, 101, "server", "worker", "main;idle", 2, NULL, 0, STORE_CPU },
-		{ t - 1200, 200, 200, "batch", "batch", "main;crunch;[unknown]", 7, NULL, 0, STORE_CPU },
+		{ t, 100, 100, "server", "server", "main;handle;read_k", 5, frames, 3, STORE_CPU, SERVER_CG },
+		{ t, 100, 101, "server", "worker", "main;handle", 3, NULL, 0, STORE_CPU, SERVER_CG },
+		{ t - 600, 100, 101, "server", "worker", "main;idle", 2, NULL, 0, STORE_CPU, SERVER_CG },
+		{ t - 1200, 200, 200, "batch", "batch", "main;crunch;[unknown]", 7, NULL, 0, STORE_CPU, BATCH_CG },
 	};
 	struct store *st;
 

@@ -254,18 +254,24 @@ static int fake_flush(void *ctx)
 	return f->flush_err;
 }
 
+/* Where pid 100 and pid 200 ran. */
+#define SERVER_CG "/system.slice/server.service"
+#define BATCH_CID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define BATCH_CG "/system.slice/docker-" BATCH_CID ".scope"
+
 /* pid 100 "server" (threads 100 and 101) and pid 200 "batch" around T0, one older sample of pid 100
- * for a diff's base window, and pid 300 "recent" a minute ago (for the default window). */
+ * for a diff's base window, and pid 300 "recent" a minute ago (for the default window); server in a
+ * systemd unit, batch in a container, recent in no known cgroup. */
 static int make_db(const char *path)
 {
 	const int64_t recent = (int64_t)time(NULL) - 60;
 	const struct store_sample samples[] = {
-		{ T0 + 0, 100, 100, "server", "server", "main;handle;parse", 5, NULL, 0, STORE_CPU },
-		{ T0 + 0, 100, 101, "server", "worker", "main;handle;parse", 3, NULL, 0, STORE_CPU },
-		{ T0 + 10, 100, 101, "server", "worker", "main;idle", 2, NULL, 0, STORE_CPU },
-		{ T0 + 20, 200, 200, "batch", "batch", "main;crunch", 7, NULL, 0, STORE_CPU },
-		{ T0 - 50, 100, 100, "server", "server", "main;handle;parse", 1, NULL, 0, STORE_CPU },
-		{ recent, 300, 300, "recent", "recent", "main;recent", 9, NULL, 0, STORE_CPU },
+		{ T0 + 0, 100, 100, "server", "server", "main;handle;parse", 5, NULL, 0, STORE_CPU, SERVER_CG },
+		{ T0 + 0, 100, 101, "server", "worker", "main;handle;parse", 3, NULL, 0, STORE_CPU, SERVER_CG },
+		{ T0 + 10, 100, 101, "server", "worker", "main;idle", 2, NULL, 0, STORE_CPU, SERVER_CG },
+		{ T0 + 20, 200, 200, "batch", "batch", "main;crunch", 7, NULL, 0, STORE_CPU, BATCH_CG },
+		{ T0 - 50, 100, 100, "server", "server", "main;handle;parse", 1, NULL, 0, STORE_CPU, SERVER_CG },
+		{ recent, 300, 300, "recent", "recent", "main;recent", 9, NULL, 0, STORE_CPU, NULL },
 	};
 	struct store *st = NULL;
 	int err = store_open(path, STORE_READ_WRITE, &st);

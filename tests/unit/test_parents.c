@@ -217,16 +217,16 @@ static void test_older(const char *dir)
 	err = store_open(path, STORE_READ_WRITE, &st);
 	err = err ?: write_all(st);
 	store_close(st);
-	CHECK(err == 0 && sql_run(path, "DROP TABLE parents; UPDATE meta SET value = 5 WHERE key = 'schema_version'"),
+	CHECK(err == 0 && sql_run(path, SQL_BACK_TO_V6 "DROP TABLE parents; UPDATE meta SET value = 5 WHERE key = 'schema_version'"),
 	      "a schema version 5 database");
 	err = store_open(path, STORE_READ_ONLY, &st);
 	CHECK(err == 0 && stacks(st, 100, true, TB, TB + 3600, &s) == 1,
 	      "read-only, version 5: sh with its children is sh alone (no parents recorded)");
 	store_close(st);
 	err = store_open(path, STORE_READ_WRITE, &st);
-	CHECK(err == 0 && sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 6 &&
+	CHECK(err == 0 && sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 7 &&
 		      sql_value(path, "SELECT count(*) FROM parents") == 0,
-	      "read-write: upgraded to version 6 with an empty parents table");
+	      "read-write: upgraded to version 7 with an empty parents table");
 	store_close(st);
 }
 

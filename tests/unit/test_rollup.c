@@ -93,9 +93,9 @@ static void test_blob_matches_pairs(void)
 			err = -ENOMEM;
 			break;
 		}
-		err = rollup_map_add_blob(&by_blob, row % 3, pid, comm, 0, blob, len, ts, 1);
+		err = rollup_map_add_blob(&by_blob, row % 3, pid, comm, 0, 0, blob, len, ts, 1);
 		for (size_t i = 0; !err && i < n; i++)
-			err = rollup_map_add(&by_pair, row % 3, pid, comm, 0, pairs[i].stack_id, pairs[i].count, ts);
+			err = rollup_map_add(&by_pair, row % 3, pid, comm, 0, 0, pairs[i].stack_id, pairs[i].count, ts);
 		free(blob);
 		blobs++;
 	}
@@ -117,7 +117,7 @@ static int add_40(uint64_t seed, size_t cut, size_t max, struct rollup_pair pair
 	int err;
 
 	rollup_map_init(m, max);
-	err = blob ? rollup_map_add_blob(m, 0, 1, 1, 0, blob, len - cut, 5, 1) : -ENOMEM;
+	err = blob ? rollup_map_add_blob(m, 0, 1, 1, 0, 0, blob, len - cut, 5, 1) : -ENOMEM;
 	free(blob);
 	return err;
 }
@@ -139,7 +139,7 @@ static void test_blob_damaged(void)
 	      " %llu of %llu samples)", m.n, (unsigned long long)total, (unsigned long long)want);
 	rollup_map_free(&m);
 	rollup_map_init(&m, 0);
-	err = rollup_map_add_blob(&m, 0, 1, 1, 0, NULL, 0, 5, 1);
+	err = rollup_map_add_blob(&m, 0, 1, 1, 0, 0, NULL, 0, 5, 1);
 	CHECK(err == 0 && m.n == 0, "rollup_map_add_blob: an empty blob adds nothing (%d, %zu cells)", err, m.n);
 	rollup_map_free(&m);
 }

@@ -230,7 +230,7 @@ static void test_fixture_queries(const char *dir)
 		      sql_value(path, "SELECT count FROM samples WHERE pid = 100 AND ts = 1700000020") == 4,
 	      "duplicate (ts, pid, tid, comm, thread, stack) merged into one row, counts summed");
 	CHECK(sql_value(path, "SELECT count(*) FROM names") == 6, "names stored once each");
-	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 6, "meta holds schema_version 6");
+	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 7, "meta holds schema_version 7");
 
 	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
 	    sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &stmt, NULL) == SQLITE_OK &&
@@ -681,8 +681,8 @@ static void test_bad_files(const char *dir)
 	snprintf(path, sizeof(path), "%s/newer.db", dir);
 	err = store_open(path, STORE_READ_WRITE, &st);
 	store_close(st);
-	CHECK(err == 0 && sql_run(path, "UPDATE meta SET value = 7 WHERE key = 'schema_version'"),
-	      "make a schema version 7 database");
+	CHECK(err == 0 && sql_run(path, "UPDATE meta SET value = 8 WHERE key = 'schema_version'"),
+	      "make a schema version 8 database");
 	CHECK(store_open(path, STORE_READ_ONLY, &st) == -ENOTSUP, "read-only: a newer schema is refused");
 	CHECK(store_open(path, STORE_READ_WRITE, &st) == -ENOTSUP, "read-write: a newer schema is refused");
 
@@ -1550,8 +1550,8 @@ static void test_migration(const char *dir)
 	CHECK(err == 0 && same(c.buf, "42|old|main;old|7|main@/bin/old@,old@/bin/old@\n"),
 	      "an old stack gets frames after the upgrade");
 	store_close(st);
-	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 6,
-	      "meta holds schema_version 6 after the upgrade");
+	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 7,
+	      "meta holds schema_version 7 after the upgrade");
 	CHECK(sql_value(path, "SELECT count(*) FROM stacks") == 1, "no second row for the old stack");
 	CHECK(sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name = 'samples_ts'") == 1 &&
 		      sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name = 'samples_pid_ts'") == 0 &&
@@ -2349,7 +2349,7 @@ static void test_migration_v2(const char *dir)
 	err = query_frames(st, -1, NULL, &c);
 	snprintf(after, sizeof(after), "%s", c.buf);
 	CHECK(err == 0 && same(after, before), "the upgraded database gives the same answers");
-	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 6 &&
+	CHECK(sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 7 &&
 		      sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name IN ('samples_ts', 'rollups')") == 2 &&
 		      sql_value(path, "SELECT count(*) FROM sqlite_master WHERE name LIKE '%cover%'") == 0,
 	      "version 3 and on: one plain index for raw rows, a rollups table, no covering index");

@@ -34,4 +34,16 @@ static inline bool sql_run(const char *path, const char *sql)
 	return ok;
 }
 
+/* Turns a database of this version back into schema version 6, as that flamed wrote it: no cgroups
+ * table, no cgroup in raw rows or in the rollups' key (a process's rollup rows of two cgroups in one
+ * bucket: the first kept). */
+#define SQL_BACK_TO_V6                                                                                  \
+	"DROP TABLE cgroups; ALTER TABLE samples DROP COLUMN cg; ALTER TABLE rollups RENAME TO rollups_v7;" \
+	"CREATE TABLE rollups(span INTEGER NOT NULL, bucket INTEGER NOT NULL, pid INTEGER NOT NULL,"       \
+	" comm_id INTEGER NOT NULL, kind INTEGER NOT NULL, part INTEGER NOT NULL, last INTEGER NOT NULL,"  \
+	" total INTEGER NOT NULL, stacks BLOB NOT NULL, PRIMARY KEY(span, bucket, pid, comm_id, kind, part))" \
+	" WITHOUT ROWID;"                                                                                  \
+	"INSERT OR IGNORE INTO rollups SELECT span, bucket, pid, comm_id, kind, part, last, total, stacks FROM rollups_v7;" \
+	"DROP TABLE rollups_v7; UPDATE meta SET value = 6 WHERE key = 'schema_version';"
+
 #endif
