@@ -28,7 +28,7 @@ floor() {
 	case ${1##*/} in
 	store.h | rollup.h | rollup.c) echo 0 ;;
 	store_impl.h | store_idmap.h | store_sql.c | store_ids.c | store_pending.c | store_idmap.c) echo 1 ;;
-	store_schema.* | store_rollup_rows.* | store_answer.* | store_prefetch.c | store_meta.c | store_parents.* | store_cgroups.*) echo 2 ;;
+	store_schema.* | store_rollup_rows.* | store_answer.* | store_prefetch.c | store_meta.c | store_parents.* | store_cgroups.* | store_qrun.*) echo 2 ;;
 	# store_stmts.h declares the sets that floors 2 and 3 define and store_open.c calls
 	store_stmts.h) echo 2 ;;
 	store_write.c | store_fold.c | store_query.c) echo 3 ;;

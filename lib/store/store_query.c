@@ -12,6 +12,7 @@
 #include "store/store_impl.h"
 #include "store/store_cgroups.h"
 #include "store/store_parents.h"
+#include "store/store_qrun.h"
 #include "store/store_rollup_rows.h"
 #include "store/store_stmts.h"
 
@@ -179,164 +180,6 @@ int store_prepare_queries(struct store *st)
 	return err;
 }
 
-/* Every sample. */
-static const struct store_filter filter_all = { .pid = -1, .tid = -1, .from = INT64_MIN, .to = INT64_MAX };
-
-/* One query's view of the store: the filter checked, the process name resolved, the rollup markers
- * read, all in one read transaction (a fold committing meanwhile cannot make a second count twice). */
-struct qrun {
-	struct store *st;
-	struct store_filter f;
-	int64_t comm_id; /* -1: any */
-	bool none;       /* the name filter names no stored name: nothing matches */
-	bool tx;         /* this query began the read transaction */
-	struct rollup_tiers tiers;
-	int64_t cpu_weight; /* what a CPU sample counts: 1, or its period in microseconds for STORE_WALL */
-	bool family;        /* f.children: the rows of temp.family's processes (QV_FAMILY) */
-	bool groups;        /* a unit, container, pod or cgroup filter: the rows of temp.cgsel's cgroups */
-};
-
-/* Which variant of the statements the query runs. */
-static int qvariant(const struct qrun *q)
-{
-	return q->family ? QV_FAMILY : q->f.pid >= 0 ? QV_PID : QV_ANY;
-}
-
-/* Checks a filter's pid and tid; -EINVAL with the reason in errmsg. */
-static int check_filter(struct store *st, const struct store_filter *f)
-{
-	if (f->pid < -1 || f->pid > UINT32_MAX || f->tid < -1 || f->tid > UINT32_MAX)
-		return store_set_err(st, -EINVAL, "invalid filter: pid and tid are -1 (any) or 0 to 4294967295");
-	if (f->kind != STORE_CPU && f->kind != STORE_OFFCPU && f->kind != STORE_WALL)
-		return store_set_err(st, -EINVAL, "invalid filter: kind %d is not CPU, off-CPU or wall", (int)f->kind);
-	if (f->kind == STORE_WALL && (f->cpu_period_us < 1 || f->cpu_period_us > 1000000))
-		return store_set_err(st, -EINVAL, "invalid filter: a wall-clock query needs the sampling period (1 to 1000000 us)");
-	return 0;
-}
-
-/* Ends the read transaction the query began (nothing was written: a failed commit loses nothing). */
-static void qrun_end(struct qrun *q)
-{
-	if (q->tx && sqlite3_exec(q->st->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-		sqlite3_exec(q->st->db, "ROLLBACK", NULL, NULL, NULL);
-	q->tx = false;
-}
-
-/* The id of the filter's process name: *found false when no such name is stored. */
-static int comm_lookup(struct store *st, const char *comm, int64_t *id, bool *found)
-{
-	sqlite3_bind_text(st->name_get, 1, comm, -1, SQLITE_STATIC);
-	return store_step_int(st, st->name_get, id, found, "cannot read names");
-}
-
-/* Starts a query over f (NULL: every sample). */
-static int qrun_begin(struct store *st, const struct store_filter *f, struct qrun *q)
-{
-	bool found = true;
-	int err;
-
-	*q = (struct qrun){ .st = st, .f = f ? *f : filter_all, .comm_id = -1 };
-	err = check_filter(st, &q->f);
-	if (err)
-		return err;
-	q->cpu_weight = q->f.kind == STORE_WALL ? q->f.cpu_period_us : 1;
-	if (sqlite3_get_autocommit(st->db)) {
-		int rc = sqlite3_exec(st->db, "BEGIN", NULL, NULL, NULL);
-
-		if (rc != SQLITE_OK)
-			return store_fail(st, NULL, rc, "cannot start a read");
-		q->tx = true;
-	}
-	err = store_load_tiers(st, &q->tiers);
-	if (!err && q->f.children && q->f.pid >= 0) {
-		err = store_family_load(st, q->f.pid, q->f.to, NULL);
-		q->family = !err;
-	}
-	if (!err && q->f.comm)
-		err = comm_lookup(st, q->f.comm, &q->comm_id, &found);
-	if (!err && store_filter_has_groups(&q->f)) {
-		size_t n = 0;
-
-		err = st->version >= 7 ? store_cgsel_load(st, &q->f, &n) : 0; /* older: no cgroup known */
-		q->groups = true;
-		found = found && n > 0;
-	}
-	q->none = !found;
-	if (err)
-		qrun_end(q);
-	return err;
-}
-
-/* Binds a statement's parameters for one piece (those it does not have are ignored). */
-static void bind_piece(sqlite3_stmt *s, const struct qrun *q, const struct rollup_piece *p, int64_t step)
-{
-	sqlite3_bind_int64(s, 1, p->from);
-	sqlite3_bind_int64(s, 2, p->to);
-	if (q->f.pid >= 0)
-		sqlite3_bind_int64(s, 3, q->f.pid);
-	if (q->f.tid >= 0)
-		sqlite3_bind_int64(s, 4, q->f.tid);
-	else
-		sqlite3_bind_null(s, 4);
-	if (q->comm_id >= 0)
-		sqlite3_bind_int64(s, 5, q->comm_id);
-	else
-		sqlite3_bind_null(s, 5);
-	if (p->level >= 0) {
-		sqlite3_bind_int64(s, 6, rollup_span[p->level]);
-		sqlite3_bind_int64(s, 9, rollup_ceil(p->from, rollup_span[p->level]));
-	}
-	sqlite3_bind_int64(s, 7, q->f.from);
-	sqlite3_bind_int64(s, 8, step);
-	sqlite3_bind_int64(s, 10, q->f.kind == STORE_WALL ? -1 : (int64_t)q->f.kind);
-	sqlite3_bind_int64(s, 11, q->cpu_weight);
-	sqlite3_bind_int64(s, 12, q->family);
-	sqlite3_bind_int64(s, 13, q->groups);
-}
-
-typedef int (*piece_row_fn)(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *p, void *ctx);
-
-/* Steps a bound statement, handing each row to fn; stops at its first non-zero return. Resets it. */
-static int each_row(struct qrun *q, sqlite3_stmt *s, const struct rollup_piece *p, piece_row_fn fn, void *ctx)
-{
-	int rc, ret = 0;
-
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW && !(ret = fn(q, s, p, ctx)))
-		;
-	if (!ret && rc != SQLITE_DONE)
-		return store_fail(q->st, s, rc, "cannot query samples");
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
-	return ret;
-}
-
-/* Runs raw (a raw piece) or rollup statements over each piece of the window's plan. */
-static int each_piece(struct qrun *q, sqlite3_stmt *raw, sqlite3_stmt *rollup, const struct rollup_plan_opts *o,
-		      piece_row_fn fn, void *ctx)
-{
-	struct rollup_piece pieces[ROLLUP_PIECES_MAX];
-	size_t n;
-	int err = 0;
-
-	if (q->none)
-		return 0;
-	n = rollup_plan(&q->tiers, q->f.from, q->f.to, o, pieces);
-	/* Whole host: every process's rollup rows of the pieces are read, a range of the rollups b-tree
-	 * each; its pages are hinted to the kernel first, so that they come from disk together. */
-	for (size_t i = 0; rollup && qvariant(q) != QV_PID && i < n; i++)
-		if (pieces[i].level != ROLLUP_RAW)
-			store_prefetch_range(q->st, "rollups", (int64_t[2]){ rollup_span[pieces[i].level], pieces[i].from },
-					     (int64_t[2]){ rollup_span[pieces[i].level], pieces[i].to - 1 });
-	for (size_t i = 0; !err && i < n; i++) {
-		sqlite3_stmt *s = pieces[i].level == ROLLUP_RAW ? raw : rollup;
-
-		if (!s)
-			continue; /* a database without rollups */
-		bind_piece(s, q, &pieces[i], o->step);
-		err = each_row(q, s, &pieces[i], fn, ctx);
-	}
-	return err;
-}
 
 /* Adds one row of a raw piece (pid, comm_id, stack_id, count) or a rollup piece (pid, comm_id,
  * stacks) to the map ctx; per pid only when asked (else pid 0). */
@@ -380,7 +223,7 @@ static int sum_window(struct qrun *q, struct sum_ctx *c)
 {
 	int v = qvariant(q);
 
-	return each_piece(q, q->st->query[QK_RAW][v], q->st->query[QK_ROLLUP][v],
+	return qrun_each_piece(q, q->st->query[QK_RAW][v], q->st->query[QK_ROLLUP][v],
 			  &(struct rollup_plan_opts){ .raw_only = q->f.tid >= 0 }, sum_row, c);
 }
 
@@ -630,14 +473,14 @@ int store_query_processes(struct store *st, const struct store_filter *f, store_
 
 	if (!st || !cb)
 		return -EINVAL;
-	any = f ? *f : filter_all;
+	any = f ? *f : qrun_filter_all;
 	if (!any.children)
 		any.pid = -1; /* ignored, but for a family */
 	any.tid = -1;
 	err = qrun_begin(st, &any, &q);
 	if (err)
 		return err;
-	err = each_piece(&q, st->raw_procs, st->rollup_procs, &(struct rollup_plan_opts){ 0 }, proc_row, &c);
+	err = qrun_each_piece(&q, st->raw_procs, st->rollup_procs, &(struct rollup_plan_opts){ 0 }, proc_row, &c);
 	for (uint32_t i = 0; !err && i < c.n; i++)
 		err = proc_parents(st, &c, &c.p[i]);
 	if (!err && !(ids = calloc(c.n ? c.n : 1, sizeof(*ids))))
@@ -706,7 +549,7 @@ int store_query_threads(struct store *st, const struct store_filter *f, store_th
 	if (err)
 		return err;
 	/* Threads need raw rows: the window from raw_from on. The callback runs inside the read. */
-	err = each_piece(&q, st->threads, NULL, &(struct rollup_plan_opts){ .raw_only = true }, thread_row, &v);
+	err = qrun_each_piece(&q, st->threads, NULL, &(struct rollup_plan_opts){ .raw_only = true }, thread_row, &v);
 	qrun_end(&q);
 	return err;
 }
@@ -740,7 +583,7 @@ int store_query_timeline(struct store *st, const struct store_filter *f, int64_t
 	if (err)
 		return err;
 	v = qvariant(&q);
-	err = each_piece(&q, st->query[per_thread ? QK_RAW_STEPS_TID : QK_RAW_STEPS][v], st->query[QK_ROLLUP_STEPS][v],
+	err = qrun_each_piece(&q, st->query[per_thread ? QK_RAW_STEPS_TID : QK_RAW_STEPS][v], st->query[QK_ROLLUP_STEPS][v],
 			 &(struct rollup_plan_opts){ .step = step, .raw_only = per_thread || q.f.tid >= 0 }, step_row, &m);
 	qrun_end(&q);
 	if (!err) {
