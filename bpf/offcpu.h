@@ -32,6 +32,7 @@ struct offcpu_task {
 	__u64 acc_ns;    /* waits ended in second acc_sec with these stacks, not in a map yet */
 	__u32 acc_sec;
 	__u32 pad;
+	__u64 cgroup;    /* the cgroup (v2 id) it blocked in, with those stacks */
 };
 
 struct {
@@ -92,6 +93,7 @@ static __always_inline void offcpu_count(struct task_struct *task, struct offcpu
 	key.flags = s->flags | SAMPLE_OFFCPU;
 	key.kstack = s->kstack;
 	key.ustack = s->ustack;
+	key.cgroup = s->cgroup;
 	__builtin_memcpy(key.comm, task->comm, sizeof(key.comm));
 	__builtin_memcpy(key.pcomm, task->group_leader->comm, sizeof(key.pcomm));
 	if (s->gen != gen + 1) {
@@ -127,7 +129,7 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, __
 	struct offcpu_task *s = bpf_task_storage_get(&offcpu_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	struct sample_key key = {};
 	struct uregs r = {};
-	__u64 where = 0;
+	__u64 where = 0, cgroup = bpf_get_current_cgroup_id();
 
 	stat_inc(STAT_OFFCPU_BLOCKS);
 	if (!s) {
@@ -142,7 +144,7 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, __
 	}
 	/* (A Python thread's walk leaves where 0: it blocks from the same native place under any Python
 	 * caller, so its stacks are never reused.) */
-	if (where && where == s->where && s->gen && now - s->walked_ns < OFFCPU_REWALK_NS) {
+	if (where && where == s->where && s->gen && now - s->walked_ns < OFFCPU_REWALK_NS && cgroup == s->cgroup) {
 		stat_inc(STAT_OFFCPU_REUSED);
 	} else {
 		if (python_walk && bpf_map_lookup_elem(&py_procs, &key.pid))
@@ -160,6 +162,7 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, __
 		s->gen = gen + 1;
 		s->where = where;
 		s->walked_ns = now;
+		s->cgroup = cgroup;
 		stat_inc(STAT_OFFCPU_WALKED);
 	}
 	*(volatile __u64 *)&s->since = now;

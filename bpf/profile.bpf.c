@@ -774,6 +774,7 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	key.boot_sec = bpf_ktime_get_boot_ns() / 1000000000ULL;
+	key.cgroup = bpf_get_current_cgroup_id();
 	/* The task's fields are read with plain loads (a BTF pointer), not with helper calls. */
 	task = bpf_get_current_task_btf();
 	__builtin_memcpy(key.comm, task->comm, sizeof(key.comm));

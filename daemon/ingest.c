@@ -47,6 +47,7 @@ struct ingest {
 	struct symbolizer *sym;
 	struct pyprocs *py;        /* NULL with --python off */
 	struct pynames *pynames;
+	struct cgroups *cgroups;   /* NULL: where samples ran is not learnt */
 	struct foldcache *folds;   /* this flush's stacks folded so far, by raw stack */
 	struct user_frame user[PROFILE_MAX_DEPTH];
 	struct store *store;
@@ -285,6 +286,7 @@ int ingest_sample(const struct sampler_sample *s, void *ctx)
 		.frames = done->frames,
 		.nframes = done->nframes,
 		.kind = offcpu ? STORE_OFFCPU : STORE_CPU,
+		.cgroup = f->cgroups ? cgroups_path(f->cgroups, s->key->pid, s->key->cgroup) : NULL,
 	};
 	err = store_add(f->store, &row);
 	if (err == -EINVAL) {
@@ -307,7 +309,10 @@ int ingest_new(const struct ingest_opts *o, struct ingest **out)
 	if (!in)
 		return -ENOMEM;
 	err = foldcache_new(FOLDCACHE_STACKS, FOLDCACHE_BYTES, &in->folds);
+	if (!err && o->cgroups)
+		err = cgroups_new(NULL, &in->cgroups);
 	if (err) {
+		foldcache_free(in->folds);
 		free(in);
 		return err;
 	}
@@ -345,10 +350,19 @@ void ingest_get_stats(const struct ingest *in, struct foldcache_stats *out)
 	foldcache_get_stats(in->folds, out);
 }
 
+void ingest_get_cgroup_stats(const struct ingest *in, struct cgroups_stats *out)
+{
+	if (in->cgroups)
+		cgroups_get_stats(in->cgroups, out);
+	else
+		*out = (struct cgroups_stats){ 0 };
+}
+
 void ingest_free(struct ingest *in)
 {
 	if (!in)
 		return;
 	foldcache_free(in->folds);
+	cgroups_free(in->cgroups);
 	free(in);
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "foldcache.h"
+#include "cgroups.h"
 #include "sampler.h"
 
 struct ingest;
@@ -21,6 +22,7 @@ struct ingest_opts {
 	struct symbolizer *sym;
 	struct pyprocs *py;       /* NULL: Python frames are not walked (--python off) */
 	struct pynames *pynames;  /* NULL when py is */
+	bool cgroups;             /* learn where each sample ran (cgroups.c, owned by the ingest step) */
 };
 
 /* What one flush brought. */
@@ -48,6 +50,9 @@ int ingest_end(struct ingest *in, struct ingest_counts *out);
 
 /* Copies the counters of the folded stacks' cache. */
 void ingest_get_stats(const struct ingest *in, struct foldcache_stats *out);
+
+/* Copies the counters of learning where samples ran (zeros when not learnt). */
+void ingest_get_cgroup_stats(const struct ingest *in, struct cgroups_stats *out);
 
 /* Frees the ingest step (not what it borrows); NULL is safe. */
 void ingest_free(struct ingest *in);

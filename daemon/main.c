@@ -217,6 +217,7 @@ static void update_status(struct daemon *d, const struct sampler_stats *st, doub
 		pynames_get_stats(d->pynames, &s->pynames);
 	}
 	lineage_get_stats(d->lineage, &s->lineage);
+	ingest_get_cgroup_stats(d->ingest, &s->cgroups);
 	/* Counting rows reads whole tables (seconds on a big database): once a minute, not per flush. */
 	if ((!d->last_db_stats || now_sec() - d->last_db_stats >= DB_STATS_EVERY_S) &&
 	    !store_get_stats(d->store, &ss)) {
@@ -717,7 +718,7 @@ static int start(struct daemon *d)
 	if (err)
 		return err;
 	err = ingest_new(&(struct ingest_opts){ .store = d->store, .sym = d->sym, .py = d->py,
-						.pynames = d->pynames }, &d->ingest);
+						.pynames = d->pynames, .cgroups = true }, &d->ingest);
 	if (err)
 		fprintf(stderr, "flamed: cannot start the ingest step: %s\n", strerror(-err));
 	return err;

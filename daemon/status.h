@@ -8,6 +8,7 @@
 #include "bpfload.h"
 #include "debugfiles.h"
 #include "deferred.h"
+#include "cgroups.h"
 #include "lineage.h"
 #include "python/pynames.h"
 #include "python/pyprocs.h"
@@ -54,6 +55,7 @@ struct daemon_status {
 	uint64_t offcpu_us_stored;   /* microseconds off CPU written to the database */
 	uint64_t offcpu_us_unstored; /* drained but lost to a failed transaction */
 	struct lineage_stats lineage; /* who started whom (lineage.h) */
+	struct cgroups_stats cgroups; /* where samples ran (cgroups.h) */
 	struct bpfload_report bpf;    /* the BPF programs loaded, the features left out and why */
 };
 

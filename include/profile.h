@@ -48,6 +48,7 @@ struct sample_key {
 	__u32 flags;        /* SAMPLE_*_LOST */
 	__u64 kstack;       /* key of the kernel stack in the stacks map (a hash of its frames); 0: none */
 	__u64 ustack;       /* likewise for the user stack */
+	__u64 cgroup;       /* the cgroup v2 id it ran in (bpf_get_current_cgroup_id); 0: none */
 	char comm[PROFILE_COMM_LEN];   /* thread name */
 	char pcomm[PROFILE_COMM_LEN];  /* process (group leader) name */
 };

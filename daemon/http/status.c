@@ -21,6 +21,7 @@
 #include "http/status_unwcache.h"
 #include "http/status_debuginfod.h"
 #include "http/status_jit.h"
+#include "http/status_cgroups.h"
 #include "http/status_lineage.h"
 #include "http/status_offcpu.h"
 #include "http/status_python.h"
@@ -130,6 +131,7 @@ void http_handle_status(struct http *h, struct request *rq)
 		status_python_text(o, &s);
 		status_offcpu_text(o, &s);
 		status_lineage_text(o, &s);
+		status_cgroups_text(o, &s);
 		status_deferred_text(o, &s);
 		status_jit_text(o, &s);
 		status_debuginfod_text(o, &s);
@@ -164,6 +166,7 @@ void http_handle_status(struct http *h, struct request *rq)
 	status_python_json(o, &s);
 	status_offcpu_json(o, &s);
 	status_lineage_json(o, &s);
+	status_cgroups_json(o, &s);
 	status_deferred_json(o, &s);
 	status_jit_json(o, &s);
 	status_debuginfod_json(o, &s);
@@ -326,6 +329,7 @@ void http_handle_metrics(struct http *h, struct request *rq)
 	status_offcpu_metrics(o, &s);
 	status_bpf_metrics(o, &s);
 	status_lineage_metrics(o, &s);
+	status_cgroups_metrics(o, &s);
 	status_deferred_metrics(o, &s);
 	status_unwcache_metrics(o, &s);
 	status_jit_metrics(o, &s);
