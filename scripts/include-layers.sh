@@ -31,7 +31,7 @@ floor() {
 	store_schema.* | store_rollup_rows.* | store_answer.* | store_prefetch.c | store_meta.c | store_parents.* | store_cgroups.* | store_qrun.*) echo 2 ;;
 	# store_stmts.h declares the sets that floors 2 and 3 define and store_open.c calls
 	store_stmts.h) echo 2 ;;
-	store_write.c | store_fold.c | store_query.c) echo 3 ;;
+	store_write.c | store_fold.c | store_query.c | store_groups.c) echo 3 ;;
 	store_open.c) echo 4 ;;
 	*) echo 9 ;;
 	esac

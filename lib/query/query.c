@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "query/query.h"
+#include "query/services.h"
 #include "render/folded.h"
 #include "render/json.h"
 #include "render/pprof.h"
@@ -510,8 +511,12 @@ static int collect_process(const struct store_process *p, void *ctx)
 	}
 	l->p[l->n] = *p;
 	l->p[l->n].comm = strdup(p->comm);
-	if (!l->p[l->n].comm)
+	l->p[l->n].cgroup = strdup(p->cgroup ? p->cgroup : "");
+	if (!l->p[l->n].comm || !l->p[l->n].cgroup) {
+		free((char *)l->p[l->n].comm);
+		free((char *)l->p[l->n].cgroup);
 		return -ENOMEM;
+	}
 	l->total += p->samples;
 	l->n++;
 	return 0;
@@ -528,14 +533,14 @@ static void format_time(int64_t t, char *buf, size_t len)
 
 static void write_processes(FILE *out, const struct proc_list *l, bool json, bool tty, enum unit unit)
 {
-	char first[32], last[32], amount[UNIT_BUF];
+	char first[32], last[32], amount[UNIT_BUF], service[64];
 
 	if (json)
 		fprintf(out, "{\"unit\":\"%s\",\"total\":%llu,\"processes\":[", unit_name(unit),
 			(unsigned long long)l->total);
 	else if (tty)
-		fprintf(out, "%8s  %-16s %12s %7s  %-20s  %s\n", "PID", "COMM", unit == UNIT_MICROS ? "TIME" : "SAMPLES",
-			"SHARE", "FIRST SEEN", "LAST SEEN");
+		fprintf(out, "%8s  %-16s %12s %7s  %-20s  %-20s  %s\n", "PID", "COMM", unit == UNIT_MICROS ? "TIME" : "SAMPLES",
+			"SHARE", "FIRST SEEN", "LAST SEEN", "SERVICE");
 	for (size_t i = 0; i < l->n; i++) {
 		const struct store_process *p = &l->p[i];
 		double share = l->total ? 100.0 * p->samples / l->total : 0;
@@ -544,8 +549,10 @@ static void write_processes(FILE *out, const struct proc_list *l, bool json, boo
 			fprintf(out, "%s{\"pid\":%u,\"comm\":", i ? "," : "", p->pid);
 			json_write_string(out, p->comm);
 			fprintf(out, ",\"samples\":%llu,\"share\":%.4f,\"first_seen\":%" PRId64 ",\"last_seen\":%" PRId64
-				",\"ppid\":%u,\"parent\":%u}", (unsigned long long)p->samples, share / 100, p->first_seen,
+				",\"ppid\":%u,\"parent\":%u", (unsigned long long)p->samples, share / 100, p->first_seen,
 				p->last_seen, p->ppid, p->parent);
+			services_json_fields(out, p->cgroup);
+			fputc('}', out);
 		} else if (tty) {
 			format_time(p->first_seen, first, sizeof(first));
 			format_time(p->last_seen, last, sizeof(last));
@@ -553,7 +560,8 @@ static void write_processes(FILE *out, const struct proc_list *l, bool json, boo
 				unit_amount(amount, p->samples, unit);
 			else
 				snprintf(amount, sizeof(amount), "%llu", (unsigned long long)p->samples);
-			fprintf(out, "%8u  %-16s %12s %6.2f%%  %-20s  %s\n", p->pid, p->comm, amount, share, first, last);
+			fprintf(out, "%8u  %-16s %12s %6.2f%%  %-20s  %-20s  %s\n", p->pid, p->comm, amount, share, first, last,
+				services_short(p->cgroup, service, sizeof(service)));
 		} else {
 			fprintf(out, "%u\t%s\t%llu\t%" PRId64 "\t%" PRId64 "\n", p->pid, p->comm,
 				(unsigned long long)p->samples, p->first_seen, p->last_seen);
@@ -572,8 +580,10 @@ int query_processes(struct store *st, const struct store_filter *f, bool json, b
 		write_processes(out, &l, json, tty, kind_unit(f));
 		err = ferror(out) ? -EIO : 0;
 	}
-	for (size_t i = 0; i < l.n; i++)
+	for (size_t i = 0; i < l.n; i++) {
 		free((char *)l.p[i].comm);
+		free((char *)l.p[i].cgroup);
+	}
 	free(l.p);
 	return err;
 }

@@ -74,8 +74,9 @@ int query_diff(struct store *st, const struct store_filter *base, const struct s
 
 /* Processes in the window (f->children: of pid's family) as JSON: {"processes": [{"pid", "comm",
  * "samples", "first_seen", "last_seen", "ppid" (the parent recorded, 0: not known), "parent" (the
- * nearest ancestor among those listed, 0: none)}, ...]}, or as aligned text (tty) or tab-separated
- * text. */
+ * nearest ancestor among those listed, 0: none), and where its newest sample ran: "cgroup", "unit",
+ * "slice", "container", "runtime", "pod", "qos" (services.h)}, ...]}, or as aligned text (tty, with
+ * its service) or tab-separated text. */
 int query_processes(struct store *st, const struct store_filter *f, bool json, bool tty, FILE *out);
 
 /* Threads of f->pid as JSON: {"pid", "threads": [{"tid", "name", "samples"}, ...]}. */

@@ -254,6 +254,21 @@ int store_query_diff(struct store *st, const struct store_filter *base, const st
  * strings live until cb returns. */
 int store_query_processes(struct store *st, const struct store_filter *f, store_process_cb cb, void *ctx);
 
+/* A cgroup samples ran in, over a window. */
+struct store_cgroup_total {
+	const char *path;   /* its cgroup v2 path; "": samples whose cgroup is not known */
+	uint64_t samples;   /* as store_query_processes counts them */
+	uint32_t processes; /* processes with samples in it */
+};
+
+typedef int (*store_cgroup_cb)(const struct store_cgroup_total *c, void *ctx);
+
+/* The cgroups of samples matching f (a pid filter is kept only with children), most samples first,
+ * then by path; a process that moved counts in each where it ran. A database before schema version 7
+ * has one: "" with every sample. c and its path live until cb returns. At most STORE_CGROUPS_MAX
+ * cgroups (-E2BIG past them). */
+int store_query_cgroups(struct store *st, const struct store_filter *f, store_cgroup_cb cb, void *ctx);
+
 /* Threads of process f->pid (required, else -EINVAL) with samples in the window, most first. */
 /* Then by tid. Raw rows only: the part of the window within the raw window. f->tid is ignored,
  * f->comm applies. Each is named by the thread name of its newest sample (as for processes). t and

@@ -96,6 +96,7 @@ struct store {
 	sqlite3_stmt *family_clear, *family_put;
 	/* cgroups (store_cgroups.c) */
 	sqlite3_stmt *cgroup_get, *cgroup_put, *cgroup_of, *cgroups_all, *cgroup_prune, *cgsel_clear, *cgsel_put;
+	sqlite3_stmt *raw_cgroups, *rollup_cgroups; /* store_groups.c */
 	unsigned prunes; /* store_prune calls: unused stacks are swept every PRUNE_GC_EVERY */
 	struct id_cache names, stacks, modules, frames, cgroups;
 	struct pending pending;

@@ -51,6 +51,7 @@ static int prepare_all(struct store *st)
 	err = err ?: store_prepare_parents(st);
 	err = err ?: store_prepare_cgroups(st);
 	err = err ?: store_prepare_queries(st);
+	err = err ?: store_prepare_groups(st);
 	if (err || st->mode != STORE_READ_WRITE)
 		return err;
 	err = store_prepare_writes(st);
@@ -215,7 +216,7 @@ static void finalize_all(struct store *st)
 		st->rollup_newest, st->count_stacks, st->count_samples, st->count_rollups, st->page_count,
 		st->page_size, st->parent_put, st->parent_children, st->parent_next, st->parent_latest, st->parent_of,
 		st->parent_prune, st->family_clear, st->family_put, st->cgroup_get, st->cgroup_put, st->cgroup_of,
-		st->cgroups_all, st->cgroup_prune, st->cgsel_clear, st->cgsel_put,
+		st->cgroups_all, st->cgroup_prune, st->cgsel_clear, st->cgsel_put, st->raw_cgroups, st->rollup_cgroups,
 	};
 
 	for (size_t i = 0; i < sizeof(stmts) / sizeof(stmts[0]); i++)

@@ -4,11 +4,51 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "store/store_cgroups.h"
 #include "store/store_parents.h"
 #include "store/store_qrun.h"
 #include "store/store_rollup_rows.h"
+
+/* What a query's text becomes on an older database, opened read-only: before schema version 7 rows have
+ * no cgroup (none is known, and a cgroup filter matches nothing: qrun_begin), before version 5 no kind
+ * (all are CPU samples), so those columns read as 0. Longer texts first where one starts another. */
+static const struct {
+	const char *from, *to;
+	int64_t below; /* the schema version that has the column */
+} older[] = {
+	{ AND_CG_R, "", 7 }, { AND_CG, "", 7 }, { "s.cg", "0", 7 }, { "comm_id, cg", "comm_id, 0", 7 }, { "SELECT cg,", "SELECT 0,", 7 },
+	{ "r.kind", "0", 5 }, { "kind", "0", 5 },
+};
+
+/* Prepares a query over samples or rollups for this database, adapted to its version. */
+int qrun_prepare(struct store *st, sqlite3_stmt **stmt, const char *sql)
+{
+	char buf[4096];
+	size_t n = 0, i;
+
+	if (st->version >= SCHEMA_VERSION)
+		return store_prepare(st, stmt, sql);
+	for (const char *p = sql; *p;) {
+		for (i = 0; i < sizeof(older) / sizeof(older[0]); i++)
+			if (st->version < older[i].below && !strncmp(p, older[i].from, strlen(older[i].from)))
+				break;
+		if (i == sizeof(older) / sizeof(older[0])) {
+			if (n + 2 > sizeof(buf))
+				return store_set_err(st, -E2BIG, "a query is too long to adapt to an older database");
+			buf[n++] = *p++;
+			continue;
+		}
+		if (n + strlen(older[i].to) + 2 > sizeof(buf))
+			return store_set_err(st, -E2BIG, "a query is too long to adapt to an older database");
+		memcpy(buf + n, older[i].to, strlen(older[i].to));
+		n += strlen(older[i].to);
+		p += strlen(older[i].from);
+	}
+	buf[n] = '\0';
+	return store_prepare(st, stmt, buf);
+}
 
 /* Every sample. */
 const struct store_filter qrun_filter_all = { .pid = -1, .tid = -1, .from = INT64_MIN, .to = INT64_MAX };

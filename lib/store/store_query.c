@@ -18,39 +18,6 @@
 
 #define QUERY_MAX_CELLS (1u << 22)    /* distinct (pid, name, stack) a query sums at most (-E2BIG) */
 
-/* Parameters of the statements run per piece of a plan: ?1 piece from, ?2 piece to, ?3 pid, ?4 tid
- * (NULL: any), ?5 process name id (NULL: any), ?6 rollup span, ?7 the window's from (timeline steps
- * start there), ?8 step, ?9 the first bucket start >= ?1, ?10 the kind of rows (enum store_kind; -1:
- * both, for STORE_WALL), ?11 what a CPU row's count is worth (1; for STORE_WALL the sampling period in
- * microseconds), ?12 1 to keep only the processes of temp.family (the processes listing), ?13 1 to keep
- * only the rows of the cgroups in temp.cgsel (a unit, container, pod or cgroup filter). Raw rows are
- * found by samples(ts), a pid filters them; a one-pid variant of rollups walks the piece's buckets and
- * seeks (span, bucket, pid) in each, instead of reading every process's rows of those buckets. Its
- * CROSS JOIN keeps the buckets the outer loop, which SQLite honours whatever its costs say: without it
- * SQLite 3.46 (Debian 13) puts the rollups outside, SEARCH r USING PRIMARY KEY (span=?), a read of
- * every process's rows of the span with the buckets scanned for each, where 3.40 chose the seeks. The
- * family variant keeps the rows of the processes in temp.family, each within its seconds (a rollup
- * bucket when it overlaps them). */
-#define AND_PID " AND pid = ?3"
-#define IN_FAMILY "EXISTS (SELECT 1 FROM temp.family AS q WHERE q.pid = samples.pid AND q.since <= samples.ts" \
-		  " AND q.until > samples.ts)"
-#define IN_FAMILY_ROLLUP "EXISTS (SELECT 1 FROM temp.family AS q WHERE q.pid = rollups.pid"                \
-			 " AND q.since < rollups.bucket + ?6 AND q.until > rollups.bucket)"
-#define AND_FAMILY " AND " IN_FAMILY
-#define AND_FAMILY_ROLLUP " AND " IN_FAMILY_ROLLUP
-#define AND_KIND " AND (?10 < 0 OR kind = ?10)"
-#define AND_CG " AND (?13 = 0 OR cg IN (SELECT id FROM temp.cgsel))"
-#define AND_CG_R " AND (?13 = 0 OR r.cg IN (SELECT id FROM temp.cgsel))"
-#define WEIGHED(col) "(" col " * CASE kind WHEN 0 THEN ?11 ELSE 1 END)"
-#define RAW_WHERE(pid) " FROM samples WHERE ts >= ?1 AND ts < ?2" pid " AND (?4 IS NULL OR tid = ?4)" \
-		       " AND (?5 IS NULL OR comm_id = ?5)" AND_KIND AND_CG
-#define ROLLUP_WHERE " FROM rollups WHERE span = ?6 AND bucket >= ?1 AND bucket < ?2 AND (?5 IS NULL OR comm_id = ?5)" \
-		     AND_KIND AND_CG
-#define ROLLUP_PID(cols) "WITH RECURSIVE b(x) AS (SELECT ?9 WHERE ?9 < ?2 UNION ALL SELECT x + ?6 FROM b"   \
-			 " WHERE x + ?6 < ?2) SELECT " cols " FROM b CROSS JOIN rollups AS r ON r.span = ?6" \
-			 " AND r.bucket = b.x AND r.pid = ?3 AND (?5 IS NULL OR r.comm_id = ?5)"             \
-			 " AND (?10 < 0 OR r.kind = ?10)" AND_CG_R
-
 static const char *const query_sql[QK_MAX][QV_MAX] = {
 	[QK_RAW] = { "SELECT pid, comm_id, stack_id, " WEIGHED("count") RAW_WHERE(""),
 		     "SELECT pid, comm_id, stack_id, " WEIGHED("count") RAW_WHERE(AND_PID),
@@ -104,45 +71,6 @@ static const char threads_sql[] =
 	" AND s.ts = a.last AND s.tid = a.tid AND (?5 IS NULL OR s.comm_id = ?5) ORDER BY s.rowid DESC LIMIT 1)"
 	" ORDER BY a.c DESC, a.tid";
 
-/* What a query's text becomes on an older database, opened read-only: before schema version 7 rows have
- * no cgroup (none is known, and a cgroup filter matches nothing: qrun_begin), before version 5 no kind
- * (all are CPU samples), so those columns read as 0. Longer texts first where one starts another. */
-static const struct {
-	const char *from, *to;
-	int64_t below; /* the schema version that has the column */
-} older[] = {
-	{ AND_CG_R, "", 7 }, { AND_CG, "", 7 }, { "s.cg", "0", 7 }, { "comm_id, cg", "comm_id, 0", 7 },
-	{ "r.kind", "0", 5 }, { "kind", "0", 5 },
-};
-
-/* Prepares a query over samples or rollups for this database, adapted to its version. */
-static int prepare_kinded(struct store *st, sqlite3_stmt **stmt, const char *sql)
-{
-	char buf[4096];
-	size_t n = 0, i;
-
-	if (st->version >= SCHEMA_VERSION)
-		return store_prepare(st, stmt, sql);
-	for (const char *p = sql; *p;) {
-		for (i = 0; i < sizeof(older) / sizeof(older[0]); i++)
-			if (st->version < older[i].below && !strncmp(p, older[i].from, strlen(older[i].from)))
-				break;
-		if (i == sizeof(older) / sizeof(older[0])) {
-			if (n + 2 > sizeof(buf))
-				return store_set_err(st, -E2BIG, "a query is too long to adapt to an older database");
-			buf[n++] = *p++;
-			continue;
-		}
-		if (n + strlen(older[i].to) + 2 > sizeof(buf))
-			return store_set_err(st, -E2BIG, "a query is too long to adapt to an older database");
-		memcpy(buf + n, older[i].to, strlen(older[i].to));
-		n += strlen(older[i].to);
-		p += strlen(older[i].from);
-	}
-	buf[n] = '\0';
-	return store_prepare(st, stmt, buf);
-}
-
 int store_prepare_queries(struct store *st)
 {
 	const char *ids = st->version >= 2 ? "frame_ids" : "NULL";
@@ -152,9 +80,9 @@ int store_prepare_queries(struct store *st)
 	for (int k = 0; k < QK_MAX; k++)
 		for (int v = 0; v < QV_MAX; v++)
 			if (st->version >= 3 || (k != QK_ROLLUP && k != QK_ROLLUP_STEPS))
-				err = err ?: prepare_kinded(st, &st->query[k][v], query_sql[k][v]);
-	err = err ?: prepare_kinded(st, &st->raw_procs, raw_procs_sql);
-	err = err ?: prepare_kinded(st, &st->threads, threads_sql);
+				err = err ?: qrun_prepare(st, &st->query[k][v], query_sql[k][v]);
+	err = err ?: qrun_prepare(st, &st->raw_procs, raw_procs_sql);
+	err = err ?: qrun_prepare(st, &st->threads, threads_sql);
 	err = err ?: store_prepare(st, &st->name_of, "SELECT name FROM names WHERE id = ?1");
 	snprintf(sql, sizeof(sql), "SELECT folded, %s FROM stacks WHERE id = ?1", ids);
 	err = err ?: store_prepare(st, &st->stack_of, sql);
@@ -172,7 +100,7 @@ int store_prepare_queries(struct store *st)
 				     " JOIN modules AS m ON m.id = f.module_id");
 	if (st->version < 3)
 		return err;
-	err = err ?: prepare_kinded(st, &st->rollup_procs, rollup_procs_sql);
+	err = err ?: qrun_prepare(st, &st->rollup_procs, rollup_procs_sql);
 	err = err ?: store_prepare(st, &st->rollup_first, "SELECT min(bucket) FROM rollups WHERE span = ?1 AND bucket >= ?2");
 	err = err ?: store_prepare(st, &st->rollup_newest,
 			     "SELECT max(last) FROM rollups WHERE span = ?1 AND bucket ="

@@ -20,6 +20,9 @@ int store_prepare_parents(struct store *st);
 /* store_cgroups.c: the cgroups table and a query's cgroups (every store; writes READ_WRITE only). */
 int store_prepare_cgroups(struct store *st);
 
+/* store_groups.c: a window's samples per cgroup. */
+int store_prepare_groups(struct store *st);
+
 /* store_query.c: the read path. */
 int store_prepare_queries(struct store *st);
 

@@ -89,6 +89,18 @@ static int process_cb(const struct store_process *p, void *ctx)
 	return 0;
 }
 
+static int cgroup_cb(const struct store_cgroup_total *c, void *ctx)
+{
+	struct sum *s = ctx;
+	int n = snprintf(s->seen + s->len, sizeof(s->seen) - s->len, "%s=%" PRIu64 "/%u ", c->path[0] ? c->path : "-",
+			 c->samples, c->processes);
+
+	s->total += c->samples;
+	if (n > 0 && (size_t)n < sizeof(s->seen) - s->len)
+		s->len += (size_t)n;
+	return 0;
+}
+
 static int point_cb(const struct store_point *p, void *ctx)
 {
 	((struct sum *)ctx)->total += p->count;
@@ -142,6 +154,15 @@ static void check_filters(struct store *st, const char *from)
 	      "%s: processes of web.service (%s)", from, s.seen);
 	memset(&s, 0, sizeof(s));
 	f.unit = NULL;
+	CHECK(store_query_cgroups(st, &f, cgroup_cb, &s) == 0 && s.total == 187 &&
+		      !strncmp(s.seen, "-=101/2 " KUBE "=40/1 " DOCKER "=27/2 " WEB "=19/3 ", s.len),
+	      "%s: the cgroups by samples, with their processes; the mover in both (%s)", from, s.seen);
+	memset(&s, 0, sizeof(s));
+	f.unit = "system.slice";
+	CHECK(store_query_cgroups(st, &f, cgroup_cb, &s) == 0 && s.total == 46,
+	      "%s: the cgroups of system.slice (%s)", from, s.seen);
+	f.unit = NULL;
+	memset(&s, 0, sizeof(s));
 	CHECK(store_query_processes(st, &f, process_cb, &s) == 0 && strstr(s.seen, "200@" DOCKER " ") &&
 		      strstr(s.seen, "500@ ") && strstr(s.seen, "400@" DOCKER " "),
 	      "%s: every process with the cgroup of its newest sample (%s)", from, s.seen);
@@ -231,6 +252,10 @@ static void test_older(const char *dir)
 	CHECK(err == 0 && total > 100 && total < 187 && take(st, (struct store_filter){ .pid = -1, .unit = "web.service" }, &s) == 0,
 	      "read-only, version 6: its samples (%" PRIu64 "), none in a unit (%s)", total,
 	      err ? strerror(-err) : store_errmsg(st));
+	memset(&s, 0, sizeof(s));
+	CHECK(!err && store_query_cgroups(st, &(struct store_filter){ .pid = -1, .tid = -1, .from = TB, .to = TB + 3600 },
+					  cgroup_cb, &s) == 0 && s.total == total && !strncmp(s.seen, "-=", 2) && strchr(s.seen, ' ') == s.seen + s.len - 1,
+	      "read-only, version 6: one cgroup, not known, with every sample (%s)", s.seen);
 	store_close(st);
 	err = store_open(path, STORE_READ_WRITE, &st);
 	CHECK(err == 0 && sql_value(path, "SELECT value FROM meta WHERE key = 'schema_version'") == 7 &&
