@@ -27,7 +27,9 @@ static const char *const param_names[P_COUNT] = {
 	[P_MINWIDTH] = "minwidth", [P_LIMIT] = "limit", [P_STEP] = "step", [P_PER_THREAD] = "per_thread",
 	[P_BASE_PID] = "base_pid", [P_BASE_FROM] = "base_from", [P_BASE_TO] = "base_to",
 	[P_SECONDS] = "seconds", [P_LINES] = "lines", [P_KIND] = "kind", [P_CHILDREN] = "children",
-	[P_MERGE] = "merge", [P_FLUSH] = "flush", [P_DEMANGLE] = "demangle",
+	[P_MERGE] = "merge", [P_FLUSH] = "flush", [P_DEMANGLE] = "demangle", [P_UNIT] = "unit",
+	[P_CONTAINER] = "container", [P_POD] = "pod", [P_CGROUP] = "cgroup", [P_BASE_UNIT] = "base_unit",
+	[P_BASE_CONTAINER] = "base_container",
 };
 
 /* Lists the names of the bits set in mask, ", " between them, into buf. */
@@ -220,7 +222,8 @@ static int arg_kind(struct http *h, struct request *rq, struct store_filter *f)
 
 int http_arg_filter(struct http *h, struct request *rq, struct store_filter *f)
 {
-	*f = (struct store_filter){ .pid = -1, .tid = -1, .comm = rq->arg[P_COMM] };
+	*f = (struct store_filter){ .pid = -1, .tid = -1, .comm = rq->arg[P_COMM], .unit = rq->arg[P_UNIT],
+				    .container = rq->arg[P_CONTAINER], .pod = rq->arg[P_POD], .cgroup = rq->arg[P_CGROUP] };
 	if (f->comm && !f->comm[0])
 		return http_fail(rq, 400, "comm: wants a process name, got an empty one");
 	if (arg_kind(h, rq, f) < 0)

@@ -1,5 +1,5 @@
 /* handlers.c - one handler per endpoint: the dashboard, /healthz, and the queries (processes,
- * threads, profile, top, timeline, diff, /debug/pprof/profile) run against a store opened per request. */
+ * services, threads, profile, top, timeline, diff, /debug/pprof/profile) run against a store opened per request. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -59,7 +59,9 @@ static struct store *open_store(struct http *h, struct request *rq)
 /* Turns a query's result into the error reply when it failed, and closes the store. */
 static void end_query(struct request *rq, struct store *st, int err)
 {
-	if (err && !rq->body.full)
+	if (err == -EINVAL && !rq->body.full) /* the filter, as the store checked it */
+		http_fail(rq, 400, "%s", store_errmsg(st));
+	else if (err && !rq->body.full)
 		http_fail(rq, err == -EBUSY ? 503 : 500, "query failed: %s (%s)", store_errmsg(st),
 		     strerror(err < 0 ? -err : EIO));
 	store_close(st);
@@ -103,6 +105,24 @@ void http_handle_processes(struct http *h, struct request *rq)
 		return;
 	rq->type = table ? "text/plain; charset=utf-8" : "application/json";
 	end_query(rq, st, query_processes(st, &f, table == 0, table == 1, rq->out));
+}
+
+void http_handle_services(struct http *h, struct request *rq)
+{
+	struct store_filter f;
+	struct store *st;
+	int table;
+
+	if (http_arg_filter(h, rq, &f) < 0 || http_arg_table(rq, &table) < 0)
+		return;
+	if (f.pid >= 0 && !f.children) {
+		http_fail(rq, 400, "pid: services takes a pid with children=1 (the process and its descendants)");
+		return;
+	}
+	if (!(st = open_store(h, rq)))
+		return;
+	rq->type = table ? "text/plain; charset=utf-8" : "application/json";
+	end_query(rq, st, query_services(st, &f, table == 0, table == 1, rq->out));
 }
 
 void http_handle_threads(struct http *h, struct request *rq)
@@ -172,25 +192,34 @@ void http_handle_timeline(struct http *h, struct request *rq)
 	end_query(rq, st, query_timeline(st, &f, step, per_thread, rq->out));
 }
 
-/* The base of a diff: base_pid (default pid) over [base_from, base_to). When neither bound is given
- * the base window is the one just before [from, to), of the same length; but when base_pid names
- * another process it is [from, to) itself, so two processes are compared over the same time. One
+/* The base of a diff: base_pid (default pid) and, when base_unit or base_container is given, the
+ * samples of that unit or container (else those of the window's filters) over [base_from, base_to). When neither bound is given the base window is the one just
+ * before [from, to), of the same length; but when base_pid, base_unit or base_container names another
+ * process, unit or container it is [from, to) itself, so the two are compared over the same time. One
  * bound given: the other follows at the same length. */
 static int arg_base(struct request *rq, const struct store_filter *now, struct store_filter *base)
 {
 	int64_t len = now->to - now->from;
 	int from_given, to_given;
+	bool other;
 
 	*base = *now;
 	if (http_arg_int(rq, P_BASE_PID, 0, QUERY_PID_LIMIT, &base->pid) < 0)
 		return -EINVAL;
+	other = base->pid != now->pid;
+	if (rq->arg[P_BASE_UNIT] || rq->arg[P_BASE_CONTAINER]) { /* the base's cgroups are those alone */
+		base->unit = rq->arg[P_BASE_UNIT];
+		base->container = rq->arg[P_BASE_CONTAINER];
+		base->pod = base->cgroup = NULL;
+		other = true;
+	}
 	from_given = http_arg_time(rq, P_BASE_FROM, &base->from);
 	if (from_given < 0)
 		return -EINVAL;
 	to_given = http_arg_time(rq, P_BASE_TO, &base->to);
 	if (to_given < 0)
 		return -EINVAL;
-	if (!from_given && !to_given && base->pid == now->pid) {
+	if (!from_given && !to_given && !other) {
 		base->to = now->from;
 		base->from = now->from - len;
 	} else if (from_given && !to_given) {
@@ -239,7 +268,8 @@ static int sleep_window(struct http *h, unsigned seconds)
 void http_handle_pprof(struct http *h, struct request *rq)
 {
 	unsigned seconds = DEFAULT_PPROF_S < h->max_pprof_s ? DEFAULT_PPROF_S : h->max_pprof_s;
-	struct store_filter f = { .pid = -1, .tid = -1, .from = rq->now };
+	struct store_filter f = { .pid = -1, .tid = -1, .from = rq->now, .unit = rq->arg[P_UNIT],
+				  .container = rq->arg[P_CONTAINER], .pod = rq->arg[P_POD], .cgroup = rq->arg[P_CGROUP] };
 	struct query_graph g;
 	struct store *st;
 	int err;

@@ -16,6 +16,7 @@
 
 #include "http/http.h"
 #include "query/query.h"
+#include "query/services.h"
 #include "status.h"
 #include "store/store.h"
 #include "util/capstream.h"
@@ -50,7 +51,8 @@ struct http {
 enum param {
 	P_PID, P_TID, P_COMM, P_FROM, P_TO, P_FORMAT, P_REVERSE, P_TITLE, P_WIDTH, P_MINWIDTH, P_LIMIT,
 	P_STEP, P_PER_THREAD, P_BASE_PID, P_BASE_FROM, P_BASE_TO, P_SECONDS, P_LINES, P_KIND, P_CHILDREN, P_MERGE,
-	P_FLUSH, P_DEMANGLE, P_COUNT,
+	P_FLUSH, P_DEMANGLE, P_UNIT, P_CONTAINER, P_POD, P_CGROUP, P_BASE_UNIT,
+	P_BASE_CONTAINER, P_COUNT,
 };
 
 
@@ -143,6 +145,7 @@ void http_handle_dashboard(struct http *h, struct request *rq);
 void http_handle_healthz(struct http *h, struct request *rq);
 
 void http_handle_processes(struct http *h, struct request *rq);
+void http_handle_services(struct http *h, struct request *rq);
 
 void http_handle_threads(struct http *h, struct request *rq);
 

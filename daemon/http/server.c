@@ -28,7 +28,9 @@
 #define STOP_GRACE_S 3                /* http_free waits this long for requests in flight */
 
 #define B(p) (1u << (p))
-#define FILTER (B(P_PID) | B(P_TID) | B(P_COMM) | B(P_FROM) | B(P_TO) | B(P_KIND) | B(P_CHILDREN) | B(P_MERGE) | B(P_FLUSH))
+#define GROUPS (B(P_UNIT) | B(P_CONTAINER) | B(P_POD) | B(P_CGROUP))
+#define FILTER (B(P_PID) | B(P_TID) | B(P_COMM) | B(P_FROM) | B(P_TO) | B(P_KIND) | B(P_CHILDREN) | B(P_MERGE) | B(P_FLUSH) | \
+		GROUPS)
 #define GRAPH (B(P_REVERSE) | B(P_TITLE) | B(P_WIDTH) | B(P_MINWIDTH))
 
 static const struct route routes[] = {
@@ -37,17 +39,19 @@ static const struct route routes[] = {
 	{ "/metrics", http_handle_metrics, 0, 0 },
 	{ "/api/v1/status", http_handle_status, B(P_FORMAT), 0 },
 	{ "/api/v1/processes", http_handle_processes,
-	  B(P_PID) | B(P_CHILDREN) | B(P_FROM) | B(P_TO) | B(P_FORMAT) | B(P_KIND) | B(P_FLUSH), 0 },
-	{ "/api/v1/threads", http_handle_threads, B(P_PID) | B(P_FROM) | B(P_TO) | B(P_KIND) | B(P_FLUSH), 0 },
+	  B(P_PID) | B(P_CHILDREN) | B(P_FROM) | B(P_TO) | B(P_FORMAT) | B(P_KIND) | B(P_FLUSH) | GROUPS, 0 },
+	{ "/api/v1/services", http_handle_services,
+	  B(P_PID) | B(P_CHILDREN) | B(P_FROM) | B(P_TO) | B(P_FORMAT) | B(P_KIND) | B(P_FLUSH) | B(P_COMM) | GROUPS, 0 },
+	{ "/api/v1/threads", http_handle_threads, B(P_PID) | B(P_FROM) | B(P_TO) | B(P_KIND) | B(P_FLUSH) | GROUPS, 0 },
 	{ "/api/v1/profile", http_handle_profile, FILTER | GRAPH | B(P_FORMAT) | B(P_LIMIT) | B(P_LINES) | B(P_DEMANGLE),
 	  B(QUERY_FOLDED) | B(QUERY_JSON) | B(QUERY_SVG) | B(QUERY_PPROF) | B(QUERY_TOP) },
 	{ "/api/v1/top", http_handle_top, FILTER | B(P_LIMIT) | B(P_FORMAT) | B(P_LINES) | B(P_DEMANGLE), 0 },
 	{ "/api/v1/timeline", http_handle_timeline, FILTER | B(P_STEP) | B(P_PER_THREAD), 0 },
 	{ "/api/v1/diff", http_handle_diff,
 	  B(P_PID) | B(P_FROM) | B(P_TO) | B(P_BASE_PID) | B(P_BASE_FROM) | B(P_BASE_TO) | B(P_FORMAT) | B(P_KIND) |
-	  B(P_CHILDREN) | B(P_FLUSH) | B(P_DEMANGLE) | GRAPH,
+	  B(P_CHILDREN) | B(P_FLUSH) | B(P_DEMANGLE) | GRAPH | GROUPS | B(P_BASE_UNIT) | B(P_BASE_CONTAINER),
 	  B(QUERY_FOLDED) | B(QUERY_JSON) | B(QUERY_SVG) },
-	{ "/debug/pprof/profile", http_handle_pprof, B(P_SECONDS), 0 },
+	{ "/debug/pprof/profile", http_handle_pprof, B(P_SECONDS) | GROUPS, 0 },
 };
 
 /* MHD's URI logger, called once per request with the whole request target: tags the request as

@@ -610,6 +610,36 @@ static void test_other_queries(unsigned port)
 	expect(port, "/api/v1/diff?pid=100&base_pid=200&kind=wall&" W, 200, text, "batch;main;crunch", NULL);
 }
 
+/* Where samples ran: server in server.service, batch in a container, recent in no known cgroup. */
+static void test_services(unsigned port)
+{
+	const char *json = "application/json", *text = "text/plain; charset=utf-8";
+
+	expect(port, "/api/v1/profile?unit=server.service&" W, 200, text, "server;main;handle;parse8", "batch");
+	expect(port, "/api/v1/profile?unit=system.slice&" W, 200, text, "batch;main;crunch7", NULL);
+	expect(port, "/api/v1/profile?container=0123456789ab&" W, 200, text, "batch;main;crunch7", "server");
+	expect(port, "/api/v1/profile?cgroup=/system.slice/server.service&" W, 200, text, "server;main;idle2", "batch");
+	expect(port, "/api/v1/profile?unit=nginx.service&" W, 200, text, NULL, "main");
+	expect(port, "/api/v1/top?unit=server.service&" W, 200, json, "\"total\":10", NULL);
+	expect(port, "/api/v1/timeline?container=0123456789ab&step=60&" W, 200, json, "\"count\":7", NULL);
+	expect(port, "/api/v1/threads?pid=100&unit=server.service&" W, 200, json, "\"tid\":101", NULL);
+	expect(port, "/api/v1/processes?" W, 200, json,
+	       "\"cgroup\":\"" SERVER_CG "\",\"unit\":\"server.service\",\"slice\":\"system.slice\",\"container\":\"\"", NULL);
+	expect(port, "/api/v1/processes?" W, 200, json, "\"container\":\"" BATCH_CID "\",\"runtime\":\"docker\"", NULL);
+	expect(port, "/api/v1/processes?unit=server.service&" W, 200, json, "\"pid\":100", "\"pid\":200");
+	expect(port, "/api/v1/services?" W, 200, json, "{\"kind\":\"unit\",\"name\":\"server.service\"", NULL);
+	expect(port, "/api/v1/services?" W, 200, json, "{\"kind\":\"container\",\"name\":\"" BATCH_CID "\"", NULL);
+	expect(port, "/api/v1/services?" W, 200, json, "\"samples\":10,\"share\":0.5882,\"processes\":1", NULL);
+	expect(port, "/api/v1/services?format=tsv&" W, 200, text, "unitserver.service101", NULL);
+	expect(port, "/api/v1/services?unit=server.service&" W, 200, json, "\"total\":10,", NULL);
+	/* server.service against the container, over the same window. */
+	expect(port, "/api/v1/diff?unit=server.service&base_container=0123456789ab&" W, 200, text, "batch;main;crunch",
+	       NULL);
+	expect(port, "/api/v1/profile?unit=a/b&" W, 400, json, "'/'", NULL);
+	expect(port, "/api/v1/profile?cgroup=system.slice&" W, 400, json, "startswith'/'", NULL);
+	expect(port, "/api/v1/profile?container=0123%01&" W, 400, json, "controlcharacter", NULL);
+}
+
 /* Bad requests: each is 4xx with {"error": "..."} naming what is wrong. */
 static void test_bad_input(unsigned port)
 {
@@ -993,6 +1023,7 @@ int main(void)
 		test_status(port, &fake);
 		test_profile(port);
 		test_other_queries(port);
+		test_services(port);
 		test_bad_input(port);
 		test_pprof(port, &fake);
 		test_metrics(port);
