@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "query/query.h"
+#include "query/services.h"
 #include "store/store.h"
 
 #ifndef FLAMED_VERSION
@@ -22,7 +23,7 @@
 enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2 };
 
 enum command { CMD_NONE, CMD_STATUS, CMD_PROCESSES, CMD_THREADS, CMD_QUERY, CMD_TOP, CMD_FLAMEGRAPH, CMD_DIFF,
-	       CMD_TIMELINE, CMD_RECORD };
+	       CMD_TIMELINE, CMD_RECORD, CMD_SERVICES };
 
 /* The commands' names, by enum command. */
 extern const char *const command_names[];
@@ -34,6 +35,8 @@ struct options {
 	enum command command;
 	int64_t pid, tid, base_pid;     /* -1: not given */
 	const char *comm;
+	const char *unit, *container, *pod, *cgroup; /* where the samples ran; NULL: anywhere */
+	const char *base_unit, *base_container;      /* diff: the base's (NULL: as the window's) */
 	int64_t since;                  /* seconds; 0: not given */
 	const char *from_s, *to_s, *base_from_s, *base_to_s; /* as typed, parsed later */
 	const char *format;

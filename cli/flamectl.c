@@ -22,13 +22,14 @@ enum {
 	OPT_DB = 256, OPT_SERVER, OPT_PID, OPT_TID, OPT_COMM, OPT_SINCE, OPT_FROM, OPT_TO, OPT_FORMAT,
 	OPT_BASE_PID, OPT_BASE_FROM, OPT_BASE_TO, OPT_LINES, OPT_REVERSE, OPT_TITLE, OPT_WIDTH, OPT_MINWIDTH, OPT_LIMIT,
 	OPT_STEP, OPT_PER_THREAD, OPT_TOKEN_FILE, OPT_KIND, OPT_CHILDREN, OPT_MERGE, OPT_FREQUENCY, OPT_OFF_CPU,
-	OPT_DURATION, OPT_WATCH, OPT_DEMANGLE,
+	OPT_DURATION, OPT_WATCH, OPT_DEMANGLE, OPT_UNIT, OPT_CONTAINER, OPT_POD, OPT_CGROUP, OPT_BASE_UNIT,
+	OPT_BASE_CONTAINER,
 };
 
 const char *const command_names[] = {
 	[CMD_STATUS] = "status", [CMD_PROCESSES] = "processes", [CMD_THREADS] = "threads",
 	[CMD_QUERY] = "query", [CMD_TOP] = "top", [CMD_FLAMEGRAPH] = "flamegraph",
-	[CMD_DIFF] = "diff", [CMD_TIMELINE] = "timeline", [CMD_RECORD] = "record",
+	[CMD_DIFF] = "diff", [CMD_TIMELINE] = "timeline", [CMD_RECORD] = "record", [CMD_SERVICES] = "services",
 };
 
 static void print_help(void)
@@ -51,10 +52,12 @@ static void print_help(void)
 	       "                      writes the profile. record --pid N [--duration D] follows a running\n"
 	       "                      process (and its children) until it ends, D passes or Ctrl-C\n"
 	       "  status              the daemon's state (with --db: the database's)\n"
-	       "  processes           processes by CPU samples in the window\n"
+	       "  processes           processes by CPU samples in the window, each with its service\n"
+	       "  services            systemd units, containers and other cgroups by CPU samples\n"
 	       "  threads --pid N     threads of a process by CPU samples\n"
-	       "  query --pid N       the process's profile; --format folded (default: \"process;root;...;leaf\n"
-	       "                      COUNT\" lines, for flamegraph.pl or speedscope), json, svg, pprof or top\n"
+	       "  query --pid N       the process's profile (or --unit's, --container's, --pod's, --cgroup's);\n"
+	       "                      --format folded (default: \"process;root;...;leaf COUNT\" lines, for\n"
+	       "                      flamegraph.pl or speedscope), json, svg, pprof or top\n"
 	       "  top                 functions by self and total samples (whole host, or --pid N); --watch:\n"
 	       "                      a live view of the last --since (default 5s), redrawn every second;\n"
 	       "                      keys s, t, n sort by self, total, name, p pauses, q quits; plain\n"
@@ -73,12 +76,19 @@ static void print_help(void)
 	       "  --pid N             one process (0 is the idle task)\n"
 	       "  --tid N             one thread of it\n"
 	       "  --comm NAME         only processes named NAME\n"
+	       "  --unit NAME         only what ran in a systemd unit or slice (nginx.service, system.slice)\n"
+	       "  --container ID      only what ran in a container: its id, or a prefix of it naming one\n"
+	       "  --pod UID           only what ran in a Kubernetes pod: its uid, or a prefix naming one\n"
+	       "  --cgroup PATH       only what ran in a cgroup and those below it (/system.slice/x.service)\n"
 	       "  --since DURATION    the last DURATION up to now: seconds (90) or with s, m, h or d (30s, 10m,\n"
 	       "                      2h, 7d); default 1h\n"
 	       "  --from TIME         start of the window, inclusive: unix seconds (1795000000) or RFC 3339\n"
 	       "                      (2026-11-22T10:00:00Z, 2026-11-22T11:00:00+01:00)\n"
 	       "  --to TIME           end of the window, exclusive (needs --from; default: now)\n"
 	       "  --base-pid N        diff: the process to compare against (default: --pid)\n"
+	       "  --base-unit NAME    diff: the unit to compare against (default: the window's --unit ...)\n"
+	       "  --base-container ID diff: the container to compare against (either: it alone, over the\n"
+	       "                      window unless --base-from/--base-to)\n"
 	       "  --base-from TIME    diff: start of the base window (default: the window's length before it)\n"
 	       "  --base-to TIME      diff: end of the base window (default: the start of the window)\n"
 	       "  --children          with --pid: also every process it started, theirs and so on; each\n"
@@ -164,6 +174,13 @@ static int parse_id(const char *name, const char *s, int64_t *out)
 	return -1;
 }
 
+/* A unit, container, pod or cgroup value: not empty, under 512 bytes (the store checks the rest). */
+static int group_opt(const char *name, const char *what, const char *arg, const char **out)
+{
+	*out = arg;
+	return arg[0] && strlen(arg) < 512 ? -1 : usage_error("%s needs %s", name, what);
+}
+
 static int parse_time_opt(const char *name, const char *s, int64_t *out)
 {
 	if (window_parse_time(s, out) < 0)
@@ -193,6 +210,12 @@ static int parse_one(int c, const char *arg, const char *opt_text, struct option
 	case OPT_TID: return parse_id("--tid", arg, &o->tid);
 	case OPT_BASE_PID: return parse_id("--base-pid", arg, &o->base_pid);
 	case OPT_COMM: o->comm = arg; return arg[0] && strlen(arg) < 256 ? -1 : usage_error("--comm needs a process name");
+	case OPT_UNIT: return group_opt("--unit", "a unit name", arg, &o->unit);
+	case OPT_CONTAINER: return group_opt("--container", "a container id", arg, &o->container);
+	case OPT_POD: return group_opt("--pod", "a pod uid", arg, &o->pod);
+	case OPT_CGROUP: return group_opt("--cgroup", "a cgroup path", arg, &o->cgroup);
+	case OPT_BASE_UNIT: return group_opt("--base-unit", "a unit name", arg, &o->base_unit);
+	case OPT_BASE_CONTAINER: return group_opt("--base-container", "a container id", arg, &o->base_container);
 	case OPT_SINCE:
 		if (window_parse_duration(arg, &o->since) < 0)
 			return usage_error("--since takes a duration like 90, 30s, 10m, 2h or 7d, not '%s'", arg);
@@ -256,6 +279,7 @@ static const struct {
 	[CMD_THREADS] = { "json", "json" },
 	[CMD_TIMELINE] = { "json", "json" },
 	[CMD_PROCESSES] = { "json", "" },
+	[CMD_SERVICES] = { "json", "" },
 	[CMD_TOP] = { "json", "" },
 	[CMD_STATUS] = { "json", "" },
 	[CMD_RECORD] = { "svg folded json pprof top", "" },
@@ -307,9 +331,10 @@ static int resolve_window(struct options *o)
 	}
 	if (o->command != CMD_DIFF)
 		return -1;
-	if (!o->base_from_s && !o->base_to_s && o->base_pid < 0)
-		return usage_error("diff needs a base: --base-from TIME [--base-to TIME], or --base-pid N");
-	if (!o->base_from_s && !o->base_to_s && o->base_pid >= 0) {
+	if (!o->base_from_s && !o->base_to_s && o->base_pid < 0 && !o->base_unit && !o->base_container)
+		return usage_error("diff needs a base: --base-from TIME [--base-to TIME], --base-pid N, --base-unit NAME "
+				   "or --base-container ID");
+	if (!o->base_from_s && !o->base_to_s) {
 		o->base_from = o->from;
 		o->base_to = o->to;
 	} else {
@@ -351,9 +376,11 @@ static int validate_record(struct options *o)
 	if (o->duration && o->cmd)
 		return usage_error("--duration is for --pid N: a command is recorded until it ends");
 	if (o->tid >= 0 || o->comm || o->since || o->from_s || o->to_s || o->base_pid >= 0 || o->base_from_s ||
-	    o->base_to_s || o->children || o->watch || o->step > 0 || o->per_thread)
+	    o->base_to_s || o->children || o->watch || o->step > 0 || o->per_thread || o->unit || o->container ||
+	    o->pod || o->cgroup || o->base_unit || o->base_container)
 		return usage_error("record takes its window from the command's life: drop --tid, --comm, --since, "
-				   "--from, --to, --base-*, --children (always on), --step and --watch");
+				   "--from, --to, --base-*, --children (always on), --step, --watch, --unit, --container, "
+				   "--pod and --cgroup");
 	if (!o->format && o->output) {
 		const char *ext = extension(o->output);
 
@@ -381,8 +408,10 @@ static int validate(struct options *o)
 		return usage_error("no command given: try flamectl processes, or flamectl query --pid N");
 	if (o->command == CMD_RECORD)
 		return validate_record(o);
-	if ((o->command == CMD_QUERY || o->command == CMD_THREADS) && o->pid < 0)
-		return usage_error("%s needs --pid N", command_names[o->command]);
+	if (o->command == CMD_THREADS && o->pid < 0)
+		return usage_error("threads needs --pid N");
+	if (o->command == CMD_QUERY && o->pid < 0 && !o->unit && !o->container && !o->pod && !o->cgroup)
+		return usage_error("query needs --pid N, --unit, --container, --pod or --cgroup");
 	if (o->tid >= 0 && o->pid < 0)
 		return usage_error("--tid needs --pid");
 	if (o->command == CMD_FLAMEGRAPH && !o->output)
@@ -395,8 +424,11 @@ static int validate(struct options *o)
 		return usage_error("%s does not take --children", command_names[o->command]);
 	if (o->merge && !o->children)
 		return usage_error("--merge needs --children (it folds a process's family into one tree)");
-	if (o->command == CMD_PROCESSES && o->pid >= 0 && !o->children)
-		return usage_error("processes takes --pid N with --children (the process and its descendants)");
+	if ((o->command == CMD_PROCESSES || o->command == CMD_SERVICES) && o->pid >= 0 && !o->children)
+		return usage_error("%s takes --pid N with --children (the process and its descendants)",
+				   command_names[o->command]);
+	if ((o->base_unit || o->base_container) && o->command != CMD_DIFF)
+		return usage_error("--base-unit and --base-container are for diff");
 	if (o->watch && o->command != CMD_TOP)
 		return usage_error("--watch is for top");
 	if (o->watch && (o->format || o->output))
@@ -424,6 +456,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "pid", required_argument, NULL, OPT_PID },
 		{ "tid", required_argument, NULL, OPT_TID },
 		{ "comm", required_argument, NULL, OPT_COMM },
+		{ "unit", required_argument, NULL, OPT_UNIT },
+		{ "container", required_argument, NULL, OPT_CONTAINER },
+		{ "pod", required_argument, NULL, OPT_POD },
+		{ "cgroup", required_argument, NULL, OPT_CGROUP },
+		{ "base-unit", required_argument, NULL, OPT_BASE_UNIT },
+		{ "base-container", required_argument, NULL, OPT_BASE_CONTAINER },
 		{ "since", required_argument, NULL, OPT_SINCE },
 		{ "from", required_argument, NULL, OPT_FROM },
 		{ "to", required_argument, NULL, OPT_TO },

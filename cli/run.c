@@ -91,11 +91,13 @@ static int run_db(struct store *st, const struct options *o, int64_t period_us, 
 {
 	struct store_filter f = { .pid = o->pid, .tid = o->tid, .from = o->from, .to = o->to, .comm = o->comm,
 				  .kind = o->kind, .cpu_period_us = period_us, .children = o->children, .merge = o->merge,
-				  .demangle = o->demangle };
+				  .demangle = o->demangle, .unit = o->unit, .container = o->container, .pod = o->pod,
+				  .cgroup = o->cgroup };
 	struct store_filter base = { .pid = o->base_pid >= 0 ? o->base_pid : o->pid, .tid = -1,
 				     .from = o->base_from, .to = o->base_to, .comm = o->comm,
 				     .kind = o->kind, .cpu_period_us = period_us, .children = o->children,
-				     .merge = o->merge, .demangle = o->demangle };
+				     .merge = o->merge, .demangle = o->demangle, .unit = o->unit, .container = o->container,
+				     .pod = o->pod, .cgroup = o->cgroup };
 	struct query_graph g = {
 		.reverse = o->reverse, .title = o->title, .width = o->width > 0 ? (unsigned)o->width : 0,
 		.minwidth = o->minwidth, .lines = o->lines,
@@ -104,6 +106,9 @@ static int run_db(struct store *st, const struct options *o, int64_t period_us, 
 	struct store_stats ss;
 	int64_t oldest, newest;
 	int err;
+
+	if (o->base_unit || o->base_container) /* the base's cgroups are those alone, as the API takes them */
+		base.unit = o->base_unit, base.container = o->base_container, base.pod = base.cgroup = NULL;
 
 	switch (o->command) {
 	case CMD_STATUS:
@@ -123,6 +128,8 @@ static int run_db(struct store *st, const struct options *o, int64_t period_us, 
 		return 0;
 	case CMD_PROCESSES:
 		return query_processes(st, &f, !strcmp(o->format, "json"), tty, out);
+	case CMD_SERVICES:
+		return query_services(st, &f, !strcmp(o->format, "json"), tty, out);
 	case CMD_THREADS:
 		return query_threads(st, &f, out);
 	case CMD_QUERY:
@@ -159,7 +166,7 @@ static void build_target(const struct options *o, bool tty, char *t, size_t len)
 		[CMD_STATUS] = "/api/v1/status", [CMD_PROCESSES] = "/api/v1/processes",
 		[CMD_THREADS] = "/api/v1/threads", [CMD_QUERY] = "/api/v1/profile",
 		[CMD_TOP] = "/api/v1/top", [CMD_FLAMEGRAPH] = "/api/v1/profile",
-		[CMD_DIFF] = "/api/v1/diff", [CMD_TIMELINE] = "/api/v1/timeline",
+		[CMD_DIFF] = "/api/v1/diff", [CMD_TIMELINE] = "/api/v1/timeline", [CMD_SERVICES] = "/api/v1/services",
 	};
 	char buf[32];
 
@@ -183,17 +190,29 @@ static void build_target(const struct options *o, bool tty, char *t, size_t len)
 		http_add_param(t, len, "merge", "1");
 	if (o->comm)
 		http_add_param(t, len, "comm", o->comm);
+	if (o->unit)
+		http_add_param(t, len, "unit", o->unit);
+	if (o->container)
+		http_add_param(t, len, "container", o->container);
+	if (o->pod)
+		http_add_param(t, len, "pod", o->pod);
+	if (o->cgroup)
+		http_add_param(t, len, "cgroup", o->cgroup);
 	add_num(t, len, "from", o->from);
 	add_num(t, len, "to", o->to);
 	if (o->command == CMD_DIFF) {
 		if (o->base_pid >= 0)
 			add_num(t, len, "base_pid", o->base_pid);
+		if (o->base_unit)
+			http_add_param(t, len, "base_unit", o->base_unit);
+		if (o->base_container)
+			http_add_param(t, len, "base_container", o->base_container);
 		add_num(t, len, "base_from", o->base_from);
 		add_num(t, len, "base_to", o->base_to);
 	}
 	if (o->command == CMD_FLAMEGRAPH)
 		http_add_param(t, len, "format", "svg");
-	else if (o->command == CMD_PROCESSES || o->command == CMD_TOP)
+	else if (o->command == CMD_PROCESSES || o->command == CMD_TOP || o->command == CMD_SERVICES)
 		http_add_param(t, len, "format", o->format[0] ? o->format : tty ? "text" : "tsv");
 	else if (o->command != CMD_THREADS && o->command != CMD_TIMELINE)
 		http_add_param(t, len, "format", o->format);
