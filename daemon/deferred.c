@@ -11,6 +11,7 @@
 
 #include "deferred.h"
 #include "python.h"
+#include "symbolize/symbolizer.h"
 #include "unwind.h"
 #include "unwind/stackwalk.h"
 #include "unwind/unwinder.h"
@@ -342,6 +343,15 @@ uint64_t deferred_emit(struct deferred *d, int64_t unix_offset, sampler_cb cb, v
 	d->st.ready = 0;
 	d->st.stored += n;
 	return n;
+}
+
+void deferred_keep_names(const struct deferred *d, struct symbolizer *sym)
+{
+	uint32_t last = 0;
+
+	for (const struct waiting *w = d->wait_head; w; w = w->next)
+		if (w->key.pid != last)
+			symbolizer_keep(sym, last = w->key.pid);
 }
 
 void deferred_get_stats(const struct deferred *d, struct deferred_stats *out)

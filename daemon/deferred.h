@@ -13,6 +13,7 @@
 
 #include "sampler.h"
 
+struct symbolizer;
 struct unwinder;
 
 struct deferred;
@@ -63,6 +64,11 @@ int deferred_poll(struct deferred *d, bool all);
 uint64_t deferred_emit(struct deferred *d, int64_t unix_offset, sampler_cb cb, void *ctx);
 
 void deferred_get_stats(const struct deferred *d, struct deferred_stats *out);
+
+/* Keeps what sym needs to name the frames of each waiting sample's process (symbolizer_keep): a sample
+ * may wait for its tables (DEFER_WINDOW_S) longer than sym keeps a process not looked up. Call it
+ * before each flush begins. */
+void deferred_keep_names(const struct deferred *d, struct symbolizer *sym);
 
 /* Frees what is kept (the samples not emitted are lost) and the descriptors it opened; NULL is safe. */
 void deferred_free(struct deferred *d);

@@ -295,6 +295,8 @@ static int flush(struct daemon *d)
 
 	/* The processes first sampled so far, so that their parents go with their samples. */
 	sampler_read_events(d->smp, on_process_event, d);
+	if (d->deferred) /* waiting for their tables, maybe longer than the symbolizer keeps an idle process */
+		deferred_keep_names(d->deferred, d->sym);
 	ingest_begin(d->ingest);
 	/* Just before the maps switch: what was sampled earlier is in this flush. */
 	clock_gettime(CLOCK_REALTIME, &drained);

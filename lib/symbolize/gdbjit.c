@@ -294,6 +294,11 @@ void gdbjit_cache_begin_flush(struct gdbjit_cache *c)
 	pidcache_begin_flush(&c->procs, IDLE_FLUSHES);
 }
 
+void gdbjit_cache_keep(struct gdbjit_cache *c, uint32_t pid)
+{
+	pidcache_keep(&c->procs, pid);
+}
+
 /* The binary mapped at m: looked at once (by device and inode), then remembered. NULL: unreadable. */
 static const struct jitbin *binary_of(struct gdbjit_cache *c, uint32_t pid, const struct procmap *m)
 {

@@ -72,6 +72,10 @@ void gdbjit_cache_free(struct gdbjit_cache *c);
  * it changed), and processes not looked up for 6 flushes are dropped. */
 void gdbjit_cache_begin_flush(struct gdbjit_cache *c);
 
+/* Keeps pid's entry, if any, from being dropped as idle at the next flushes' start (its samples wait
+ * elsewhere to be named). */
+void gdbjit_cache_keep(struct gdbjit_cache *c, uint32_t pid);
+
 /* The name of pid's JIT function holding addr, or NULL. maps (n of them) are pid's executable mappings:
  * the first lookup of pid looks for GDBJIT_SYMBOL in the binaries they map (each binary once, by device
  * and inode), then reads the list through /proc/PID/mem (process_vm_readv). When the process is gone,

@@ -316,6 +316,11 @@ void jitdump_cache_begin_flush(struct jitdump_cache *c)
 	pidcache_begin_flush(&c->procs, IDLE_FLUSHES);
 }
 
+void jitdump_cache_keep(struct jitdump_cache *c, uint32_t pid)
+{
+	pidcache_keep(&c->procs, pid);
+}
+
 bool jitdump_path(const char *path)
 {
 	const char *base = strrchr(path, '/'), *p;

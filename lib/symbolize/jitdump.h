@@ -68,6 +68,10 @@ void jitdump_cache_free(struct jitdump_cache *c);
  * flushes are dropped. */
 void jitdump_cache_begin_flush(struct jitdump_cache *c);
 
+/* Keeps pid's entry, if any, from being dropped as idle at the next flushes' start (its samples wait
+ * elsewhere to be named). */
+void jitdump_cache_keep(struct jitdump_cache *c, uint32_t pid);
+
 /* The name of pid's JIT code holding addr, from the jitdump file among maps (pid's executable mappings:
  * one whose file is named jit-N.dump), or NULL. When the process is gone, what was read stays. */
 const char *jitdump_cache_find(struct jitdump_cache *c, uint32_t pid, const struct procmap *maps, size_t n,

@@ -754,6 +754,11 @@ void perfmap_cache_begin_flush(struct perfmap_cache *c)
 	pidcache_begin_flush(&c->procs, IDLE_FLUSHES);
 }
 
+void perfmap_cache_keep(struct perfmap_cache *c, uint32_t pid)
+{
+	pidcache_keep(&c->procs, pid);
+}
+
 void perfmap_cache_get_stats(const struct perfmap_cache *c, struct perfmap_stats *out)
 {
 	*out = c->st;

@@ -82,6 +82,10 @@ void perfmap_cache_free(struct perfmap_cache *c);
  * up for 6 flushes are dropped. */
 void perfmap_cache_begin_flush(struct perfmap_cache *c);
 
+/* Keeps pid's entry, if any, from being dropped as idle at the next flushes' start (its samples wait
+ * elsewhere to be named). */
+void perfmap_cache_keep(struct perfmap_cache *c, uint32_t pid);
+
 /* The raw name of pid's JIT symbol holding addr, or NULL. The first lookup of pid in a flush opens its
  * perf map: /proc/PID/root/tmp/perf-NSPID.map (NSPID: pid in its own pid namespace, the last NStgid of
  * /proc/PID/status), else /tmp/perf-PID.map. The file is used only when it is a regular file, not

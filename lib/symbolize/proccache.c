@@ -121,6 +121,11 @@ void proccache_begin_flush(struct proccache *c)
 	pidcache_begin_flush(&c->procs, PROCCACHE_IDLE_FLUSHES);
 }
 
+void proccache_keep(struct proccache *c, uint32_t pid)
+{
+	pidcache_keep(&c->procs, pid);
+}
+
 size_t proccache_count(const struct proccache *c)
 {
 	return c->procs.count;

@@ -21,6 +21,10 @@ void proccache_free(struct proccache *c);
  * PROCCACHE_IDLE_FLUSHES flushes are dropped. */
 void proccache_begin_flush(struct proccache *c);
 
+/* Keeps pid's entry, if any, from being dropped as idle at the next flushes' start (its samples wait
+ * elsewhere to be named). */
+void proccache_keep(struct proccache *c, uint32_t pid);
+
 /* The executable mapping of pid holding addr, or NULL (no such mapping, or out of memory).
  * The first lookup of a pid in a flush reads /proc/PID/maps; when that fails or finds no executable
  * mapping (the process is gone), the previous table is kept. A new pid beyond the limit evicts the

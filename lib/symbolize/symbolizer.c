@@ -161,6 +161,14 @@ void symbolizer_free(struct symbolizer *s)
 	free(s);
 }
 
+void symbolizer_keep(struct symbolizer *s, uint32_t pid)
+{
+	proccache_keep(s->procs, pid);
+	perfmap_cache_keep(s->jit, pid);
+	gdbjit_cache_keep(s->gdbjit, pid);
+	jitdump_cache_keep(s->jitdump, pid);
+}
+
 void symbolizer_begin_flush(struct symbolizer *s)
 {
 	proccache_begin_flush(s->procs);

@@ -121,6 +121,11 @@ int symbolizer_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t len
  * Returns 0 or -ESRCH (gone already, or no executable mapping). */
 int symbolizer_snapshot(struct symbolizer *s, uint32_t pid);
 
+/* Keeps what naming pid's frames needs (its mappings read at its snapshot, its JIT records) from being
+ * dropped as idle while its samples wait elsewhere (deferred for their unwind tables): call it before
+ * each flush's symbolizer_begin_flush for every such pid. A pid not known is ignored. */
+void symbolizer_keep(struct symbolizer *s, uint32_t pid);
+
 /* pid's executable mappings as the symbolizer knows them (read at its snapshot or this flush's first
  * lookup): *n of them, NULL when none. Valid until the next call on s. */
 const struct procmap *symbolizer_maps(struct symbolizer *s, uint32_t pid, size_t *n);

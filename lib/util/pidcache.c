@@ -83,6 +83,16 @@ struct pidcache_entry *pidcache_get(struct pidcache *c, uint32_t pid)
 	return e;
 }
 
+void pidcache_keep(struct pidcache *c, uint32_t pid)
+{
+	struct pidcache_entry *e = pidcache_find(c, pid);
+
+	if (e) {
+		e->used_gen = c->gen;
+		lru_touch(&c->lru, &e->lru);
+	}
+}
+
 void pidcache_begin_flush(struct pidcache *c, unsigned idle)
 {
 	struct pidcache_entry *e;

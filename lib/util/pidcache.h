@@ -45,6 +45,9 @@ struct pidcache_entry *pidcache_find(const struct pidcache *c, uint32_t pid);
  * full), marked used in this flush and made the most recently used. NULL: out of memory. */
 struct pidcache_entry *pidcache_get(struct pidcache *c, uint32_t pid);
 
+/* Marks pid's entry, if any, used in this flush (kept from idle dropping), as a lookup would. */
+void pidcache_keep(struct pidcache *c, uint32_t pid);
+
 /* Unlinks e, releases and frees it. */
 void pidcache_drop(struct pidcache *c, struct pidcache_entry *e);
 
