@@ -24,6 +24,7 @@
 #include "elf/procmaps.h"
 
 #define FAST_STREAK 4          /* fast requests done in a row before a waiting build gets its turn */
+#define SLOW_AGE_S 2.0         /* a process waiting this long for builds goes first, whatever they cost */
 #define FILL_CHUNK 65536     /* rows copied into an inner map per batch update */
 #define MAX_ENTRIES_PER_SLOT 4 /* binaries remembered (with or without a table) per table slot */
 
@@ -100,6 +101,7 @@ struct unwinder {
 		struct request {
 			uint32_t pid;
 			uint64_t token, cost;
+			double since;         /* when the process first asked (CLOCK_MONOTONIC seconds) */
 			struct procmap *maps; /* as read at its first sample (owned), or NULL */
 			size_t nmaps;
 		} e[UNWINDER_QUEUE];
@@ -131,10 +133,11 @@ static void publish(struct unwinder *u)
 static int add_process(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b,
 		       const struct procmap *snap, size_t nsnap);
 
-/* Puts pid's request in r, or updates the one waiting there, taking *maps over (NULL then; a request
- * keeps the mappings it has when given none). Returns false when r is full (*maps left to the caller). */
-static bool ring_put(struct ring *r, uint32_t pid, uint64_t token, uint64_t cost, struct procmap **maps,
-		     size_t nmaps)
+/* Puts pid's request in r, asked since then, or updates the one waiting there, taking *maps over (NULL
+ * then; a request keeps the mappings it has when given none). Returns false when r is full (*maps left
+ * to the caller). */
+static bool ring_put(struct ring *r, uint32_t pid, uint64_t token, uint64_t cost, double since,
+		     struct procmap **maps, size_t nmaps)
 {
 	struct request *q = NULL;
 
@@ -145,7 +148,7 @@ static bool ring_put(struct ring *r, uint32_t pid, uint64_t token, uint64_t cost
 		if (r->count == UNWINDER_QUEUE)
 			return false;
 		q = &r->e[(r->head + r->count++) % UNWINDER_QUEUE];
-		*q = (struct request){ .pid = pid };
+		*q = (struct request){ .pid = pid, .since = since };
 	}
 	if (token)
 		q->token = token;
@@ -167,17 +170,23 @@ static bool ring_has(const struct ring *r, uint32_t pid)
 	return false;
 }
 
-/* Takes the first request of r, or with cheapest, the one of least cost (the first of those). */
+/* Takes the first request of r, or with cheapest, the one of least cost (the first of those), unless
+ * one has waited SLOW_AGE_S: then the one waiting longest (a stream of new processes with small
+ * binaries must not keep a big one from being built). */
 static struct request ring_take(struct ring *r, bool cheapest)
 {
-	struct request q, *best = &r->e[r->head];
+	struct request q, *best = &r->e[r->head], *oldest = best;
 
 	for (size_t i = 1; cheapest && i < r->count; i++) {
 		struct request *c = &r->e[(r->head + i) % UNWINDER_QUEUE];
 
 		if (c->cost < best->cost)
 			best = c;
+		if (c->since < oldest->since)
+			oldest = c;
 	}
+	if (cheapest && mono_now() - oldest->since >= SLOW_AGE_S)
+		best = oldest;
 	q = *best;
 	*best = r->e[r->head]; /* the head's request takes its place */
 	r->head = (r->head + 1) % UNWINDER_QUEUE;
@@ -188,7 +197,8 @@ static struct request ring_take(struct ring *r, bool cheapest)
 /* The thread. A new process first gets the tables already built (fast), so that one big binary being
  * built never holds up the processes whose binaries are known; the binaries it still lacks are built
  * one per turn of the slow queue, between fast requests, the smallest first (shortest job first:
- * a library just loaded is not kept waiting behind libLLVM). Sweeps come when both queues are empty. */
+ * a library just loaded is not kept waiting behind libLLVM), but a process waiting SLOW_AGE_S first of
+ * all. Sweeps come when both queues are empty. */
 static void *worker(void *arg)
 {
 	struct unwinder *u = arg;
@@ -219,7 +229,7 @@ static void *worker(void *arg)
 		b = (struct budget){ .builds = fast ? 0 : 1, .max_size = fast ? 0 : rq.cost };
 		int err = add_process(u, rq.pid, rq.token, &b, rq.maps, rq.nmaps);
 		pthread_mutex_lock(&u->mu);
-		if (!err && b.missing && !ring_put(&u->slow, rq.pid, 0, b.smallest, &rq.maps, rq.nmaps))
+		if (!err && b.missing && !ring_put(&u->slow, rq.pid, 0, b.smallest, rq.since, &rq.maps, rq.nmaps))
 			u->dropped++;
 		procmaps_free(rq.maps, rq.nmaps); /* unless the slow queue took it over */
 		u->busy = false;
@@ -242,7 +252,7 @@ void unwinder_request_maps(struct unwinder *u, uint32_t pid, uint64_t token, con
 	if (maps && n)
 		procmaps_copy(maps, n, &copy); /* none (out of memory): the live read alone */
 	pthread_mutex_lock(&u->mu);
-	if (ring_put(&u->fast, pid, token, 0, &copy, n))
+	if (ring_put(&u->fast, pid, token, 0, mono_now(), &copy, n))
 		pthread_cond_signal(&u->wake);
 	else
 		u->dropped++;
