@@ -229,9 +229,15 @@ test_fetched() {
 	check "fetched: the server answered 200 to both build-ids" \
 		eval 'grep -q "GET /buildid/$BID_MAIN/debuginfo 200" "$TMP/debuginfod.log" &&
 			grep -q "GET /buildid/$BID_LIB/debuginfo 200" "$TMP/debuginfod.log"'
-	sleep 4
-	# Taken after the fetch (from the next second on).
-	curl -sf "$URL/api/v1/profile?pid=$PID&from=$((t_fetch + 1))&format=folded&flush=1" > "$TMP/after.folded"
+	# Taken after the fetch (from the next second on): until each code has 100 samples (a loaded host
+	# gave stripped_main's 82 in 4 s), 20 s at most.
+	for _ in $(seq 20); do
+		sleep 1
+		curl -sf "$URL/api/v1/profile?pid=$PID&from=$((t_fetch + 1))&format=folded&flush=1" > "$TMP/after.folded"
+		read -r main_in _ <<< "$(leaf_share "$TMP/after.folded" stripped_main "$NAMES_MAIN")"
+		read -r lib_in _ <<< "$(leaf_share "$TMP/after.folded" libstripped.so "$NAMES_LIB")"
+		[ "$main_in" -ge 100 ] && [ "$lib_in" -ge 100 ] && break
+	done
 	share_checks "after the fetch" "$TMP/after.folded"
 	check "after the fetch: the chains main;sm_spin_outer;sm_spin_inner and main;sl_work;sl_hash_rounds" \
 		eval 'grep -q ";main;sm_spin_outer;sm_spin_inner " "$TMP/after.folded" &&
