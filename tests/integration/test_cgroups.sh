@@ -39,21 +39,29 @@ mkdir -p "$CG$WEB" "$CG$DOCKER" "$CG$KUBE" || { fail "make the cgroups"; exit 1;
 ( set -f && cd "$CG" && IFS=/ && for c in ${EVIL#/}; do mkdir -p -- "$c" && cd -- "$c" || exit 1; done ) ||
 	{ fail "make the hostile cgroup"; exit 1; }
 
-# "${IN[@]}" DIR CMD...: runs CMD in cgroup DIR (its path under the mount), as the same process ($!).
-IN=(sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"')
+# start_in DIR NAME CMD...: starts CMD as the child of a shell that moved itself into cgroup DIR (its
+# path under the mount) first, so that every sample of CMD ran there (until the test moves it); its pid
+# goes to $TMP/NAME.pid.
+start_in() {
+	sh -c 'echo $$ > "$0/cgroup.procs" && f=$1 && shift && { "$@" > /dev/null & echo $! > "$f.pid"; wait; }' \
+		"$CG$1" "$TMP/$2" "${@:3}" &
+	launchers+=($!)
+}
 
 run_flamed cgroups --db "$TMP/flamed.db" --frequency 99 --flush-interval 1 --listen 127.0.0.1:0
 T0=$(date +%s)
-"${IN[@]}" "$CG$WEB" "$B" 4 > /dev/null & web=$!
-"${IN[@]}" "$CG$WEB" sh -c 'for i in $(seq 40); do "$0" 0.1 > /dev/null; done' "$B" & kids=$!
-"${IN[@]}" "$CG$DOCKER" "$B" 4 > /dev/null & docker=$!
-"${IN[@]}" "$CG$KUBE" "$B" 4 > /dev/null & kube=$!
-"${IN[@]}" "$CG$WEB" "$B" 4 > /dev/null & mover=$!
-"${IN[@]}" "$CG$EVIL" "$B" 3 > /dev/null & evil=$!
+launchers=()
+start_in "$WEB" web "$B" 4
+start_in "$WEB" kids sh -c 'for i in $(seq 40); do "$0" 0.1 > /dev/null; done' "$B"
+start_in "$DOCKER" docker "$B" 4
+start_in "$KUBE" kube "$B" 4
+start_in "$WEB" mover "$B" 4
+start_in "$EVIL" evil "$B" 3
 sleep 2
+for v in web kids docker kube mover evil; do read -r "$v" < "$TMP/$v.pid"; done
 echo "$mover" > "$CG$DOCKER/cgroup.procs"
 check "the mover moved into the container after 2 s" grep -qx "$mover" "$CG$DOCKER/cgroup.procs"
-wait $web $kids $docker $kube $mover $evil
+wait "${launchers[@]}"
 T1=$(($(date +%s) + 1))
 W="from=$T0&to=$T1"
 
@@ -74,8 +82,16 @@ s_web=$(total "unit=web.service")
 mover_web=$(total "pid=$mover&unit=web.service")
 mover_docker=$(total "container=${CID:0:12}&pid=$mover")
 mover_own=$(own "$mover")
+# Each member's own samples, wherever they ran: all of them for the processes started inside; the
+# mover's before it moved; the launching shells' after they moved themselves in.
 members=$mover_web
-for p in $web_pids; do [ "$p" != "$mover" ] && members=$((members + $(own "$p"))); done
+for p in $web_pids; do
+	if [[ " ${launchers[*]} " == *" $p "* ]]; then
+		members=$((members + $(total "pid=$p&unit=web.service")))
+	elif [ "$p" != "$mover" ]; then
+		members=$((members + $(own "$p")))
+	fi
+done
 echo "# web.service: $s_web samples; its members' own: $members (the mover: $mover_web here, $mover_docker in the container, $mover_own in all)"
 check "unit=web.service: exactly its processes' samples ($s_web = $members, > 0)" [ "$s_web" -gt 0 -a "$s_web" -eq "$members" ]
 check "the mover is counted where it ran: in both, their sum its own ($mover_web + $mover_docker = $mover_own)" \
@@ -83,14 +99,19 @@ check "the mover is counted where it ran: in both, their sum its own ($mover_web
 
 s_docker=$(total "container=${CID:0:12}")
 docker_own=$(own "$docker")
-check "container=<12-character prefix>: the container's process and the mover after it moved ($s_docker = $docker_own + $mover_docker)" \
-	[ "$s_docker" -gt 0 -a "$s_docker" -eq $((docker_own + mover_docker)) ]
+launchers_in() { local s=0; for l in "${launchers[@]}"; do s=$((s + $(total "pid=$l&$1"))); done; echo $s; }
+l_docker=$(launchers_in "container=${CID:0:12}")
+check "container=<12-character prefix>: the container's process and the mover after it moved ($s_docker = $docker_own + $mover_docker + $l_docker of its launcher)" \
+	[ "$s_docker" -gt 0 -a "$s_docker" -eq $((docker_own + mover_docker + l_docker)) ]
 s_pod=$(total "pod=$POD_UID")
 kube_own=$(own "$kube")
-check "pod=<uid>: the pod's container's process ($s_pod = $kube_own, > 0)" [ "$s_pod" -gt 0 -a "$s_pod" -eq "$kube_own" ]
-check "container=<the pod's container>: the same ($(total "container=$KID"))" [ "$(total "container=$KID")" -eq "$kube_own" ]
+l_pod=$(launchers_in "pod=$POD_UID")
+check "pod=<uid>: the pod's container's process ($s_pod = $kube_own + $l_pod of its launcher, > 0)" \
+	[ "$s_pod" -gt 0 -a "$s_pod" -eq $((kube_own + l_pod)) ]
+check "container=<the pod's container>: the same ($(total "container=$KID"))" [ "$(total "container=$KID")" -eq "$s_pod" ]
 s_top=$(total "cgroup=$TOP")
-s_all_ours=$((members + docker_own + mover_docker + kube_own + $(own "$evil")))
+s_all_ours=$((members + docker_own + mover_docker + l_docker + kube_own + l_pod + $(own "$evil") +
+	$(total "pid=${launchers[5]}&cgroup=$TOP")))
 check "cgroup=<the test's folder>: every process of the test ($s_top = $s_all_ours)" [ "$s_top" -eq "$s_all_ours" ]
 
 # What the listings say.
