@@ -17,6 +17,7 @@
 
 #define TABLE_MIN_CAP 64 /* first capacity of each table; they double as needed */
 #define PY_KEY (1ULL << 62) /* in a function's key: a Python file's index, not a module's */
+#define LABELS 5            /* labels a sample has at most: comm, pid, unit, container, cgroup */
 
 /* The string table: strs[0] is "", every other entry is distinct. Entries point into the caller's
  * stacks except repaired copies of invalid UTF-8 (owned[i]), which are freed with the table. */
@@ -46,12 +47,12 @@ struct build {
 	int64_t *func_system;            /* by function id - 1: its name as the binary has it (0: its name) */
 	size_t func_cap;
 	struct idtab locs;  /* (function id, mapping id | line << 32) */
-	int64_t s_comm, s_pid;
+	int64_t s_comm, s_pid, s_unit, s_container, s_cgroup;
 
 	Perftools__Profiles__Sample *samples, **sample_ptrs;
 	uint64_t *loc_ids; /* every sample's location ids, one run per sample */
 	int64_t *values;   /* two per sample */
-	Perftools__Profiles__Label *labels, **label_ptrs; /* two per sample */
+	Perftools__Profiles__Label *labels, **label_ptrs; /* LABELS per sample */
 	Perftools__Profiles__Mapping *map_msgs, **map_ptrs;
 	Perftools__Profiles__Function *func_msgs, **func_ptrs;
 	Perftools__Profiles__Location *loc_msgs, **loc_ptrs;
@@ -338,7 +339,9 @@ static int build_init(struct build *b, const char *time_type)
 		err = value_type(b, "samples", "count", &b->types[0]) ?:
 		      value_type(b, "cpu", "nanoseconds", &b->types[1]) ?:
 		      value_type(b, "cpu", "nanoseconds", &b->period_type);
-	if (err || strtab_intern(&b->strs, "comm", &b->s_comm) < 0 || strtab_intern(&b->strs, "pid", &b->s_pid) < 0)
+	if (err || strtab_intern(&b->strs, "comm", &b->s_comm) < 0 || strtab_intern(&b->strs, "pid", &b->s_pid) < 0 ||
+	    strtab_intern(&b->strs, "unit", &b->s_unit) < 0 || strtab_intern(&b->strs, "container", &b->s_container) < 0 ||
+	    strtab_intern(&b->strs, "cgroup", &b->s_cgroup) < 0)
 		return -ENOMEM;
 	b->type_ptrs[0] = &b->types[0];
 	b->type_ptrs[1] = &b->types[1];
@@ -464,21 +467,29 @@ static void sample_values(uint64_t count, int64_t period_ns, unsigned ntypes, in
 	values[1] = cpu;
 }
 
-/* The "comm" label (when comm is set) and the "pid" label (when pid >= 0). Labels are two slots of
- * b->labels starting at first. */
+/* Adds the string label key=v to s when v is set and not "". */
+static int string_label(struct build *b, size_t first, Perftools__Profiles__Sample *s, int64_t key, const char *v)
+{
+	Perftools__Profiles__Label *l = &b->labels[first + s->n_label];
+
+	if (!v || !v[0])
+		return 0;
+	perftools__profiles__label__init(l);
+	l->key = key;
+	if (strtab_intern(&b->strs, v, &l->str) < 0)
+		return -ENOMEM;
+	b->label_ptrs[first + s->n_label++] = l;
+	return 0;
+}
+
+/* The "comm" label (when comm is set), the "pid" label (when pid >= 0), and "unit", "container" and
+ * "cgroup" where set. Labels are LABELS slots of b->labels starting at first. */
 static int sample_labels(struct build *b, const struct pprof_stack *st, size_t first,
 			 Perftools__Profiles__Sample *s)
 {
 	s->label = &b->label_ptrs[first];
-	if (st->comm && st->comm[0]) {
-		Perftools__Profiles__Label *l = &b->labels[first + s->n_label];
-
-		perftools__profiles__label__init(l);
-		l->key = b->s_comm;
-		if (strtab_intern(&b->strs, st->comm, &l->str) < 0)
-			return -ENOMEM;
-		b->label_ptrs[first + s->n_label++] = l;
-	}
+	if (string_label(b, first, s, b->s_comm, st->comm) < 0)
+		return -ENOMEM;
 	if (st->pid >= 0) {
 		Perftools__Profiles__Label *l = &b->labels[first + s->n_label];
 
@@ -487,6 +498,10 @@ static int sample_labels(struct build *b, const struct pprof_stack *st, size_t f
 		l->num = st->pid;
 		b->label_ptrs[first + s->n_label++] = l;
 	}
+	if (string_label(b, first, s, b->s_unit, st->unit) < 0 ||
+	    string_label(b, first, s, b->s_container, st->container) < 0 ||
+	    string_label(b, first, s, b->s_cgroup, st->cgroup) < 0)
+		return -ENOMEM;
 	return 0;
 }
 
@@ -498,14 +513,14 @@ static int alloc_samples(struct build *b, const struct pprof_stack *stacks, size
 	for (size_t i = 0; i < n; i++)
 		if (stacks[i].frames && __builtin_add_overflow(total, (size_t)stacks[i].nframes, &total))
 			return -ENOMEM;
-	if (n > SIZE_MAX / 2)
+	if (n > SIZE_MAX / LABELS)
 		return -ENOMEM;
 	b->samples = alloc_array(n, sizeof(*b->samples));
 	b->sample_ptrs = alloc_array(n, sizeof(*b->sample_ptrs));
 	b->loc_ids = alloc_array(total, sizeof(*b->loc_ids));
 	b->values = alloc_array(2 * n, sizeof(*b->values));
-	b->labels = alloc_array(2 * n, sizeof(*b->labels));
-	b->label_ptrs = alloc_array(2 * n, sizeof(*b->label_ptrs));
+	b->labels = alloc_array(LABELS * n, sizeof(*b->labels));
+	b->label_ptrs = alloc_array(LABELS * n, sizeof(*b->label_ptrs));
 	if (!b->samples || !b->sample_ptrs || !b->loc_ids || !b->values || !b->labels || !b->label_ptrs)
 		return -ENOMEM;
 	return 0;
@@ -532,7 +547,7 @@ static int build_samples(struct build *b, const struct pprof_stack *stacks, size
 		s->value = &b->values[2 * i];
 		s->n_value = b->ntypes;
 		sample_values(st->count, period_ns, b->ntypes, s->value);
-		if (sample_labels(b, st, 2 * i, s) < 0)
+		if (sample_labels(b, st, LABELS * i, s) < 0)
 			return -ENOMEM;
 		b->sample_ptrs[i] = s;
 	}

@@ -23,6 +23,8 @@ struct pprof_stack {
 	uint64_t count;                   /* samples */
 	const char *comm;                 /* process name, a sample label "comm"; may be NULL */
 	int64_t pid;                      /* a numeric label "pid" when >= 0 */
+	/* Where it ran: labels "unit", "container" and "cgroup" where set and not "" */
+	const char *unit, *container, *cgroup;
 };
 
 struct pprof_info {

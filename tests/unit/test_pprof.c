@@ -38,11 +38,12 @@ static const struct pprof_frame s_sched[] = { F_SCHED, F_MEMCPY, F_MAIN };
 static const struct pprof_frame s_unknown[] = { F_UNKNOWN };
 
 static const struct pprof_stack known[] = {
-	{ s_work, 2, 30, "app", 100 },
-	{ s_memcpy, 3, 20, "app", 100 },
-	{ s_sched, 3, 7, NULL, -1 },
-	{ s_unknown, 1, 3, "other", 5 },
-	{ s_work, 2, 10, "app", 100 },
+	{ s_work, 2, 30, "app", 100, "web.service", "", "/system.slice/web.service" },
+	{ s_memcpy, 3, 20, "app", 100, "web.service", "", "/system.slice/web.service" },
+	{ s_sched, 3, 7, NULL, -1, NULL, NULL, NULL },
+	{ s_unknown, 1, 3, "other", 5, "", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+	  "/system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope" },
+	{ s_work, 2, 10, "app", 100, "web.service", "", "/system.slice/web.service" },
 };
 
 static const struct pprof_info known_info = { T0_NS, DURATION_NS, PERIOD, NULL };
@@ -215,6 +216,12 @@ static void check_header(const Profile *p)
 	      "period type is cpu/nanoseconds");
 }
 
+/* Whether a label read (NULL: none) is what was given (NULL or "": none). */
+static bool same_label(const char *got, const char *given)
+{
+	return given && given[0] ? got && !strcmp(got, given) : !got;
+}
+
 /* Samples in input order with [count, count * period], frames leaf first, and their labels. */
 static void check_samples(const Profile *p)
 {
@@ -236,6 +243,10 @@ static void check_samples(const Profile *p)
 			CHECK(has_pid && pid == known[i].pid, "sample %zu has numeric label pid=%" PRId64, i, known[i].pid);
 		else
 			CHECK(!has_pid, "sample %zu (pid -1) has no pid label", i);
+		CHECK(same_label(label_str(p, s, "unit"), known[i].unit) &&
+			      same_label(label_str(p, s, "container"), known[i].container) &&
+			      same_label(label_str(p, s, "cgroup"), known[i].cgroup),
+		      "sample %zu has its unit, container and cgroup labels, none where \"\" or NULL", i);
 	}
 }
 
@@ -330,7 +341,7 @@ static void test_empty(void)
 /* A count too big for int64, and count * period past int64, saturate. */
 static void test_saturation(void)
 {
-	const struct pprof_stack st[] = { { s_work, 2, UINT64_MAX, "a", 1 }, { s_work, 2, INT64_MAX / 2, "a", 1 } };
+	const struct pprof_stack st[] = { { s_work, 2, UINT64_MAX, "a", 1, NULL, NULL, NULL }, { s_work, 2, INT64_MAX / 2, "a", 1, NULL, NULL, NULL } };
 	Profile *p = roundtrip("saturation", st, 2, &known_info);
 
 	if (!p)
@@ -345,7 +356,7 @@ static void test_saturation(void)
  * (saturated), the period type the same. */
 static void test_time_types(void)
 {
-	const struct pprof_stack st[] = { { s_work, 2, 1500, "a", 1 }, { s_work, 2, UINT64_MAX, "a", 1 } };
+	const struct pprof_stack st[] = { { s_work, 2, 1500, "a", 1, NULL, NULL, NULL }, { s_work, 2, UINT64_MAX, "a", 1, NULL, NULL, NULL } };
 	const char *types[] = { "off_cpu", "wall" };
 
 	for (int i = 0; i < 2; i++) {
@@ -417,7 +428,7 @@ static void test_odd_names(void)
 		PF("caf\xc3\xa9 \xf0\x9f\x94\xa5", "", ""), /* valid: must stay as is */
 		PF(NULL, NULL, NULL),
 	};
-	const struct pprof_stack st[] = { { frames, 5, 1, "\xe6\x97\xa5\xe6", 7 } };
+	const struct pprof_stack st[] = { { frames, 5, 1, "\xe6\x97\xa5\xe6", 7, NULL, NULL, NULL } };
 	Profile *p;
 	bool all_utf8 = true, kept = false, replaced = false;
 
@@ -473,7 +484,8 @@ static void test_random_names(void)
 		}
 		for (size_t c = 0; c < NAMELEN; c++)
 			comms[i][c] = (char)(1 + rand_r(&seed) % 255);
-		st[i] = (struct pprof_stack){ frames[i], (unsigned)(1 + i % DEPTH), 1 + i, comms[i], (int64_t)i - 1 };
+		st[i] = (struct pprof_stack){ frames[i], (unsigned)(1 + i % DEPTH), 1 + i, comms[i], (int64_t)i - 1,
+					      NULL, NULL, NULL };
 		nframes += st[i].nframes;
 	}
 	p = roundtrip("random names", st, STACKS, &known_info);
@@ -643,7 +655,7 @@ static void test_python(void)
 		  .line = 44 },
 		PF("Py_RunMain", "/usr/bin/python3.11", "cc"),
 	};
-	const struct pprof_stack stacks[] = { { at23, 3, 5, "python3.11", 9 }, { at22, 3, 2, "python3.11", 9 } };
+	const struct pprof_stack stacks[] = { { at23, 3, 5, "python3.11", 9, NULL, NULL, NULL }, { at22, 3, 2, "python3.11", 9, NULL, NULL, NULL } };
 	Profile *p = roundtrip("python", stacks, 2, &known_info);
 	bool funcs = true, lines = false, tooth22 = false, tooth23 = false;
 
@@ -691,7 +703,7 @@ static void test_demangled(void)
 	static const struct pprof_frame f_double = { .name = "ns::f", .system_name = "_ZN2ns1fEd",
 		.module = "/usr/bin/app", .build_id = "aaaa" };
 	const struct pprof_frame a[] = { relax, F_MAIN }, b[] = { f_int, F_MAIN }, c[] = { f_double, F_MAIN };
-	const struct pprof_stack stacks[] = { { a, 2, 5, "app", 1 }, { b, 2, 3, "app", 1 }, { c, 2, 2, "app", 1 } };
+	const struct pprof_stack stacks[] = { { a, 2, 5, "app", 1, NULL, NULL, NULL }, { b, 2, 3, "app", 1, NULL, NULL, NULL }, { c, 2, 2, "app", 1, NULL, NULL, NULL } };
 	Profile *p = roundtrip("demangled", stacks, ARRAY_SIZE(stacks), &known_info);
 	int found = 0;
 
