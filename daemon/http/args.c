@@ -21,6 +21,8 @@
 #define VALUE_MAX 256                /* bytes of one parameter's value */
 #define TIME_LIMIT (INT64_C(1) << 40) /* |instants| users give, so window arithmetic cannot overflow */
 
+_Static_assert(P_COUNT <= 32, "a route's parameters are bits of a uint32_t");
+
 static const char *const param_names[P_COUNT] = {
 	[P_PID] = "pid", [P_TID] = "tid", [P_COMM] = "comm", [P_FROM] = "from", [P_TO] = "to",
 	[P_FORMAT] = "format", [P_REVERSE] = "reverse", [P_TITLE] = "title", [P_WIDTH] = "width",
@@ -29,7 +31,7 @@ static const char *const param_names[P_COUNT] = {
 	[P_SECONDS] = "seconds", [P_LINES] = "lines", [P_KIND] = "kind", [P_CHILDREN] = "children",
 	[P_MERGE] = "merge", [P_FLUSH] = "flush", [P_DEMANGLE] = "demangle", [P_UNIT] = "unit",
 	[P_CONTAINER] = "container", [P_POD] = "pod", [P_CGROUP] = "cgroup", [P_BASE_UNIT] = "base_unit",
-	[P_BASE_CONTAINER] = "base_container",
+	[P_BASE_CONTAINER] = "base_container", [P_GROUP] = "group",
 };
 
 /* Lists the names of the bits set in mask, ", " between them, into buf. */
@@ -290,6 +292,13 @@ int http_arg_graph(struct http *h, struct request *rq, struct query_graph *g)
 	g->title = rq->arg[P_TITLE];
 	if (http_arg_bool(rq, P_REVERSE, &g->reverse) < 0 || http_arg_uint(rq, P_WIDTH, 100, 10000, &g->width) < 0)
 		return -EINVAL;
+	if (rq->arg[P_GROUP] && strcmp(rq->arg[P_GROUP], "unit")) {
+		char show[72];
+
+		return http_fail(rq, 400, "group: wants unit (each stack under its service), got \"%s\"",
+				 http_shown(rq->arg[P_GROUP], show, sizeof(show)));
+	}
+	g->by_service = rq->arg[P_GROUP] != NULL;
 	return arg_double(rq, P_MINWIDTH, 0, 1000, &g->minwidth);
 }
 

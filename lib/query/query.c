@@ -222,10 +222,13 @@ static int each_stack(struct store *st, const struct store_filter *f, store_stac
 	return store_query_stacks_frames(st, f, named_frames, &n);
 }
 
-/* Builds the tree of f (and of base on TREE_BASE when base is not NULL); with sources, its nodes carry
- * their Python frames' files and lines run (no base then). */
+/* What a tree is built from: stacks; stacks with their frames, whose nodes then carry their Python
+ * frames' files and lines run; stacks under their process's service. */
+enum tree_from { FROM_STACKS, FROM_FRAMES, FROM_SERVICES };
+
+/* Builds the tree of f (and of base on TREE_BASE when base is not NULL; from FROM_STACKS then). */
 static int build_tree(struct store *st, const struct store_filter *f, const struct store_filter *base,
-		      bool reverse, bool sources, struct tree **out)
+		      bool reverse, enum tree_from from, struct tree **out)
 {
 	struct tree_opts o = { .reverse = reverse };
 	struct to_tree ctx = { .side = TREE_NEW };
@@ -233,7 +236,11 @@ static int build_tree(struct store *st, const struct store_filter *f, const stru
 
 	if (err)
 		return err;
-	err = sources ? each_stack(st, f, NULL, frames_to_tree, &ctx) : each_stack(st, f, stack_to_tree, NULL, &ctx);
+	if (from == FROM_SERVICES)
+		err = services_each_stack(st, f, stack_to_tree, &ctx);
+	else
+		err = from == FROM_FRAMES ? each_stack(st, f, NULL, frames_to_tree, &ctx)
+					  : each_stack(st, f, stack_to_tree, NULL, &ctx);
 	if (!err && base) {
 		ctx.side = TREE_BASE;
 		err = each_stack(st, base, stack_to_tree, NULL, &ctx);
@@ -378,10 +385,20 @@ static int write_pprof(struct store *st, const struct store_filter *f, const str
 		info.time_type = f->kind == STORE_OFFCPU ? "off_cpu" : "wall";
 		info.period_ns = 1000;
 	}
+	struct services_map *m = NULL;
 	int err = each_stack(st, f, NULL, stack_to_pprof, &c);
 
+	err = err ?: services_map_load(st, f, &m); /* where each process ran: its labels */
+	for (size_t i = 0; !err && i < c.n; i++) {
+		struct services_of s = services_map_get(m, (uint32_t)c.stacks[i].pid);
+
+		c.stacks[i].unit = s.unit;
+		c.stacks[i].container = s.container;
+		c.stacks[i].cgroup = s.cgroup;
+	}
 	if (!err)
 		err = render_pprof(out, c.stacks, c.n, &info);
+	services_map_free(m);
 	for (size_t i = 0; i < c.n; i++)
 		free((void *)c.stacks[i].frames);
 	free(c.stacks);
@@ -396,15 +413,17 @@ int query_profile(struct store *st, const struct store_filter *f, enum query_for
 
 	switch (fmt) {
 	case QUERY_FOLDED:
+		if (g && g->by_service)
+			return services_each_stack(st, f, stack_to_folded, out);
 		return each_stack(st, f, stack_to_folded, NULL, out);
 	case QUERY_JSON:
-		err = build_tree(st, f, NULL, g && g->reverse, true, &t);
+		err = build_tree(st, f, NULL, g && g->reverse, g && g->by_service ? FROM_SERVICES : FROM_FRAMES, &t);
 		if (!err)
 			err = write_graph(out, t, fmt, g, false, kind_unit(f));
 		tree_free(t);
 		return err;
 	case QUERY_SVG:
-		err = build_tree(st, f, NULL, g && g->reverse, false, &t);
+		err = build_tree(st, f, NULL, g && g->reverse, g && g->by_service ? FROM_SERVICES : FROM_STACKS, &t);
 		if (!err)
 			err = write_graph(out, t, fmt, g, false, kind_unit(f));
 		tree_free(t);
@@ -482,7 +501,7 @@ int query_diff(struct store *st, const struct store_filter *base, const struct s
 		err = store_query_diff(st, base, now, diff_line, out);
 		return err ? err : ferror(out) ? -EIO : 0;
 	}
-	err = build_tree(st, now, base, g && g->reverse, false, &t);
+	err = build_tree(st, now, base, g && g->reverse, FROM_STACKS, &t);
 	if (!err)
 		err = write_graph(out, t, fmt, g, true, kind_unit(now));
 	tree_free(t);

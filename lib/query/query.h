@@ -48,6 +48,8 @@ struct query_graph {
 	double minwidth;      /* SVG: frames narrower than this many pixels are pruned; < 0: default */
 	unsigned frequency;   /* sampling frequency, for pprof's period; 0: 19 */
 	bool lines;           /* QUERY_TOP: rank a Python function's lines apart ("QUALNAME (FILE:LINE)") */
+	bool by_service;      /* QUERY_FOLDED, JSON, SVG: each stack under a root frame of its process's
+			       * service (query/services.h), above its process name */
 };
 
 /* Writes the aggregated profile of the samples matching f in format fmt (QUERY_TOP: the top table,

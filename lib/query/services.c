@@ -187,3 +187,184 @@ int query_services(struct store *st, const struct store_filter *f, bool json, bo
 	free(l.s);
 	return err;
 }
+
+/* One process of a services_map. */
+struct proc_service {
+	uint32_t pid;
+	char *cgroup, *unit, *service;
+	char container[65];
+};
+
+struct services_map {
+	struct proc_service *p;
+	size_t n, cap;
+};
+
+static int add_process(const struct store_process *p, void *ctx)
+{
+	struct services_map *m = ctx;
+	struct proc_service *e;
+	struct cgname n;
+	char service[CGNAME_FIELD_MAX + 32];
+
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 64;
+		struct proc_service *np = reallocarray(m->p, cap, sizeof(*np));
+
+		if (!np)
+			return -ENOMEM;
+		m->p = np;
+		m->cap = cap;
+	}
+	if (cgname_parse(p->cgroup, &n) < 0)
+		snprintf(service, sizeof(service), "[no cgroup]");
+	else if (n.container[0])
+		snprintf(service, sizeof(service), "%s %.12s", n.runtime[0] ? n.runtime : "container", n.container);
+	else
+		snprintf(service, sizeof(service), "%s", n.unit[0] ? n.unit : p->cgroup);
+	e = &m->p[m->n];
+	*e = (struct proc_service){ .pid = p->pid, .cgroup = strdup(p->cgroup ? p->cgroup : ""),
+				    .unit = strdup(n.unit), .service = strdup(service) };
+	snprintf(e->container, sizeof(e->container), "%s", n.container);
+	m->n++;
+	return e->cgroup && e->unit && e->service ? 0 : -ENOMEM;
+}
+
+static int cmp_pid(const void *x, const void *y)
+{
+	const struct proc_service *a = x, *b = y;
+
+	return (a->pid > b->pid) - (a->pid < b->pid);
+}
+
+void services_map_free(struct services_map *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n; i++) {
+		free(m->p[i].cgroup);
+		free(m->p[i].unit);
+		free(m->p[i].service);
+	}
+	free(m->p);
+	free(m);
+}
+
+int services_map_load(struct store *st, const struct store_filter *f, struct services_map **out)
+{
+	struct services_map *m = calloc(1, sizeof(*m));
+	int err;
+
+	if (!m)
+		return -ENOMEM;
+	err = store_query_processes(st, f, add_process, m);
+	if (err) {
+		services_map_free(m);
+		return err;
+	}
+	if (m->n)
+		qsort(m->p, m->n, sizeof(*m->p), cmp_pid);
+	*out = m;
+	return 0;
+}
+
+struct services_of services_map_get(const struct services_map *m, uint32_t pid)
+{
+	struct proc_service key = { .pid = pid };
+	const struct proc_service *e = m && m->n ? bsearch(&key, m->p, m->n, sizeof(*m->p), cmp_pid) : NULL;
+
+	if (!e)
+		return (struct services_of){ "", "", "", "[no cgroup]" };
+	return (struct services_of){ e->cgroup, e->unit, e->container, e->service };
+}
+
+/* One stack under its service: "service\0comm;stack", and its count. */
+struct grouped {
+	char *key;
+	size_t service_len;
+	uint64_t count;
+};
+
+struct grouping {
+	const struct services_map *map;
+	struct grouped *g;
+	size_t n, cap;
+};
+
+static int group_stack(uint32_t pid, const char *comm, const char *folded, const struct store_frame *frames,
+		       unsigned nframes, uint64_t count, void *ctx)
+{
+	struct grouping *c = ctx;
+	const char *service = services_map_get(c->map, pid).service;
+	size_t sl = strlen(service), cl = strlen(comm), fl = strlen(folded);
+	char *key;
+
+	(void)frames;
+	(void)nframes;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 256;
+		struct grouped *ng = reallocarray(c->g, cap, sizeof(*ng));
+
+		if (!ng)
+			return -ENOMEM;
+		c->g = ng;
+		c->cap = cap;
+	}
+	key = malloc(sl + cl + fl + 3);
+	if (!key)
+		return -ENOMEM;
+	memcpy(key, service, sl + 1);
+	memcpy(key + sl + 1, comm, cl);
+	key[sl + 1 + cl] = ';';
+	memcpy(key + sl + 2 + cl, folded, fl + 1);
+	c->g[c->n++] = (struct grouped){ .key = key, .service_len = sl, .count = count };
+	return 0;
+}
+
+/* By key (service, then the rest). */
+static int cmp_key(const void *x, const void *y)
+{
+	const struct grouped *a = x, *b = y;
+
+	return strcmp(a->key, b->key) ?: strcmp(a->key + a->service_len + 1, b->key + b->service_len + 1);
+}
+
+/* Most first, then by key. */
+static int cmp_count(const void *x, const void *y)
+{
+	const struct grouped *a = x, *b = y;
+
+	if (a->count != b->count)
+		return a->count > b->count ? -1 : 1;
+	return cmp_key(x, y);
+}
+
+int services_each_stack(struct store *st, const struct store_filter *f, store_stack_cb cb, void *ctx)
+{
+	struct grouping c = { 0 };
+	struct services_map *m = NULL;
+	size_t n = 0;
+	int err = services_map_load(st, f, &m);
+
+	c.map = m;
+	err = err ?: store_query_stacks_frames(st, f, group_stack, &c);
+	if (!err && c.n) { /* a service's processes' same stacks become one */
+		qsort(c.g, c.n, sizeof(*c.g), cmp_key);
+		for (size_t i = 0; i < c.n; i++) {
+			if (n && !cmp_key(&c.g[n - 1], &c.g[i])) {
+				c.g[n - 1].count += c.g[i].count;
+				free(c.g[i].key);
+			} else {
+				c.g[n++] = c.g[i];
+			}
+		}
+		qsort(c.g, n, sizeof(*c.g), cmp_count);
+	}
+	for (size_t i = 0; !err && i < n; i++)
+		err = cb(c.g[i].key, c.g[i].key + c.g[i].service_len + 1, c.g[i].count, ctx);
+	for (size_t i = 0; i < (err && !n ? c.n : n); i++)
+		free(c.g[i].key);
+	free(c.g);
+	services_map_free(m);
+	return err;
+}

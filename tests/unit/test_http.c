@@ -635,6 +635,12 @@ static void test_services(unsigned port)
 	/* server.service against the container, over the same window. */
 	expect(port, "/api/v1/diff?unit=server.service&base_container=0123456789ab&" W, 200, text, "batch;main;crunch",
 	       NULL);
+	/* Each stack under its service: the unit, the container (runtime and the id's first 12). */
+	expect(port, "/api/v1/profile?group=unit&" W, 200, text, "server.service;server;main;handle;parse8", NULL);
+	expect(port, "/api/v1/profile?group=unit&" W, 200, text, "docker0123456789ab;batch;main;crunch7", NULL);
+	expect(port, "/api/v1/profile?group=unit&format=json&" W, 200, json, "\"name\":\"server.service\"", NULL);
+	expect(port, "/api/v1/profile?group=unit&format=svg&" W, 200, "image/svg+xml", "server.service", NULL);
+	expect(port, "/api/v1/profile?group=pid&" W, 400, json, "group:wantsunit", NULL);
 	expect(port, "/api/v1/profile?unit=a/b&" W, 400, json, "'/'", NULL);
 	expect(port, "/api/v1/profile?cgroup=system.slice&" W, 400, json, "startswith'/'", NULL);
 	expect(port, "/api/v1/profile?container=0123%01&" W, 400, json, "controlcharacter", NULL);
