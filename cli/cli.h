@@ -46,6 +46,7 @@ struct options {
 	bool children, merge;           /* --children: the process's descendants too; --merge: as one tree */
 	const char *output;             /* -o FILE */
 	bool reverse, per_thread, lines;
+	bool by_service;                /* --group unit: each stack under its process's service */
 	const char *title;
 	int64_t width, limit, step;     /* -1: not given */
 	double minwidth;                /* < 0: not given */

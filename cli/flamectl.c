@@ -23,7 +23,7 @@ enum {
 	OPT_BASE_PID, OPT_BASE_FROM, OPT_BASE_TO, OPT_LINES, OPT_REVERSE, OPT_TITLE, OPT_WIDTH, OPT_MINWIDTH, OPT_LIMIT,
 	OPT_STEP, OPT_PER_THREAD, OPT_TOKEN_FILE, OPT_KIND, OPT_CHILDREN, OPT_MERGE, OPT_FREQUENCY, OPT_OFF_CPU,
 	OPT_DURATION, OPT_WATCH, OPT_DEMANGLE, OPT_UNIT, OPT_CONTAINER, OPT_POD, OPT_CGROUP, OPT_BASE_UNIT,
-	OPT_BASE_CONTAINER,
+	OPT_BASE_CONTAINER, OPT_GROUP,
 };
 
 const char *const command_names[] = {
@@ -111,6 +111,8 @@ static void print_help(void)
 	       "  --demangle MODE     C++ and Rust names: short (default: ns::Class<T>::method,\n"
 	       "                      crate::module::func), full (parameters, Rust's hash, as c++filt\n"
 	       "                      writes them) or none (as the binary names them)\n"
+	       "  --group unit        query, flamegraph: each stack under a root frame of its process's service\n"
+	       "                      (its systemd unit, its container, else its cgroup)\n"
 	       "  --reverse           svg/json: the icicle view, leaf functions first\n"
 	       "  --title TEXT        svg: the title\n"
 	       "  --width PIXELS      svg: the width, 100-10000 (default 1200)\n"
@@ -216,6 +218,9 @@ static int parse_one(int c, const char *arg, const char *opt_text, struct option
 	case OPT_CGROUP: return group_opt("--cgroup", "a cgroup path", arg, &o->cgroup);
 	case OPT_BASE_UNIT: return group_opt("--base-unit", "a unit name", arg, &o->base_unit);
 	case OPT_BASE_CONTAINER: return group_opt("--base-container", "a container id", arg, &o->base_container);
+	case OPT_GROUP:
+		o->by_service = !strcmp(arg, "unit");
+		return o->by_service ? -1 : usage_error("--group takes unit (each stack under its service), not '%s'", arg);
 	case OPT_SINCE:
 		if (window_parse_duration(arg, &o->since) < 0)
 			return usage_error("--since takes a duration like 90, 30s, 10m, 2h or 7d, not '%s'", arg);
@@ -427,6 +432,8 @@ static int validate(struct options *o)
 	if ((o->command == CMD_PROCESSES || o->command == CMD_SERVICES) && o->pid >= 0 && !o->children)
 		return usage_error("%s takes --pid N with --children (the process and its descendants)",
 				   command_names[o->command]);
+	if (o->by_service && o->command != CMD_QUERY && o->command != CMD_FLAMEGRAPH)
+		return usage_error("--group is for query and flamegraph");
 	if ((o->base_unit || o->base_container) && o->command != CMD_DIFF)
 		return usage_error("--base-unit and --base-container are for diff");
 	if (o->watch && o->command != CMD_TOP)
@@ -462,6 +469,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "cgroup", required_argument, NULL, OPT_CGROUP },
 		{ "base-unit", required_argument, NULL, OPT_BASE_UNIT },
 		{ "base-container", required_argument, NULL, OPT_BASE_CONTAINER },
+		{ "group", required_argument, NULL, OPT_GROUP },
 		{ "since", required_argument, NULL, OPT_SINCE },
 		{ "from", required_argument, NULL, OPT_FROM },
 		{ "to", required_argument, NULL, OPT_TO },

@@ -100,7 +100,7 @@ static int run_db(struct store *st, const struct options *o, int64_t period_us, 
 				     .pod = o->pod, .cgroup = o->cgroup };
 	struct query_graph g = {
 		.reverse = o->reverse, .title = o->title, .width = o->width > 0 ? (unsigned)o->width : 0,
-		.minwidth = o->minwidth, .lines = o->lines,
+		.minwidth = o->minwidth, .lines = o->lines, .by_service = o->by_service,
 	};
 	bool tty = isatty(fileno(out));
 	struct store_stats ss;
@@ -216,6 +216,8 @@ static void build_target(const struct options *o, bool tty, char *t, size_t len)
 		http_add_param(t, len, "format", o->format[0] ? o->format : tty ? "text" : "tsv");
 	else if (o->command != CMD_THREADS && o->command != CMD_TIMELINE)
 		http_add_param(t, len, "format", o->format);
+	if (o->by_service && (o->command == CMD_QUERY || o->command == CMD_FLAMEGRAPH))
+		http_add_param(t, len, "group", "unit");
 	if (o->reverse)
 		http_add_param(t, len, "reverse", "1");
 	if (o->title)
