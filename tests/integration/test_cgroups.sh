@@ -130,6 +130,28 @@ check "services: the container, the pod's container with its pod" \
 	'([.services[] | select(.kind == "container" and .name == $c)] | length == 1) and
 	 ([.services[] | select(.kind == "container" and .name == $k and .pod == $u)] | length == 1)' "$TMP/services.json"
 
+# One flame graph of the host split by service first, and pprof labels (what Parca and Pyroscope read):
+# a process under the service of its newest sample, so the mover's samples all go to the container.
+curl -sf "$URL/api/v1/profile?$W&cgroup=$TOP&group=unit&format=folded" > "$TMP/grouped.folded"
+g_web=$(sum_samples "$TMP/grouped.folded" '^web\.service;')
+g_docker=$(sum_samples "$TMP/grouped.folded" "^docker ${CID:0:12};")
+check "group=unit: web.service's stacks under it, first ($g_web = $s_web - the mover's $mover_web)" \
+	[ "$g_web" -eq $((s_web - mover_web)) ]
+check "group=unit: the container's under \"docker ${CID:0:12}\" ($g_docker = $s_docker + $mover_web)" \
+	[ "$g_docker" -eq $((s_docker + mover_web)) ]
+curl -sf "$URL/api/v1/profile?$W&cgroup=$TOP&format=pprof" > "$TMP/p.pb.gz"
+if command -v go > /dev/null; then
+	go tool pprof -sample_index=samples -tags "$TMP/p.pb.gz" > "$TMP/tags.txt" 2>&1
+	sed -n '/^ *unit:/,/^ *$/p' "$TMP/tags.txt" | head -4
+	check "go tool pprof -tags: the unit label, web.service with its samples" \
+		eval 'grep -A3 "^ *unit:" "$TMP/tags.txt" | grep -Eq "^ *$g_web(\.0)? .*web.service"'
+	check "go tool pprof -tags: the container label, its id with its samples" \
+		eval 'grep -A4 "^ *container:" "$TMP/tags.txt" | grep -Eq "^ *$g_docker(\.0)? .*$CID"'
+	check "go tool pprof -tags: the cgroup label" grep -q "^ *cgroup:" "$TMP/tags.txt"
+else
+	skip "go tool pprof -tags: no go here (scripts/deps.sh test installs golang-go)"
+fi
+
 # The hostile path: cut to 511 bytes, control characters and ';' replaced, valid JSON everywhere.
 evil_cg=$(jq -r --argjson p "$evil" '.processes[] | select(.pid == $p) | .cgroup' "$TMP/all.json")
 echo "# the hostile path as stored: ${#evil_cg} bytes, starting ${evil_cg:0:60}"
