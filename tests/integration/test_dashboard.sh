@@ -3,8 +3,9 @@
 # playwright-core from tests/browser) against a sampling flamed: a workload whose profile changes over
 # time (tests/workloads/phases.c; flamed counts its time off CPU too), then every step a person takes,
 # screenshots in $BUILD/screenshots; a process tree (a parent and two children, tree.test.mjs): the panel's
-# tree, picking it with its children, zooming to when it ran, the link flamectl record prints; and a flamed
-# without --off-cpu, whose dashboard says so.
+# tree, picking it with its children, zooming to when it ran, the link flamectl record prints; a workload in
+# a systemd unit's cgroup, the panel grouped by service and the unit picked (services.test.mjs); and a
+# flamed without --off-cpu, whose dashboard says so.
 . "$(dirname "$0")/lib.sh"
 BROWSER_DIR=$(cd "$(dirname "$0")/../browser" && pwd)
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
@@ -122,6 +123,27 @@ check "the family is stored: the parent $fpid with its children $kids under it" 
 # The range opened holds a minute before the family ran: its lifetime is a sliver of it.
 browser_test tree.test.mjs --url "$URL" --pid "$fpid" --kids "$kids" --from $((FAM_FROM - 60)) --to $((FAM_TO + 1)) \
 	--shots "$SHOTS" --chromium "$CHROMIUM"
+
+# Services: a workload in web.service (a cgroup v2 hierarchy the test mounts, a folder of its own in it)
+# beside one outside; grouped by service, picking web.service.
+CG=$TMP/cg
+mkdir -p "$CG"
+if mount -t cgroup2 none "$CG" 2> /dev/null; then
+	WEB=$CG/flamed-dash-$$/system.slice/web.service
+	mkdir -p "$WEB"
+	SVC_FROM=$(date +%s)
+	sh -c 'echo $$ > "$0/cgroup.procs" && { "$1" 3 > /dev/null & echo $! > "$2"; wait; }' "$WEB" "$TMP/branches" "$TMP/web.pid" & svc=$!
+	"$TMP/branches" 3 > /dev/null & other=$!
+	wait $svc $other
+	SVC_TO=$(($(date +%s) + 1))
+	curl -sf "$URL/api/v1/processes?flush=1&from=$SVC_FROM&to=$SVC_TO" > /dev/null
+	browser_test services.test.mjs --url "$URL" --pid "$(cat "$TMP/web.pid")" --other "$other" --from "$SVC_FROM" \
+		--to "$SVC_TO" --shots "$SHOTS" --chromium "$CHROMIUM"
+	rmdir "$WEB" "$CG/flamed-dash-$$/system.slice" "$CG/flamed-dash-$$"
+	umount "$CG"
+else
+	skip "dashboard: services: cannot mount a cgroup v2 hierarchy here"
+fi
 
 stop_flamed
 check "flamed exits 0 on SIGTERM after serving the dashboard" [ $? -eq 0 ]

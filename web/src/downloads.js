@@ -45,7 +45,7 @@ export function profileDownloads(el) {
       LINK('download-svg', 'SVG', apiUrl('/api/v1/profile', svg), name(st, from, to, 'svg')),
       LINK('download-pprof', 'pprof', apiUrl('/api/v1/profile', { ...q, format: 'pprof' }), name(st, from, to, 'pb.gz')));
   };
-  S.subscribe(['kind', 'pid', 'children', 'merge', 'tid', 'from', 'to', 'wfrom', 'wto', 'inverted', 'minwidth'], draw);
+  S.subscribe(['kind', 'unit', 'container', 'cgroup', 'pid', 'children', 'merge', 'tid', 'from', 'to', 'wfrom', 'wto', 'inverted', 'minwidth'], draw);
   draw(S.get());
 }
 

@@ -73,7 +73,7 @@ export function profilePanel(root, hooks = {}) {
     }
   }
 
-  S.subscribe(['kind', 'pid', 'children', 'merge', 'tid', 'from', 'to', 'wfrom', 'wto', 'inverted', 'tick', 'mode'], load);
+  S.subscribe(['kind', 'unit', 'container', 'cgroup', 'pid', 'children', 'merge', 'tid', 'from', 'to', 'wfrom', 'wto', 'inverted', 'tick', 'mode'], load);
   S.subscribe(['minwidth'], (st) => view.setMinWidth(st.minwidth));
   S.subscribe(['mode'], (st) => { p.el.hidden = st.mode !== 'profile'; });
   p.el.hidden = S.get().mode !== 'profile';

@@ -1,10 +1,10 @@
-// selection.js - the line that says what every view shows (host, process with or without its children, thread, window), with a way back from each, and the daemon's own state.
+// selection.js - the line that says what every view shows (host, service, process with or without its children, thread, window), with a way back from each, and the daemon's own state.
 import { h, fill } from './dom.js';
 import { getJSON } from './api.js';
 import { count, duration, span } from './format.js';
 import { offCpuStatus } from './kind.js';
 import { zoomedTo, unpick } from './pick.js';
-import { family } from './who.js';
+import { family, service } from './who.js';
 import * as S from './state.js';
 
 export function selectionBar(el) {
@@ -21,6 +21,8 @@ export function selectionBar(el) {
   el.append(h('span', { class: 'muted' }, 'Showing '), who, withKids, asOne, where);
   const draw = (st) => {
     const parts = [crumb('Host', null)];
+    if (service(st)) parts.push(' › ', crumb(service(st), 'clear-service', () => S.set({ unit: '', container: '', cgroup: '' }),
+      'Show every service'));
     if (st.pid !== null) parts.push(' › ', crumb(`${st.comm || 'process'} (${st.pid})`, 'clear-pid', unpick, 'Show the whole host'));
     if (st.pid !== null && st.tid !== null) parts.push(' › ', crumb(`thread ${st.tname || ''} (${st.tid})`, 'clear-tid',
       () => S.set({ tid: null, tname: '' }), 'Show every thread'));
@@ -40,7 +42,7 @@ export function selectionBar(el) {
         'clear-window', () => S.set({ wfrom: null, wto: null }), 'Show the whole range')
       : crumb(`range ${span(from, to)}`, null));
   };
-  S.subscribe(['pid', 'tid', 'comm', 'tname', 'children', 'merge', 'from', 'to', 'wfrom', 'wto', 'mode'], draw);
+  S.subscribe(['unit', 'container', 'cgroup', 'pid', 'tid', 'comm', 'tname', 'children', 'merge', 'from', 'to', 'wfrom', 'wto', 'mode'], draw);
   draw(S.get());
 }
 

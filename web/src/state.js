@@ -1,4 +1,4 @@
-// state.js - what the page shows (what is measured, range, window, process, thread, view options) and who is told when it changes; kept in the URL's #fragment so a view can be linked.
+// state.js - what the page shows (what is measured, range, window, service, process, thread, view options) and who is told when it changes; kept in the URL's #fragment so a view can be linked.
 
 export const PRESETS = { '5m': 300, '15m': 900, '1h': 3600, '6h': 21600, '24h': 86400 };
 // What the views measure, the API's kind=: CPU samples, time off CPU (blocked), or wall-clock time (both).
@@ -10,6 +10,7 @@ const state = {
   from: 0, to: 0,   // the range the timeline spans, unix seconds, [from, to)
   wfrom: null, wto: null, // the window dragged on the timeline (null: the whole range)
   pid: null, comm: '',    // the process selected (null: the whole host)
+  unit: '', container: '', cgroup: '', // the service picked: a systemd unit, a container by id, or a cgroup path ('': none)
   children: false,  // the process with its descendants (its children, theirs, ...); a thread picked takes that thread alone
   merge: false,     // with children: the flame graph folds the family into one tree (no root frame per process)
   tid: null, tname: '',   // its thread selected (null: every thread)
@@ -56,7 +57,7 @@ export function presetRange(preset, now = Date.now() / 1000) {
   return { from: to - PRESETS[preset], to };
 }
 
-const HASHED = ['kind', 'preset', 'from', 'to', 'wfrom', 'wto', 'pid', 'comm', 'children', 'merge', 'tid', 'tname', 'inverted', 'minwidth', 'mode',
+const HASHED = ['kind', 'preset', 'from', 'to', 'wfrom', 'wto', 'pid', 'comm', 'unit', 'container', 'cgroup', 'children', 'merge', 'tid', 'tname', 'inverted', 'minwidth', 'mode',
   'bfrom', 'bto', 'nfrom', 'nto', 'auto'];
 const NUMERIC = new Set(['from', 'to', 'wfrom', 'wto', 'pid', 'tid', 'minwidth', 'bfrom', 'bto', 'nfrom', 'nto']);
 const DEFAULTS = { ...state };

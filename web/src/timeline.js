@@ -183,7 +183,7 @@ export function timelinePanel(root) {
     if (patch) S.set(patch);
   }
 
-  S.subscribe(['kind', 'pid', 'children', 'tid', 'from', 'to', 'tick'], load);
+  S.subscribe(['kind', 'unit', 'container', 'cgroup', 'pid', 'children', 'tid', 'from', 'to', 'tick'], load);
   S.subscribe(['wfrom', 'wto', 'mode', 'bfrom', 'bto', 'nfrom', 'nto', 'target'], draw);
   return { load, redraw: draw };
 }

@@ -65,7 +65,7 @@ export function topPanel(root, onPick) {
     }
   }
 
-  S.subscribe(['kind', 'pid', 'children', 'tid', 'from', 'to', 'wfrom', 'wto', 'tick', 'mode'], load);
+  S.subscribe(['kind', 'unit', 'container', 'cgroup', 'pid', 'children', 'tid', 'from', 'to', 'wfrom', 'wto', 'tick', 'mode'], load);
   // The flame graph's search marks the functions it matches here too.
   return { load, mark: (re) => t.mark(re ? (name) => re.test(name) : null), select: (name) => t.select(name) };
 }
