@@ -88,41 +88,34 @@ void http_handle_healthz(struct http *h, struct request *rq)
 	fputs("ok\n", rq->out);
 }
 
-void http_handle_processes(struct http *h, struct request *rq)
+/* A listing of the window (what: its name in errors) as JSON, text or TSV (format=). */
+static void listing(struct http *h, struct request *rq, const char *what,
+		    int (*query)(struct store *, const struct store_filter *, bool json, bool tty, FILE *))
 {
 	struct store_filter f;
 	struct store *st;
-
 	int table;
 
 	if (http_arg_filter(h, rq, &f) < 0 || http_arg_table(rq, &table) < 0)
 		return;
 	if (f.pid >= 0 && !f.children) {
-		http_fail(rq, 400, "pid: processes takes a pid with children=1 (the process and its descendants)");
+		http_fail(rq, 400, "pid: %s takes a pid with children=1 (the process and its descendants)", what);
 		return;
 	}
 	if (!(st = open_store(h, rq)))
 		return;
 	rq->type = table ? "text/plain; charset=utf-8" : "application/json";
-	end_query(rq, st, query_processes(st, &f, table == 0, table == 1, rq->out));
+	end_query(rq, st, query(st, &f, table == 0, table == 1, rq->out));
+}
+
+void http_handle_processes(struct http *h, struct request *rq)
+{
+	listing(h, rq, "processes", query_processes);
 }
 
 void http_handle_services(struct http *h, struct request *rq)
 {
-	struct store_filter f;
-	struct store *st;
-	int table;
-
-	if (http_arg_filter(h, rq, &f) < 0 || http_arg_table(rq, &table) < 0)
-		return;
-	if (f.pid >= 0 && !f.children) {
-		http_fail(rq, 400, "pid: services takes a pid with children=1 (the process and its descendants)");
-		return;
-	}
-	if (!(st = open_store(h, rq)))
-		return;
-	rq->type = table ? "text/plain; charset=utf-8" : "application/json";
-	end_query(rq, st, query_services(st, &f, table == 0, table == 1, rq->out));
+	listing(h, rq, "services", query_services);
 }
 
 void http_handle_threads(struct http *h, struct request *rq)

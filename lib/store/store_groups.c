@@ -87,18 +87,13 @@ static int cmp_groups(const void *x, const void *y)
 int store_query_cgroups(struct store *st, const struct store_filter *f, store_cgroup_cb cb, void *ctx)
 {
 	struct groups_ctx c = { 0 };
-	struct store_filter any;
 	char path[STORE_CGROUP_MAX_BYTES + 1];
 	struct qrun q;
 	int err;
 
 	if (!st || !cb)
 		return -EINVAL;
-	any = f ? *f : qrun_filter_all;
-	if (!any.children)
-		any.pid = -1;
-	any.tid = -1;
-	err = qrun_begin(st, &any, &q);
+	err = qrun_begin_listing(st, f, &q);
 	if (err)
 		return err;
 	err = qrun_each_piece(&q, st->raw_cgroups, st->rollup_cgroups, &(struct rollup_plan_opts){ 0 }, group_row, &c);

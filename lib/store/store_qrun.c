@@ -124,6 +124,16 @@ int qrun_begin(struct store *st, const struct store_filter *f, struct qrun *q)
 	return err;
 }
 
+int qrun_begin_listing(struct store *st, const struct store_filter *f, struct qrun *q)
+{
+	struct store_filter any = f ? *f : qrun_filter_all;
+
+	if (!any.children)
+		any.pid = -1; /* ignored, but for a family */
+	any.tid = -1;
+	return qrun_begin(st, &any, q);
+}
+
 /* Binds a statement's parameters for one piece (those it does not have are ignored). */
 static void bind_piece(sqlite3_stmt *s, const struct qrun *q, const struct rollup_piece *p, int64_t step)
 {

@@ -68,6 +68,10 @@ int qvariant(const struct qrun *q);
  * open, reads the rollup markers, gathers its family and cgroups. 0 or a store error (nothing open). */
 int qrun_begin(struct store *st, const struct store_filter *f, struct qrun *q);
 
+/* qrun_begin for a listing of f's window by process (or by cgroup): a pid filter is kept only with
+ * children (a family), a tid never. */
+int qrun_begin_listing(struct store *st, const struct store_filter *f, struct qrun *q);
+
 /* Ends the read transaction the query began. */
 void qrun_end(struct qrun *q);
 

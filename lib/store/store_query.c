@@ -394,18 +394,13 @@ int store_query_processes(struct store *st, const struct store_filter *f, store_
 {
 	struct procs_ctx c = { 0 };
 	struct answer a = { .st = st };
-	struct store_filter any;
 	int64_t *ids = NULL;
 	struct qrun q;
 	int err;
 
 	if (!st || !cb)
 		return -EINVAL;
-	any = f ? *f : qrun_filter_all;
-	if (!any.children)
-		any.pid = -1; /* ignored, but for a family */
-	any.tid = -1;
-	err = qrun_begin(st, &any, &q);
+	err = qrun_begin_listing(st, f, &q);
 	if (err)
 		return err;
 	err = qrun_each_piece(&q, st->raw_procs, st->rollup_procs, &(struct rollup_plan_opts){ 0 }, proc_row, &c);
