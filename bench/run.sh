@@ -1,6 +1,6 @@
 #!/bin/bash
 # run.sh - make bench: flamed's overhead next to perf, ingest rate, off-CPU profiling's cost next to perf and bpftrace, query latency, storage and memory; prints one table and writes docs/BENCHMARKS.md.
-# Usage: [QUICK=1] [BENCH_PARTS="overhead python firstsamples debuginfod jit ingest offcpu query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] [BPFTRACE=PATH] [PYTHON=PATH [PYROOT=DIR]] bench/run.sh
+# Usage: [QUICK=1] [BENCH_PARTS="overhead python firstsamples debuginfod jit cgroups ingest offcpu query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] [BPFTRACE=PATH] [PYTHON=PATH [PYROOT=DIR]] bench/run.sh
 #        (root; `make bench` builds first). BENCH_PARTS runs only the parts named (query, storage and
 #        memory share one generated history); the report says which ran. PYROOT runs the python part's
 #        PYTHON inside that root (scripts/python-root.sh makes one with sid's 3.13 and 3.14 and
@@ -14,7 +14,7 @@ BUILD=${BUILD:-$PWD/build}
 QUICK=${QUICK:-0}
 [ "$QUICK" = 1 ] || QUICK=0
 OUT=docs/BENCHMARKS.md
-ALL_PARTS="overhead python firstsamples debuginfod jit ingest offcpu query storage memory"
+ALL_PARTS="overhead python firstsamples debuginfod jit cgroups ingest offcpu query storage memory"
 PYTHON=${PYTHON:-$(readlink -f /usr/bin/python3 2> /dev/null || true)} # the system's python3 (its real path)
 PYROOT=${PYROOT:-}      # a root PYTHON runs in (its path is then the root's)
 PYBURN=bench/pyburn.py # the Python workload, as PYTHON sees it
@@ -26,6 +26,7 @@ STARTED=()
 TMP=
 BPF_STATS_WAS=
 TRACEFS_MOUNTED=
+CGMNT=                 # the cgroups part's cgroup2 mount, while it holds one
 declare -A DETAIL=()
 FLAMED_PID='' TIME_PID='' BURN_UNITS=''
 BURN=${BUILD}/bench/burn # the burners' program (the debuginfod part runs a stripped copy)
@@ -51,6 +52,10 @@ cleanup() {
 	kill_tracked
 	if [ -n "$BPF_STATS_WAS" ]; then sysctl -q kernel.bpf_stats_enabled="$BPF_STATS_WAS" || true; fi
 	if [ -n "$TRACEFS_MOUNTED" ]; then umount /sys/kernel/tracing 2> /dev/null || true; fi
+	if [ -n "$CGMNT" ]; then
+		find "$CGMNT" -mindepth 1 -depth -type d -exec rmdir {} + 2> /dev/null
+		umount "$CGMNT" 2> /dev/null || true
+	fi
 	if [ -n "$TMP" ] && [ -z "${BENCH_KEEP:-}" ]; then rm -rf "$TMP"; fi
 	if [ -n "$PYROOT" ]; then rm -rf "$PYROOT/tmp/flamed-bench"; fi
 	return 0
@@ -462,6 +467,59 @@ jit_part() {
 		"$(median "${plain[@]}")% -> $(median "${prof[@]}")% of a core (rounds: ${plain[*]} / ${prof[*]})" "unchanged within noise" "—"
 	row "9. JIT" "samples in JIT code named, last round with --perf-prof (read with flamectl --db)" \
 		"$named of $inside" "—" "—"
+}
+
+# cgroups_window DIR SPREAD: flamed (started, warmed up by a first flush) over 500 bench/burn processes for T
+# seconds, SPREAD cgroups of the test's own (a cgroup v2 hierarchy mounted at $CGROOT), ten processes of each
+# per cgroup when SPREAD is 50. Sets R_DAEMON_S (its CPU from then to its exit) and R_RSS (KiB, before stopping).
+cgroups_window() {
+	local dir=$1 spread=$2 i pids=() t0
+	"$BURN" --fanout 4 --depth 4 1 > /dev/null || die "the burn workload failed"
+	wait_log "$dir/flamed.log" 'flushed [0-9]+ samples' "$FLAMED_PID" $((FLUSH_INTERVAL + 30)) ||
+		die "flamed did not flush: $(tail -3 "$dir/flamed.log")"
+	t0=$(cpu_ticks "$FLAMED_PID")
+	for i in $(seq 0 499); do
+		sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$CGROOT/svc$((i % spread)).service" \
+			timeout -s KILL $((T + 60)) "$BURN" --fanout 4 --depth 4 "$T" > /dev/null &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do wait "$i" || die "the burn workload failed"; done
+	R_RSS=$(status_kb "$FLAMED_PID" VmRSS)
+	stop_flamed "$dir"
+	R_DAEMON_S=$(calc "$R_TOTAL_CPU - $t0 / $CLK_TCK")
+}
+
+# cgroups_part: flamed's daemon share and memory with 500 processes in one cgroup, then in 50 (each
+# sample's cgroup read into its path, stored by id; the paths learnt once each).
+cgroups_part() {
+	local d=$TMP/cgroups r one=() many=() rss_one=() rss_many=() n
+	mkdir -p "$d/mnt"
+	if ! mount -t cgroup2 none "$d/mnt" 2> /dev/null; then
+		row "10. Services" "daemon share" "skipped: cannot mount a cgroup v2 hierarchy" "—" "—"
+		return
+	fi
+	CGMNT=$d/mnt
+	CGROOT=$d/mnt/flamed-bench-$$/system.slice
+	for i in $(seq 0 49); do mkdir -p "$CGROOT/svc$i.service"; done
+	log "cgroups: flamed over 500 burners in 1 cgroup, then in 50, $REPEAT rounds of $T s"
+	for r in $(seq "$REPEAT"); do
+		for n in 1 50; do
+			rm -rf "$d/$n" && mkdir -p "$d/$n"
+			start_flamed "$d/$n" --db "$d/$n/flamed.db" --listen none --frequency 99 -v
+			cgroups_window "$d/$n" "$n"
+			if [ "$n" = 1 ]; then one+=("$(pct "$R_DAEMON_S")"); rss_one+=("$R_RSS")
+			else many+=("$(pct "$R_DAEMON_S")"); rss_many+=("$R_RSS"); fi
+		done
+	done
+	n=$("$BUILD/flamectl" --db "$d/50/flamed.db" services --since 1h --format json | jq '[.services[] | select(.kind == "unit")] | length')
+	find "$d/mnt/flamed-bench-$$" -depth -type d -exec rmdir {} + 2> /dev/null
+	umount "$d/mnt"
+	CGMNT=
+	row "10. Services" "flamed's daemon CPU at 99 Hz over 500 processes in 1 cgroup -> in 50 (median of $REPEAT)" \
+		"$(median "${one[@]}")% -> $(median "${many[@]}")% of a core (rounds: ${one[*]} / ${many[*]})" "unchanged within noise" "—"
+	row "10. Services" "flamed's resident memory at the end, 1 cgroup -> 50 (median)" \
+		"$(fmt 1 "$(median "${rss_one[@]}") / 1024") -> $(fmt 1 "$(median "${rss_many[@]}") / 1024") MiB" "unchanged within noise" "—"
+	row "10. Services" "units the last round's services listing found of the 50" "$n" "50" "—"
 }
 
 # flush_stats LOG: from flamed -v's "flushed N samples in K keys in X ms" lines after the first (the
@@ -1051,13 +1109,14 @@ main() {
 	MEM_ROWS=()
 	LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 	check_setup
-	if want overhead || want python || want firstsamples || want debuginfod || want jit || want ingest; then
+	if want overhead || want python || want firstsamples || want debuginfod || want jit || want cgroups || want ingest; then
 		sysctl -q kernel.bpf_stats_enabled=1
 		if want overhead; then for hz in $OVERHEAD_HZ; do overhead "$hz"; done; fi
 		if want python; then python_overhead; fi
 		if want firstsamples; then firstsamples; fi
 		if want debuginfod; then debuginfod_part; fi
 		if want jit; then jit_part; fi
+		if want cgroups; then cgroups_part; fi
 		if want ingest; then ingest; fi
 		sysctl -q kernel.bpf_stats_enabled="$BPF_STATS_WAS"
 	fi
