@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "store/store.h"
@@ -155,13 +157,30 @@ static bool by_id(struct cgroups *c, uint64_t cgid, char *buf, size_t cap)
 	return true;
 }
 
+/* Whether path (as /proc/PID/cgroup names it) is still the cgroup with id cgid: opened beneath the cgroup2
+ * mount only (openat2's RESOLVE_BENEATH: a name the kernel took cannot lead outside it). */
+static bool is_cgroup(const struct cgroups *c, const char *path, uint64_t cgid)
+{
+	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	struct stat st;
+	bool same;
+	int fd;
+
+	fd = (int)syscall(SYS_openat2, c->mount_fd, path[1] ? path + 1 : ".", &how, sizeof(how));
+	if (fd < 0)
+		return false;
+	same = fstat(fd, &st) == 0 && (uint64_t)st.st_ino == cgid;
+	close(fd);
+	return same;
+}
+
 /* From /proc/PID/cgroup: the "0::" line's path, or the v1 "name=systemd" one when the first is missing or
  * the root. With a cgroup2 mount, a v2 path is taken only while it is still cgid's (the process may have
- * moved since). */
-static bool by_proc(struct cgroups *c, uint32_t pid, uint64_t cgid, char *buf, size_t cap)
+ * moved since), and *checked says so: then it is the id's whichever process asks. */
+static bool by_proc(struct cgroups *c, uint32_t pid, uint64_t cgid, char *buf, size_t cap, bool *checked)
 {
 	char file[96], *text, *v2 = NULL, *v1 = NULL;
-	struct stat st;
 	bool ok = false;
 	ssize_t n;
 	int fd;
@@ -185,10 +204,7 @@ static bool by_proc(struct cgroups *c, uint32_t pid, uint64_t cgid, char *buf, s
 				v1 = strstr(line, ":name=systemd:") + 14;
 		}
 		if (v2 && v2[0] == '/' && (strcmp(v2, "/") || !v1 || v1[0] != '/')) {
-			char full[4096 + 256];
-
-			snprintf(full, sizeof(full), "%s%s", c->stats.mount, v2);
-			ok = c->mount_fd < 0 || (stat(full, &st) == 0 && (uint64_t)st.st_ino == cgid);
+			ok = c->mount_fd < 0 || (*checked = is_cgroup(c, v2, cgid));
 			if (ok)
 				snprintf(buf, cap, "%s", v2);
 		} else if (v1 && v1[0] == '/') {
@@ -229,29 +245,30 @@ const char *cgroups_path(struct cgroups *c, uint32_t pid, uint64_t cgid)
 {
 	char raw[4096];
 	struct entry *e;
-	bool ok = false;
+	bool ok = false, checked = false;
 
 	if (!cgid)
 		return "";
-	/* With the cgroup2 mount, a path checked against its id is the id's, whichever process ran in it:
-	 * remembered under pid 0. What could not be told is remembered per process, which may yet tell. */
+	/* A path checked against the id (opened by it, or found to be it under the cgroup2 mount) is the id's,
+	 * whichever process ran in it: remembered under pid 0. One not checked (v1's, or no mount), or none,
+	 * is remembered per process (another may tell). */
 	e = slot(c, 0, cgid);
 	if (!e->used)
 		e = slot(c, pid, cgid);
 	if (e->used)
 		return e->path ? e->path : "";
 	if (c->mount_fd >= 0 && !c->no_handles)
-		ok = by_id(c, cgid, raw, sizeof(raw));
+		checked = ok = by_id(c, cgid, raw, sizeof(raw));
 	if (ok)
 		c->stats.by_id++;
-	else if ((ok = by_proc(c, pid, cgid, raw, sizeof(raw))))
+	else if ((ok = by_proc(c, pid, cgid, raw, sizeof(raw), &checked)))
 		c->stats.by_proc++;
 	else
 		c->stats.unknown++;
 	c->path[0] = '\0';
 	if (ok && cgname_clean(raw, c->path, sizeof(c->path)) == 1)
 		c->stats.cut++;
-	remember(c, ok && c->mount_fd >= 0 ? 0 : pid, cgid, c->path);
+	remember(c, checked ? 0 : pid, cgid, c->path);
 	return c->path;
 }
 

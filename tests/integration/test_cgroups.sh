@@ -174,11 +174,34 @@ check "flamectl services: web.service in the table" eval '"${F[@]}" services --f
 check "the processes table: the container's process shown by its id's first 12 characters" \
 	eval 'grep -E "^ *$docker " "$TMP/all.txt" | grep -q "${CID:0:12}"'
 curl -sf "$URL/api/v1/status" | jq -c .cgroups
+check "the status: cgroups learnt by their id on the cgroup2 mount" \
+	eval '[ "$(curl -sf "$URL/api/v1/status" | jq ".cgroups.by_id >= 4 and .cgroups.mount != \"\"")" = true ]'
 stop_flamed
 check "flamed exits 0 on SIGTERM" [ $? -eq 0 ]
+
 D=("$BUILD/flamectl" --db "$TMP/flamed.db")
 check "flamectl --db query --container ${CID:0:12}: $s_docker samples" \
 	eval '[ "$("${D[@]}" query --container ${CID:0:12} --from $T0 --to $T1 | awk "{ s += \$NF } END { print s + 0 }")" -eq "$s_docker" ]'
 check "flamectl --db diff --unit web.service --base-container ${CID:0:12}: both sides" \
 	eval '"${D[@]}" diff --unit web.service --base-container ${CID:0:12} --from $T0 --to $T1 | grep -q "branches;"'
+# Without CAP_DAC_READ_SEARCH (a cgroup cannot be opened by its id): from /proc/PID/cgroup, checked to be
+# the id's under the mount.
+if command -v capsh > /dev/null; then
+	capsh --drop=cap_dac_read_search -- -c 'exec "$0" "$@"' "$BUILD/flamed" --db "$TMP/proc.db" --frequency 99 \
+		--flush-interval 1 --listen 127.0.0.1:0 > "$TMP/flamed.log" 2>&1 &
+	FLAMED_PID=$!
+	for _ in $(seq 100); do grep -q '(port [0-9]' "$TMP/flamed.log" && break; sleep 0.1; done
+	URL=http://127.0.0.1:$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$TMP/flamed.log")
+	P0=$(date +%s)
+	start_in "$WEB" web2 "$B" 2
+	wait "${launchers[-1]}"
+	W="from=$P0&to=$(($(date +%s) + 1))&flush=1"
+	echo "# without CAP_DAC_READ_SEARCH: $(curl -sf "$URL/api/v1/status" | jq -c .cgroups)"
+	check "without CAP_DAC_READ_SEARCH: unit=web.service has the workload's samples, from /proc" \
+		eval '[ "$(total "unit=web.service")" -gt 0 ] && [ "$(total "pid=$(cat "$TMP/web2.pid")")" -eq "$(total "unit=web.service")" ] &&
+			[ "$(curl -sf "$URL/api/v1/status" | jq ".cgroups.by_proc >= 1 and .cgroups.by_id == 0")" = true ]'
+	stop_flamed
+else
+	skip "cgroups without CAP_DAC_READ_SEARCH: no capsh (apt-get install libcap2-bin)"
+fi
 exit $FAILED

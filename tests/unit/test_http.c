@@ -800,6 +800,15 @@ static void test_pprof(unsigned port, struct fake *fake)
 	      "pprof: gzip body");
 	reply_free(&j.r);
 
+	/* A collector may scrape one service. */
+	get(port, "/debug/pprof/profile?seconds=1&unit=server.service&container=0123", &r);
+	CHECK(r.status == 200 && r.len > 2 && (unsigned char)r.body[0] == 0x1f, "pprof?unit=&container=: 200, gzip (got %d)",
+	      r.status);
+	reply_free(&r);
+	get(port, "/debug/pprof/profile?seconds=1&unit=a/b", &r);
+	CHECK(r.status == 400 && has(r.body, "'/'"), "pprof?unit=a/b: 400 saying why (got %d)", r.status);
+	reply_free(&r);
+
 	fake->flush_err = -EIO;
 	get(port, "/debug/pprof/profile?seconds=1", &r);
 	CHECK(r.status == 500 && has(r.body, "\"error\""), "pprof: a failed flush is 500 with a JSON error (got %d)",
