@@ -987,6 +987,10 @@ How each figure is measured:
 - JIT: two \`node tests/workloads/jsfib.js\` (a recursive fib V8 optimizes: its time is in JIT code) as the overhead part
   runs its burners, at 99 Hz, plain (its JIT frames unnamed) and with \`--perf-prof\` (V8 writes jit-PID.dump, which
   flamed reads on each flush; code written late is stored by address), $REPEAT rounds each, medians of the daemon's CPU.
+- Services: 500 \`bench/burn --fanout 4 --depth 4\` processes at once for $T s, started each in a cgroup of a cgroup v2
+  hierarchy the bench mounts: all in one, then ten in each of 50 (\`system.slice/svcN.service\`), at 99 Hz after a first
+  flush, $REPEAT rounds each; medians of the daemon's CPU from then to its exit and of its resident memory at the end;
+  the last round's \`flamectl services\` counts the units it stored.
 - Ingest: \`flamed -v --max-keys $INGEST_MAX_KEYS\` at each frequency for $INGEST_T s over two \`bench/burn --fanout 16 --depth 4\`
   (65536 call chains each), after a first flush left out; samples/s counts every process on the host; flush
   durations and losses come from flamed's log. Sustained: at most 0.1% of samples lost and every flush done within
