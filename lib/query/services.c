@@ -13,12 +13,24 @@
 #include "render/unit.h"
 #include "util/cgname.h"
 
+/* The service of the cgroup at path, read by cgname_parse into *n (every field "" when it refused path):
+ * its kind, "container" (*key its id), "unit" (its unit), "cgroup" (the path) or "none" (""). */
+static const char *service_of(const char *path, struct cgname *n, const char **key)
+{
+	if (cgname_parse(path, n) < 0)
+		return *key = "", "none";
+	if (n->container[0])
+		return *key = n->container, "container";
+	if (n->unit[0])
+		return *key = n->unit, "unit";
+	return *key = path, "cgroup";
+}
+
 void services_json_fields(FILE *out, const char *cgroup)
 {
 	struct cgname n;
 
-	if (cgname_parse(cgroup, &n) < 0)
-		memset(&n, 0, sizeof(n)), n.runtime = n.qos = "";
+	cgname_parse(cgroup, &n); /* refused ("", no path): every field "" */
 	fputs(",\"cgroup\":", out);
 	json_write_string(out, cgroup);
 	fputs(",\"unit\":", out);
@@ -32,13 +44,12 @@ void services_json_fields(FILE *out, const char *cgroup)
 const char *services_short(const char *cgroup, char *buf, size_t cap)
 {
 	struct cgname n;
+	const char *key, *kind = service_of(cgroup, &n, &key);
 
-	if (cgname_parse(cgroup, &n) < 0)
-		snprintf(buf, cap, "-");
-	else if (n.container[0])
-		snprintf(buf, cap, "%.12s", n.container);
+	if (!strcmp(kind, "container"))
+		snprintf(buf, cap, "%.12s", key);
 	else
-		snprintf(buf, cap, "%s", n.unit[0] ? n.unit : cgroup);
+		snprintf(buf, cap, "%s", key[0] ? key : "-");
 	return buf;
 }
 
@@ -64,18 +75,10 @@ static int add_cgroup(const struct store_cgroup_total *c, void *ctx)
 {
 	struct services *l = ctx;
 	struct cgname n;
-	const char *kind, *key;
+	const char *key, *kind = service_of(c->path, &n, &key);
 	struct service *s = NULL;
 	char **np;
 
-	if (cgname_parse(c->path, &n) < 0)
-		kind = "none", key = "", memset(&n, 0, sizeof(n)), n.runtime = n.qos = "";
-	else if (n.container[0])
-		kind = "container", key = n.container;
-	else if (n.unit[0])
-		kind = "unit", key = n.unit;
-	else
-		kind = "cgroup", key = c->path;
 	for (size_t i = 0; i < l->n && !s; i++)
 		if (!strcmp(l->s[i].kind, kind) && !strcmp(l->s[i].key, key))
 			s = &l->s[i];
@@ -205,6 +208,7 @@ static int add_process(const struct store_process *p, void *ctx)
 	struct services_map *m = ctx;
 	struct proc_service *e;
 	struct cgname n;
+	const char *key, *kind = service_of(p->cgroup, &n, &key);
 	char service[CGNAME_FIELD_MAX + 32];
 
 	if (m->n == m->cap) {
@@ -216,12 +220,12 @@ static int add_process(const struct store_process *p, void *ctx)
 		m->p = np;
 		m->cap = cap;
 	}
-	if (cgname_parse(p->cgroup, &n) < 0)
+	if (!strcmp(kind, "none"))
 		snprintf(service, sizeof(service), "[no cgroup]");
-	else if (n.container[0])
-		snprintf(service, sizeof(service), "%s %.12s", n.runtime[0] ? n.runtime : "container", n.container);
+	else if (!strcmp(kind, "container"))
+		snprintf(service, sizeof(service), "%s %.12s", n.runtime[0] ? n.runtime : "container", key);
 	else
-		snprintf(service, sizeof(service), "%s", n.unit[0] ? n.unit : p->cgroup);
+		snprintf(service, sizeof(service), "%s", key);
 	e = &m->p[m->n];
 	*e = (struct proc_service){ .pid = p->pid, .cgroup = strdup(p->cgroup ? p->cgroup : ""),
 				    .unit = strdup(n.unit), .service = strdup(service) };
