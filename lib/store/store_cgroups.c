@@ -1,5 +1,5 @@
-/* store_cgroups.c - where samples ran: each cgroup path once in the cgroups table (its id in raw rows
- * and in the rollups' key), the cgroups a query's unit, container, pod or path filter picks gathered into
+/* store_cgroups.c - where samples ran: the statements of the cgroups table (each path once, its id in raw
+ * rows and in the rollups' key; store_write.c writes them), the cgroups a query's unit, container, pod or path filter picks gathered into
  * temp.cgsel, a cgroup's path by id, and the paths retention lets go. */
 #include <errno.h>
 #include <stdbool.h>
@@ -11,7 +11,6 @@
 #include "store/store_cgroups.h"
 #include "store/store_stmts.h"
 #include "util/cgname.h"
-#include "util/hash.h"
 
 int store_prepare_cgroups(struct store *st)
 {
@@ -33,43 +32,6 @@ int store_prepare_cgroups(struct store *st)
 	return err ?: store_prepare(st, &st->cgroup_prune,
 				    "DELETE FROM cgroups WHERE id NOT IN (SELECT cg FROM samples)"
 				    " AND id NOT IN (SELECT cg FROM rollups)");
-}
-
-int store_cgroup_id(struct store *st, const char *path, uint32_t *id)
-{
-	size_t len = path ? strlen(path) : 0;
-	uint64_t hash;
-	int64_t v;
-	int rc, err;
-
-	*id = 0;
-	if (!len)
-		return 0;
-	hash = hash_bytes(HASH_FNV_OFFSET, path, len);
-	if (store_cache_get(&st->cgroups, path, len, hash, &v)) {
-		*id = (uint32_t)v;
-		return 0;
-	}
-	sqlite3_bind_text(st->cgroup_get, 1, path, (int)len, SQLITE_STATIC);
-	rc = sqlite3_step(st->cgroup_get);
-	if (rc == SQLITE_ROW) {
-		v = sqlite3_column_int64(st->cgroup_get, 0);
-		sqlite3_reset(st->cgroup_get);
-	} else if (rc == SQLITE_DONE) {
-		sqlite3_reset(st->cgroup_get);
-		sqlite3_bind_text(st->cgroup_put, 1, path, (int)len, SQLITE_STATIC);
-		err = store_run(st, st->cgroup_put, "cannot write a cgroup");
-		if (err)
-			return err;
-		v = sqlite3_last_insert_rowid(st->db);
-	} else {
-		return store_fail(st, st->cgroup_get, rc, "cannot read cgroups");
-	}
-	if (v <= 0 || v > UINT32_MAX)
-		return store_set_err(st, -E2BIG, "cgroup id %lld is past 2^32-1", (long long)v);
-	store_cache_put(&st->cgroups, path, len, hash, v, false);
-	*id = (uint32_t)v;
-	return 0;
 }
 
 bool store_filter_has_groups(const struct store_filter *f)

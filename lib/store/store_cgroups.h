@@ -1,5 +1,4 @@
-/* store_cgroups.h - the cgroups table for the write and query paths (store_cgroups.c): a sample's
- * cgroup path to its id, the cgroups a query's unit, container, pod or path filter picks gathered into
+/* store_cgroups.h - the cgroups table for the query path (store_cgroups.c): the cgroups a query's unit, container, pod or path filter picks gathered into
  * temp.cgsel, a cgroup's path by id, and retention's delete. Store files only. */
 #ifndef FLAMED_STORE_CGROUPS_H
 #define FLAMED_STORE_CGROUPS_H
@@ -9,10 +8,6 @@
 
 #include "store/store.h"
 #include "store/store_impl.h"
-
-/* The id of a cgroup path (from the cache, the table, or a new row), inside the open transaction;
- * *id 0 for NULL or "". 0 or a store error. The path was checked by the caller (store_add). */
-int store_cgroup_id(struct store *st, const char *path, uint32_t *id);
 
 /* Whether f picks samples by cgroup (a unit, container, pod or cgroup path). */
 bool store_filter_has_groups(const struct store_filter *f);

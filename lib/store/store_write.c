@@ -14,7 +14,6 @@
 #include "util/hash.h"
 #include "store/store.h"
 #include "store/store_impl.h"
-#include "store/store_cgroups.h"
 #include "store/store_rollup_rows.h"
 #include "store/store_stmts.h"
 
@@ -149,6 +148,33 @@ static int name_id(struct store *st, const char *name, int64_t *id)
 	err = get_or_put(st, st->name_get, st->name_put, "cannot write a name", id);
 	if (!err)
 		store_cache_put(&st->names, name, len, hash, *id, false);
+	return err;
+}
+
+/* The id of a cgroup path, as name_id (*id 0 for NULL or ""): within 32 bits, as raw rows and rollups
+ * keep it. */
+static int cgroup_id(struct store *st, const char *path, uint32_t *id)
+{
+	size_t len = path ? strlen(path) : 0;
+	uint64_t hash;
+	int64_t v;
+	int err = 0;
+
+	*id = 0;
+	if (!len)
+		return 0;
+	hash = fnv1a(path, len);
+	if (!store_cache_get(&st->cgroups, path, len, hash, &v)) {
+		sqlite3_bind_text(st->cgroup_get, 1, path, (int)len, SQLITE_STATIC);
+		sqlite3_bind_text(st->cgroup_put, 1, path, (int)len, SQLITE_STATIC);
+		err = get_or_put(st, st->cgroup_get, st->cgroup_put, "cannot write a cgroup", &v);
+		if (!err && (v <= 0 || v > UINT32_MAX))
+			err = store_set_err(st, -E2BIG, "cgroup id %lld is past 2^32-1", (long long)v);
+		if (!err)
+			store_cache_put(&st->cgroups, path, len, hash, v, false);
+	}
+	if (!err)
+		*id = (uint32_t)v;
 	return err;
 }
 
@@ -615,7 +641,7 @@ int store_add(struct store *st, const struct store_sample *s)
 	err = name_id(st, s->comm, &r.comm_id);
 	err = err ?: name_id(st, s->thread, &r.thread_id);
 	err = err ?: stack_id(st, s, &r.stack_id);
-	err = err ?: store_cgroup_id(st, s->cgroup, &r.cg);
+	err = err ?: cgroup_id(st, s->cgroup, &r.cg);
 	if (!err) {
 		err = store_pending_add(&st->pending, &r);
 		if (err == -EOVERFLOW)
