@@ -1048,6 +1048,9 @@ part_of() {
 	*"Python processes"*) echo python ;;
 	"1. "*) echo overhead ;;
 	"7. "*) echo firstsamples ;;
+	"8. "*) echo debuginfod ;;
+	"9. "*) echo jit ;;
+	"10. "*) echo cgroups ;;
 	"6. "*) echo offcpu ;;
 	"2. "*) echo ingest ;;
 	"3. "*) echo query ;;
@@ -1071,7 +1074,7 @@ kept_rows() {
 		want "$(part_of "$area" "$what")" && continue
 		[[ $result == "[run of "* ]] || result="[run of $date] $result"
 		printf '%s\t%s\t%s\t%s\t%s\n' "$area" "$what" "$result" "$target" "$status" | tr '\1' '|'
-	done < <(grep -E '^\| [1-7]\. ' "$OUT")
+	done < <(grep -E '^\| [0-9]+\. ' "$OUT")
 }
 
 # kept_notes KEPT_TSV: one line per run whose rows are kept: its command and load, from $OUT (its own
