@@ -9,12 +9,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "elf/jitlist.h"
 #include "elf/procmaps.h"
 
-#define GDBJIT_SYMBOL "__jit_debug_descriptor"
-#define GDBJIT_MAX_ENTRIES 65536        /* entries read per list; a longer one (or a cycle) is cut, counted */
-#define GDBJIT_MAX_OBJECT (16u << 20)   /* bytes of one image; a bigger one is skipped, counted */
-#define GDBJIT_MAX_BYTES (128u << 20)   /* bytes of images read per list */
+#define GDBJIT_SYMBOL JITLIST_SYMBOL
+#define GDBJIT_MAX_ENTRIES JITLIST_MAX_ENTRIES /* the list's bounds: elf/jitlist.h */
+#define GDBJIT_MAX_OBJECT JITLIST_MAX_OBJECT
+#define GDBJIT_MAX_BYTES JITLIST_MAX_BYTES
 #define GDBJIT_MAX_SYMBOLS 1000000      /* symbols kept per process */
 #define GDBJIT_MAX_NAME 1024            /* bytes of a name kept */
 
@@ -33,7 +34,7 @@ struct gdbjit_stats {
 };
 
 /* Reads len bytes of the traced process at addr into buf. Returns 0 or -errno. */
-typedef int (*gdbjit_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
+typedef jitlist_read_fn gdbjit_read_fn;
 
 /* ---- one process's list ---- */
 
