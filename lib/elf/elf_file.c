@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -78,6 +79,26 @@ static int check_tables(struct elf_file *f)
 	if (f->shnum > 0 && elf_getshdrstrndx(f->elf, &shstrndx) == 0 && shstrndx < f->shnum)
 		f->shstrndx = shstrndx;
 	return 0;
+}
+
+int elf_file_memfd(const char *name, const void *buf, size_t len)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	for (size_t done = 0; done < len;) {
+		ssize_t w = write(fd, (const char *)buf + done, len - done);
+
+		if (w <= 0) {
+			int err = w < 0 ? -errno : -EIO;
+
+			close(fd);
+			return err;
+		}
+		done += (size_t)w;
+	}
+	return fd;
 }
 
 int elf_file_from_fd(int fd, struct elf_file **out)

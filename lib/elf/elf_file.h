@@ -27,6 +27,10 @@ int elf_file_open_fd(const char *path);
  * Returns 0 or -errno (-EINVAL: not ELF, truncated or corrupt); *out is set only on success. */
 int elf_file_from_fd(int fd, struct elf_file **out);
 
+/* A memfd (O_CLOEXEC) named name holding buf[0..len): an image made or read in memory, for readers that
+ * take a descriptor (elf_file_from_fd, cfi_build). Returns the descriptor or -errno. */
+int elf_file_memfd(const char *name, const void *buf, size_t len);
+
 /* elf_file_open_fd + elf_file_from_fd. */
 int elf_file_open(const char *path, struct elf_file **out);
 

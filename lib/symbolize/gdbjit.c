@@ -6,7 +6,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "elf/elf_file.h"
@@ -80,20 +79,11 @@ static int add_functions(struct gdbjit_table *t, const struct elf_file *f, struc
 /* Parses the image buf[0..len) (copied into a memfd, read as any ELF file) into t. */
 static int add_object(struct gdbjit_table *t, const void *buf, size_t len, struct gdbjit_stats *st)
 {
-	int fd = memfd_create("flamed-gdbjit", MFD_CLOEXEC), err;
+	int fd = elf_file_memfd("flamed-gdbjit", buf, len), err;
 	struct elf_file *f;
 
 	if (fd < 0)
-		return -errno;
-	for (size_t done = 0; done < len;) {
-		ssize_t w = write(fd, (const char *)buf + done, len - done);
-
-		if (w <= 0) {
-			close(fd);
-			return w < 0 ? -errno : -EIO;
-		}
-		done += (size_t)w;
-	}
+		return fd;
 	if (elf_file_from_fd(fd, &f)) { /* takes fd */
 		st->objects_bad++;
 		return 0;
