@@ -19,6 +19,7 @@
 #include "http/status_bpf.h"
 #include "http/status_deferred.h"
 #include "http/status_unwcache.h"
+#include "http/status_unwjit.h"
 #include "http/status_debuginfod.h"
 #include "http/status_jit.h"
 #include "http/status_cgroups.h"
@@ -86,6 +87,7 @@ static void status_text(FILE *o, const struct daemon_status *s, int64_t now)
 		finite_or_zero(s->unwind.build_seconds), s->unwind.requests_dropped,
 		s->unwind.requests_pending);
 	status_unwcache_text(o, s);
+	status_unwjit_text(o, s);
 }
 
 /* The "unwind" object of the JSON status. */
@@ -113,6 +115,7 @@ static void status_unwind_json(FILE *o, const struct daemon_status *s)
 		s->unwind.mappings_unplaced,
 		s->unwind.prologue_functions, finite_or_zero(s->unwind.build_seconds), s->unwind.requests_dropped, s->unwind.requests_pending);
 	status_unwcache_json(o, s);
+	status_unwjit_json(o, s);
 	fputc('}', o);
 }
 
@@ -332,6 +335,7 @@ void http_handle_metrics(struct http *h, struct request *rq)
 	status_cgroups_metrics(o, &s);
 	status_deferred_metrics(o, &s);
 	status_unwcache_metrics(o, &s);
+	status_unwjit_metrics(o, &s);
 	status_jit_metrics(o, &s);
 	status_debuginfod_metrics(o, &s);
 	http_metric_u64(o, "flamed_database_bytes", "gauge", "Size of the database.", s.db_bytes);

@@ -16,11 +16,13 @@
 
 #include "unwind.h"
 #include "unwind/cfi.h"
+#include "unwind/jitrows.h"
 #include "unwind/prologue.h"
 #include "unwind/unwinder.h"
 #include "elf/mapped.h"
 #include "elf/debuginfo.h"
 #include "elf/elf_file.h"
+#include "elf/jitlist.h"
 #include "elf/procmaps.h"
 
 #define FAST_STREAK 4          /* fast requests done in a row before a waiting build gets its turn */
@@ -52,6 +54,11 @@ struct table {
 	unsigned users;   /* processes whose mappings use it */
 	uint64_t last_used; /* sweep count when last used (the least recent goes first for room) */
 	double used_at;     /* when last used (CLOCK_MONOTONIC seconds) */
+	/* JIT code's rows: those of one process's mapping [jit_start, jit_end) as its GDB JIT list of
+	 * signature jit_sig had them; never shared, dropped once unused */
+	bool jit;
+	uint32_t jit_pid;
+	uint64_t jit_start, jit_end, jit_sig;
 };
 
 /* How many tables one pass over a process may build (of binaries whose mapping is at most max_size
@@ -70,6 +77,11 @@ struct proc {
 	size_t nused;
 	double written_at;   /* when its entry was last written (CLOCK_MONOTONIC seconds) */
 	bool gone;           /* written from the mappings read at its first sample: it was gone by then */
+	/* The GDB JIT interface: its descriptor (0: none found when its mappings were searched, the
+	 * number of them then jit_searched), the list's signature when read, its objects' rows. */
+	uint64_t jit_desc, jit_sig;
+	size_t jit_searched;
+	struct jitrows *jit;
 };
 
 /* A process gone by the time its entry was written (from its mappings as read at its first sample) is
@@ -87,6 +99,7 @@ struct unwinder {
 	struct proc *procs;    /* max_procs */
 	size_t nprocs;
 	struct unwind_proc *value; /* the BPF value being written */
+	struct jitlist_finder *finder; /* where processes' GDB JIT descriptors are */
 	__u32 *fill_keys;      /* FILL_CHUNK: the keys of one batch update */
 	uint64_t sweeps;
 	struct unwinder_stats st;    /* the thread's */
@@ -123,6 +136,9 @@ static double mono_now(void)
 /* Makes the thread's counters those unwinder_get_stats returns. */
 static void publish(struct unwinder *u)
 {
+	u->st.jit_tables = 0;
+	for (size_t i = 0; i < u->ntables; i++)
+		u->st.jit_tables += u->tables[i]->jit && u->tables[i]->slot != UNWIND_NO_TABLE;
 	pthread_mutex_lock(&u->mu);
 	u->published = u->st;
 	u->published.requests_dropped = u->dropped;
@@ -301,7 +317,8 @@ int unwinder_new(const struct unwinder_opts *opts, struct unwinder **out)
 	u->fill_keys = malloc(FILL_CHUNK * sizeof(*u->fill_keys));
 	pthread_mutex_init(&u->mu, NULL);
 	pthread_cond_init(&u->wake, NULL);
-	if (!u->tables || !u->slot_used || !u->slot_gen || !u->procs || !u->value || !u->fill_keys) {
+	if (!u->tables || !u->slot_used || !u->slot_gen || !u->procs || !u->value || !u->fill_keys ||
+	    jitlist_finder_new(&u->finder)) {
 		unwinder_free(u);
 		return -ENOMEM;
 	}
@@ -428,6 +445,28 @@ static int build_rows(struct unwinder *u, int fd, const struct elf_file *ef, con
 	return err;
 }
 
+/* Loads n (at least 2) rows into a slot for t, making room; counted as refused when there is none. */
+static void load_table(struct unwinder *u, struct table *t, const struct unwind_row *rows, size_t n)
+{
+	if ((t->slot = make_room(u, n)) == UNWIND_NO_TABLE) {
+		t->refused = true;
+		u->st.tables_refused++;
+	} else if (load_rows(u, t->slot, rows, n)) {
+		t->slot = UNWIND_NO_TABLE;
+		t->refused = true;
+		u->st.tables_refused++;
+	} else {
+		u->slot_used[t->slot] = true;
+		u->slot_gen[t->slot] = u->slot_gen[t->slot] % UNWIND_MAX_GEN + 1;
+		t->tag = UNWIND_TABLE(t->slot, u->slot_gen[t->slot]);
+		t->nrows = (uint32_t)n;
+		u->st.tables++;
+		u->st.tables_built++;
+		u->st.table_rows += n;
+		u->st.table_bytes += (uint64_t)n * sizeof(struct unwind_row);
+	}
+}
+
 /* Builds (or reads from the cache) and loads the rows of t's binary (open on fd, parsed as ef). */
 static void fill_table(struct unwinder *u, struct table *t, int fd, const struct elf_file *ef, const char *root,
 		       const char *path)
@@ -445,25 +484,10 @@ static void fill_table(struct unwinder *u, struct table *t, int fd, const struct
 		if (!err && n >= 2 && u->o.cache && t->build_id_len > 0)
 			tablecache_put(u->o.cache, t->build_id, t->build_id_len, rows, n);
 	}
-	if (err || n < 2) {
+	if (err || n < 2)
 		u->st.binaries_without++;
-	} else if ((t->slot = make_room(u, n)) == UNWIND_NO_TABLE) {
-		t->refused = true;
-		u->st.tables_refused++;
-	} else if (load_rows(u, t->slot, rows, n)) {
-		t->slot = UNWIND_NO_TABLE;
-		t->refused = true;
-		u->st.tables_refused++;
-	} else {
-		u->slot_used[t->slot] = true;
-		u->slot_gen[t->slot] = u->slot_gen[t->slot] % UNWIND_MAX_GEN + 1;
-		t->tag = UNWIND_TABLE(t->slot, u->slot_gen[t->slot]);
-		t->nrows = (uint32_t)n;
-		u->st.tables++;
-		u->st.tables_built++;
-		u->st.table_rows += n;
-		u->st.table_bytes += (uint64_t)n * sizeof(struct unwind_row);
-	}
+	else
+		load_table(u, t, rows, n);
 	free(rows);
 	u->st.build_seconds += mono_now() - t0;
 	if (u->o.verbose)
@@ -610,8 +634,90 @@ static void release(struct proc *p)
 	p->nused = 0;
 }
 
-/* Fills u->value with pid's mappings; used gets the distinct tables (UNWIND_MAX_MAPPINGS room). */
-static void fill_value(struct unwinder *u, uint32_t pid, const struct procmap *maps, size_t n,
+/* ---- JIT code registered with the GDB JIT interface ---- */
+
+/* Reads p's GDB JIT list again when it changed (maps: its mappings as read now, n of them). The
+ * descriptor is looked for while the process has anonymous executable memory, again whenever its
+ * mappings are more or fewer than at the last search (a JIT library loaded since). */
+static void jit_update(struct unwinder *u, struct proc *p, const struct procmap *maps, size_t n)
+{
+	void *ctx = (void *)(uintptr_t)p->pid;
+	struct jitrows *j;
+	uint64_t sig;
+	bool anon = false;
+	int err;
+
+	for (size_t i = 0; i < n && !anon; i++)
+		anon = !maps[i].path;
+	if (!anon)
+		return;
+	if (!p->jit_desc && p->jit_searched != n) {
+		p->jit_desc = jitlist_find(u->finder, p->pid, maps, n);
+		p->jit_searched = n;
+	}
+	if (!p->jit_desc)
+		return;
+	sig = jitlist_signature(jitlist_read_process, ctx, p->jit_desc);
+	if (!sig || sig == p->jit_sig)
+		return;
+	err = jitrows_read(jitlist_read_process, ctx, p->jit_desc, &sig, &j, &u->st.jit);
+	if (err && err != -ENOENT)
+		return;
+	jitrows_free(p->jit);
+	p->jit = err ? NULL : j; /* -ENOENT: the list is empty now */
+	p->jit_sig = sig;
+}
+
+/* The table of p's JIT code in its anonymous mapping m, built from p->jit when p's list changed since
+ * (or m did). NULL: no object there, no room for another entry, or out of memory. */
+static struct table *jit_table(struct unwinder *u, const struct proc *p, const struct procmap *m)
+{
+	struct unwind_row *rows;
+	struct table *t;
+	size_t n;
+
+	for (size_t i = 0; i < u->ntables; i++) {
+		t = u->tables[i];
+		if (t->jit && t->jit_pid == p->pid && t->jit_start == m->start && t->jit_end == m->end &&
+		    t->jit_sig == p->jit_sig)
+			return t;
+	}
+	if (jitrows_range(p->jit, m->start, m->end, UNWIND_MAX_ROWS, &rows, &n))
+		return NULL;
+	if ((u->ntables == u->cap_tables && !evict_one(u, false)) || !(t = calloc(1, sizeof(*t)))) {
+		free(rows);
+		return NULL;
+	}
+	*t = (struct table){ .slot = UNWIND_NO_TABLE, .last_used = u->sweeps, .used_at = mono_now(), .jit = true,
+			     .jit_pid = p->pid, .jit_start = m->start, .jit_end = m->end, .jit_sig = p->jit_sig };
+	load_table(u, t, rows, n);
+	free(rows);
+	u->tables[u->ntables++] = t;
+	return t;
+}
+
+/* Drops the JIT tables no process uses: each is one process's, of one version of its list. */
+static void drop_unused_jit(struct unwinder *u)
+{
+	for (size_t i = 0; i < u->ntables;) {
+		if (u->tables[i]->jit && !u->tables[i]->users)
+			drop_table(u, i);
+		else
+			i++;
+	}
+}
+
+/* Forgets p (its tables' uses, its JIT rows) and its place in u->procs. */
+static void forget_proc(struct unwinder *u, struct proc *p)
+{
+	release(p);
+	jitrows_free(p->jit);
+	*p = u->procs[--u->nprocs];
+	u->st.processes--;
+}
+
+/* Fills u->value with p's mappings; used gets the distinct tables (UNWIND_MAX_MAPPINGS room). */
+static void fill_value(struct unwinder *u, const struct proc *p, const struct procmap *maps, size_t n,
 		       struct table **used, size_t *nused, struct budget *b)
 {
 	struct unwind_proc *v = u->value;
@@ -632,7 +738,7 @@ static void fill_value(struct unwinder *u, uint32_t pid, const struct procmap *m
 		um->bias = 0;
 		um->table = UNWIND_NO_TABLE;
 		um->nrows = 0;
-		t = table_for(u, pid, &maps[i], b);
+		t = maps[i].path ? table_for(u, p->pid, &maps[i], b) : p->jit ? jit_table(u, p, &maps[i]) : NULL;
 		if (!t)
 			continue;
 		t->last_used = u->sweeps;
@@ -640,7 +746,9 @@ static void fill_value(struct unwinder *u, uint32_t pid, const struct procmap *m
 		use_table(used, nused, t); /* until the old uses are released, both count */
 		if (t->slot == UNWIND_NO_TABLE)
 			continue;
-		if (elf_segments_vaddr(t->segs, t->nsegs, maps[i].offset, maps[i].exec, &vaddr)) {
+		if (t->jit) {
+			vaddr = 0; /* its rows' pcs are relative to the mapping's start */
+		} else if (elf_segments_vaddr(t->segs, t->nsegs, maps[i].offset, maps[i].exec, &vaddr)) {
 			u->st.mappings_unplaced++;
 			continue;
 		}
@@ -687,16 +795,25 @@ static int add_process(struct unwinder *u, uint32_t pid, uint64_t token, struct 
 		procmaps_free(live, n);
 		return -ENOMEM;
 	}
-	memset(u->value, 0, sizeof(*u->value));
-	fill_value(u, pid, maps, n, used, &nused, b);
-	procmaps_free(live, n);
 	if (!p) {
 		p = &u->procs[u->nprocs++];
 		memset(p, 0, sizeof(*p));
 		p->pid = pid;
 		u->st.processes++;
 	}
+	if (token && p->token && token != p->token) { /* another image (an exec): another JIT, if any */
+		jitrows_free(p->jit);
+		p->jit = NULL;
+		p->jit_desc = p->jit_sig = 0;
+		p->jit_searched = 0;
+	}
+	if (!gone)
+		jit_update(u, p, maps, n);
+	memset(u->value, 0, sizeof(*u->value));
+	fill_value(u, p, maps, n, used, &nused, b);
+	procmaps_free(live, n);
 	release(p);
+	drop_unused_jit(u); /* those of the list read before */
 	p->used = used;
 	p->nused = nused;
 	p->written_at = mono_now();
@@ -708,9 +825,8 @@ static int add_process(struct unwinder *u, uint32_t pid, uint64_t token, struct 
 	if (bpf_map_update_elem(u->o.procs_fd, &pid, u->value, BPF_ANY)) {
 		err = -errno;
 		u->st.processes_refused++;
-		release(p);
-		*p = u->procs[--u->nprocs];
-		u->st.processes--;
+		forget_proc(u, p);
+		drop_unused_jit(u);
 	}
 	publish(u);
 	return err;
@@ -730,6 +846,21 @@ int unwinder_add_maps(struct unwinder *u, uint32_t pid, uint64_t token, const st
 	return add_process(u, pid, token, &b, maps, n);
 }
 
+/* Asks for the processes whose GDB JIT list changed since it was read (code compiled since, freed). */
+static void jit_changed(struct unwinder *u)
+{
+	for (size_t i = 0; i < u->nprocs; i++) {
+		const struct proc *p = &u->procs[i];
+		uint64_t sig;
+
+		if (!p->jit_desc || p->gone)
+			continue;
+		sig = jitlist_signature(jitlist_read_process, (void *)(uintptr_t)p->pid, p->jit_desc);
+		if (sig && sig != p->jit_sig)
+			unwinder_request(u, p->pid, 0);
+	}
+}
+
 void unwinder_sweep(struct unwinder *u)
 {
 	double now;
@@ -743,10 +874,10 @@ void unwinder_sweep(struct unwinder *u)
 			continue;
 		}
 		bpf_map_delete_elem(u->o.procs_fd, &p->pid);
-		release(p);
-		*p = u->procs[--u->nprocs];
-		u->st.processes--;
+		forget_proc(u, p);
 	}
+	drop_unused_jit(u);
+	jit_changed(u);
 	now = mono_now();
 	for (size_t i = 0; i < u->ntables;) {
 		const struct table *t = u->tables[i];
@@ -789,7 +920,9 @@ void unwinder_free(struct unwinder *u)
 	for (size_t i = 0; i < u->nprocs; i++) {
 		bpf_map_delete_elem(u->o.procs_fd, &u->procs[i].pid);
 		release(&u->procs[i]);
+		jitrows_free(u->procs[i].jit);
 	}
+	jitlist_finder_free(u->finder);
 	while (u->ntables)
 		drop_table(u, u->ntables - 1);
 	free(u->tables);

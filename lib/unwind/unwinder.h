@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "elf/procmaps.h"
+#include "unwind/jitrows.h"
 #include "unwind/tablecache.h"
 
 struct unwinder;
@@ -49,6 +50,10 @@ struct unwinder_stats {
 	uint64_t requests_dropped; /* unwinder_request calls refused: UNWINDER_QUEUE waiting */
 	uint64_t requests_pending; /* waiting now (a burst of new binaries: tables come late) */
 	struct tablecache_stats cache; /* opts.cache's; zeros without one */
+	/* JIT code registered with the GDB JIT interface: its objects' .eh_frame read as rows
+	 * (jitrows.h), one table per mapping of anonymous memory holding them */
+	struct jitrows_stats jit;
+	uint64_t jit_tables;      /* such tables loaded now */
 };
 
 /* How long a table no process uses is kept (unless room is needed first): a program run again within
@@ -80,7 +85,9 @@ bool unwinder_pending(struct unwinder *u, uint32_t pid);
 void unwinder_request_sweep(struct unwinder *u);
 
 /* The work of one request, in the caller's thread (tests; the daemon uses unwinder_request).
- * Reads pid's executable mappings, builds or reuses the tables of their binaries and writes the process
+ * Reads pid's executable mappings, builds or reuses the tables of their binaries (and of the JIT code in
+ * its anonymous mappings, from the objects listed by the GDB JIT interface's descriptor, when a binary
+ * it maps defines one: read again when the list changed) and writes the process
  * into unwind_procs under token (struct process_event's; 0: keep the one known), flagged
  * UNWIND_PROC_PENDING while tables of its binaries are still to be built (unwinder_request builds them
  * one at a time, then writes the process again). Again for a known pid:
@@ -93,7 +100,8 @@ int unwinder_add(struct unwinder *u, uint32_t pid, uint64_t token);
 int unwinder_add_maps(struct unwinder *u, uint32_t pid, uint64_t token, const struct procmap *maps, size_t n);
 
 /* Forgets processes that have exited (a few seconds after their entry was written), and their tables'
- * uses (in the caller's thread, as unwinder_add). */
+ * uses; asks for the processes whose GDB JIT list changed since it was read (in the caller's thread, as
+ * unwinder_add). */
 void unwinder_sweep(struct unwinder *u);
 
 /* Copies the counters as of the last request done (thread-safe). */

@@ -1,0 +1,52 @@
+/* status_unwjit.c - unwind rows of JIT code registered with the GDB JIT interface (lib/unwind/jitrows.c,
+ * read by lib/unwind/unwinder.c): objects read, refused, tables loaded, as JSON, text and metrics. */
+#include <inttypes.h>
+
+#include "http/http_impl.h"
+#include "http/status_unwjit.h"
+
+/* Each counter: its JSON and text name, its value, its metric, its type and what it counts. */
+#define UNWJIT_COUNTERS(X)                                                                                    \
+	X(objects, s->unwind.jit.objects, "flamed_unwind_jit_objects_total", "counter",                        \
+	  "JIT objects whose .eh_frame gave unwind rows.")                                                      \
+	X(objects_without, s->unwind.jit.objects_without, "flamed_unwind_jit_objects_without_total", "counter", \
+	  "JIT objects with no .eh_frame, or none giving rows (walked with frame pointers).")                   \
+	X(objects_bad, s->unwind.jit.objects_bad, "flamed_unwind_jit_objects_bad_total", "counter",             \
+	  "JIT objects refused: malformed, their .eh_frame unreadable or corrupt, spread over 4 GiB, or past "   \
+	  "4096 in one process.")                                                                               \
+	X(rows, s->unwind.jit.rows, "flamed_unwind_jit_rows_total", "counter", "Unwind rows read from JIT objects.") \
+	X(tables, s->unwind.jit_tables, "flamed_unwind_jit_tables", "gauge",                                   \
+	  "Unwind tables of JIT code loaded: one per mapping of anonymous memory holding JIT objects.")          \
+	X(lists_read, s->unwind.jit.list.lists_read, "flamed_unwind_jit_lists_read_total", "counter",          \
+	  "GDB JIT interface lists read for unwind rows (a process's first, or changed since).")               \
+	X(objects_too_big, s->unwind.jit.list.objects_too_big, "flamed_unwind_jit_objects_too_big_total",       \
+	  "counter", "JIT objects not read for unwind rows: over 16 MiB, or past 128 MiB in one list.")          \
+	X(lists_cut, s->unwind.jit.list.lists_cut, "flamed_unwind_jit_lists_cut_total", "counter",             \
+	  "JIT object lists cut while read for unwind rows: past 65,536 entries, or looping.")                 \
+	X(reads_failed, s->unwind.jit.list.reads_failed, "flamed_unwind_jit_reads_failed_total", "counter",    \
+	  "GDB JIT descriptors, entries or objects unreadable while read for unwind rows.")
+
+void status_unwjit_json(FILE *o, const struct daemon_status *s)
+{
+	int n = 0;
+
+	fputs(", \"jit\": {", o);
+#define JSON(f, v, metric, type, help) fprintf(o, "%s\"%s\": %" PRIu64, n++ ? ", " : "", #f, (uint64_t)(v));
+	UNWJIT_COUNTERS(JSON)
+#undef JSON
+	fputc('}', o);
+}
+
+void status_unwjit_text(FILE *o, const struct daemon_status *s)
+{
+#define TEXT(f, v, metric, type, help) fprintf(o, "unwind_jit_%s %" PRIu64 "\n", #f, (uint64_t)(v));
+	UNWJIT_COUNTERS(TEXT)
+#undef TEXT
+}
+
+void status_unwjit_metrics(FILE *o, const struct daemon_status *s)
+{
+#define METRIC(f, v, metric, type, help) http_metric_u64(o, metric, type, help, (uint64_t)(v));
+	UNWJIT_COUNTERS(METRIC)
+#undef METRIC
+}
