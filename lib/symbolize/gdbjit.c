@@ -164,7 +164,8 @@ size_t gdbjit_table_count(const struct gdbjit_table *t)
 
 struct jitproc {
 	struct pidcache_entry e; /* first */
-	bool searched, checked;
+	bool checked;
+	size_t searched;         /* mappings when the descriptor was last looked for (0: never) */
 	uint64_t desc;           /* the descriptor's address; 0: none found */
 	uint64_t sig;            /* of the list read into t */
 	uint64_t checked_gen;    /* flush in which the descriptor was last looked at */
@@ -229,9 +230,11 @@ const char *gdbjit_cache_find(struct gdbjit_cache *c, uint32_t pid, const struct
 
 	if (!p)
 		return NULL;
-	if (!p->searched && maps && n) {
+	/* Looked for again while not found and the process maps more or fewer files than then: a JIT
+	 * library loaded since its first JIT-looking frame (ctypes' closures, before llvmlite). */
+	if (!p->desc && maps && n && p->searched != n) {
 		p->desc = jitlist_find(c->finder, pid, maps, n);
-		p->searched = true;
+		p->searched = n;
 	}
 	if (!p->desc)
 		return NULL;

@@ -79,7 +79,8 @@ void gdbjit_cache_keep(struct gdbjit_cache *c, uint32_t pid);
 
 /* The name of pid's JIT function holding addr, or NULL. maps (n of them) are pid's executable mappings:
  * the first lookup of pid looks for GDBJIT_SYMBOL in the binaries they map (each binary once, by device
- * and inode), then reads the list through /proc/PID/mem (process_vm_readv). When the process is gone,
+ * and inode), and a later one again while none defines it and n changed; then the list is read through
+ * /proc/PID/mem (process_vm_readv). When the process is gone,
  * what was read stays. Valid until the next call on c. */
 const char *gdbjit_cache_find(struct gdbjit_cache *c, uint32_t pid, const struct procmap *maps, size_t n,
 			      uint64_t addr);
