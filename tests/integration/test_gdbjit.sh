@@ -3,7 +3,9 @@
 # a Python driver calling a function Numba compiled (Debian's python3-numba: LLVM's MCJIT keeps each object
 # it compiles in memory, listed from __jit_debug_descriptor in libLLVM). At least 95% of the samples taken
 # inside the compiled function name it (kernel_sum, demangled from Numba's __main__::kernel_sum[abi:...]),
-# with the Python callers above it; the status and the metrics count what was read.
+# with the Python callers above it; the status and the metrics count what was read. Then a compiled function
+# calling libm (numba_calls.py): its code has no frame pointer and no CFI of its own, so its stacks are
+# whole (from _start, through Numba's dispatcher) only with rows read from its JIT object (jitrows.c).
 . "$(dirname "$0")/lib.sh"
 FREQ=199
 
@@ -49,8 +51,33 @@ check "the Python callers are above it: <module> and drive" \
 curl -sf "$URL/api/v1/profile?pid=$PID&format=folded&from=-10m&demangle=none" > "$TMP/raw.folded"
 check "demangle=none: Numba's own symbol (_ZN8__main__10kernel_sum...)" grep -q ';_ZN8__main__10kernel_sum' "$TMP/raw.folded"
 
+# JIT code calling libm: whole stacks, walked through the JIT frames with their objects' rows.
+rm -f "$TMP/release"
+"$SYSPY" "$W/numba_calls.py" 4 "$TMP/release" > "$TMP/calls.out" &
+PID=$!
+for _ in $(seq 600); do grep -q '^done' "$TMP/calls.out" && break; kill -0 $PID 2> /dev/null || break; sleep 0.1; done
+check "the Numba program calling libm ran its loop" grep -q '^done' "$TMP/calls.out"
+wait_tables || echo "# the unwinder still had requests after 30 s"
+sleep 1
+curl -sf "$URL/api/v1/profile?pid=$PID&format=folded&from=-10m&flush=1" > "$TMP/calls.folded"
+touch "$TMP/release"
+wait $PID
+J='__main__::outer[^;]*_\[j\]'
+injit=$(sum_samples "$TMP/calls.folded" "$J")
+whole=$(sum_samples "$TMP/calls.folded" "^[^;]*;_start;.*drive \(numba_calls\.py\);.*_dispatcher[^;]*;cpython::$J;$J")
+echo "# samples in the compiled function (or what it calls): $injit, whole from _start through the dispatcher: $whole"
+awk '{ n = $NF; sub(/ [0-9]+$/, ""); print n, substr($0, length($0) - 300) }' "$TMP/calls.folded" | sort -nr | head -3
+check "enough samples in the compiled function (>= 100: $injit)" [ "$injit" -ge 100 ]
+check ">= 95% of them whole: _start, the Python driver, Numba's dispatcher, its wrapper, the function ($whole of $injit)" \
+	[ $((100 * whole)) -ge $((95 * injit)) ]
+check "libm's frames below the JIT frame" grep -Eq "$J;(atan2|__ieee754_atan2|__fmod_finite|fmod)" "$TMP/calls.folded"
+
 curl -sf "$URL/api/v1/status" > "$TMP/status.json"
 jq -c .jit.gdb_jit "$TMP/status.json"
+jq -c .unwind.jit "$TMP/status.json"
+check "status: JIT objects read for unwind rows, their tables loaded, none refused" \
+	jq -e '.unwind.jit.objects >= 1 and .unwind.jit.rows >= 2 and .unwind.jit.lists_read >= 1 and
+		.unwind.jit.objects_bad == 0 and .unwind.jit.lists_cut == 0' "$TMP/status.json"
 check "status: frames named from the GDB JIT interface, objects and symbols read, nothing refused" \
 	jq -e '.jit.gdb_jit.named >= 1 and .jit.gdb_jit.lists_read >= 1 and .jit.gdb_jit.objects >= 1 and
 		.jit.gdb_jit.symbols >= 1 and .jit.gdb_jit.objects_bad == 0 and .jit.gdb_jit.lists_cut == 0 and
@@ -58,6 +85,7 @@ check "status: frames named from the GDB JIT interface, objects and symbols read
 curl -sf "$URL/metrics" > "$TMP/metrics"
 check "metrics: flamed_jit_gdb_frames_named_total" grep -Eq '^flamed_jit_gdb_frames_named_total [1-9]' "$TMP/metrics"
 check "metrics: flamed_jit_gdb_objects_total" grep -Eq '^flamed_jit_gdb_objects_total [1-9]' "$TMP/metrics"
+check "metrics: flamed_unwind_jit_objects_total" grep -Eq '^flamed_unwind_jit_objects_total [1-9]' "$TMP/metrics"
 stop_flamed
 check "flamed exits 0 on SIGTERM" [ $? -eq 0 ]
 exit $FAILED
