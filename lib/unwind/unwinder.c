@@ -19,113 +19,14 @@
 #include "unwind/jitrows.h"
 #include "unwind/prologue.h"
 #include "unwind/unwinder.h"
+#include "unwind/unwinder_impl.h"
 #include "elf/mapped.h"
 #include "elf/debuginfo.h"
 #include "elf/elf_file.h"
 #include "elf/jitlist.h"
 #include "elf/procmaps.h"
 
-#define FAST_STREAK 4          /* fast requests done in a row before a waiting build gets its turn */
-#define SLOW_AGE_S 2.0         /* a process waiting this long for builds goes first, whatever they cost */
-#define FILL_CHUNK 65536     /* rows copied into an inner map per batch update */
-#define MAX_ENTRIES_PER_SLOT 4 /* binaries remembered (with or without a table) per table slot */
-
-#define TABLE_IDS 4 /* files (containers' copies of one build) that share a table by build-id */
-
-/* A file, as fstat sees it: a replaced or rewritten binary is another file. */
-struct file_id {
-	uint64_t dev, ino, size;
-	int64_t mtime_ns;
-};
-
-/* One binary: the files it was found as, where its rows are, the segments that turn addresses into ELF
- * ones. */
-struct table {
-	struct file_id ids[TABLE_IDS];
-	size_t nids;
-	uint8_t build_id[ELF_BUILD_ID_MAX];
-	int build_id_len; /* 0: none */
-	uint32_t slot;    /* in unwind_tables; UNWIND_NO_TABLE: no rows loaded */
-	uint32_t tag;     /* UNWIND_TABLE(slot, generation of the slot when loaded) */
-	uint32_t nrows;
-	bool refused;     /* had rows, not loaded for want of room: may be tried again once unused */
-	struct elf_segment segs[ELF_MAX_SEGMENTS];
-	size_t nsegs;
-	unsigned users;   /* processes whose mappings use it */
-	uint64_t last_used; /* sweep count when last used (the least recent goes first for room) */
-	double used_at;     /* when last used (CLOCK_MONOTONIC seconds) */
-	/* JIT code's rows: those of one process's mapping [jit_start, jit_end) as its GDB JIT list of
-	 * signature jit_sig had them; never shared, dropped once unused */
-	bool jit;
-	uint32_t jit_pid;
-	uint64_t jit_start, jit_end, jit_sig;
-};
-
-/* How many tables one pass over a process may build (of binaries whose mapping is at most max_size
- * bytes), and how many it left unbuilt, the smallest mapping of those. */
-struct budget {
-	int builds;
-	uint64_t max_size;
-	int missing;
-	uint64_t smallest;
-};
-
-struct proc {
-	uint32_t pid;
-	uint64_t token;
-	struct table **used; /* distinct tables its mappings use */
-	size_t nused;
-	double written_at;   /* when its entry was last written (CLOCK_MONOTONIC seconds) */
-	bool gone;           /* written from the mappings read at its first sample: it was gone by then */
-	/* The GDB JIT interface: its descriptor (0: none found when its mappings were searched, the
-	 * number of them then jit_searched), the list's signature when read, its objects' rows. */
-	uint64_t jit_desc, jit_sig;
-	size_t jit_searched;
-	struct jitrows *jit;
-};
-
-/* A process gone by the time its entry was written (from its mappings as read at its first sample) is
- * kept this long before a sweep deletes it: its deferred samples are walked with it meanwhile. */
-#define GONE_GRACE_S 3.0
-
-struct unwinder {
-	struct unwinder_opts o;
-	double unused_s;       /* o.unused_s, or UNWINDER_UNUSED_S */
-	char debug_dir[PATH_MAX];
-	struct table **tables; /* every binary remembered, max_tables * MAX_ENTRIES_PER_SLOT */
-	size_t ntables, cap_tables;
-	bool *slot_used;       /* max_tables */
-	uint16_t *slot_gen;    /* max_tables: loads into each slot so far, 1 to UNWIND_MAX_GEN (wrapping) */
-	struct proc *procs;    /* max_procs */
-	size_t nprocs;
-	struct unwind_proc *value; /* the BPF value being written */
-	struct jitlist_finder *finder; /* where processes' GDB JIT descriptors are */
-	__u32 *fill_keys;      /* FILL_CHUNK: the keys of one batch update */
-	uint64_t sweeps;
-	struct unwinder_stats st;    /* the thread's */
-	/* Shared with the callers of unwinder_request and unwinder_get_stats, under mu. */
-	pthread_mutex_t mu;
-	pthread_cond_t wake;
-	pthread_t thread;
-	bool thread_started, stop, sweep_wanted;
-	bool busy; /* the thread is doing a request (it may queue it again) */
-	unsigned fast_streak; /* fast requests done in a row while builds wait */
-	struct ring { /* of requests, one per pid */
-		struct request {
-			uint32_t pid;
-			uint64_t token, cost;
-			double since;         /* when the process first asked (CLOCK_MONOTONIC seconds) */
-			struct procmap *maps; /* as read at its first sample (owned), or NULL */
-			size_t nmaps;
-		} e[UNWINDER_QUEUE];
-		size_t head, count;
-	} fast, slow; /* fast: with the tables built so far; slow: processes waiting for a table built */
-	uint32_t busy_pid;    /* the request being done, while busy */
-	uint64_t dropped;
-	struct unwinder_stats published;
-};
-
-static double mono_now(void)
+double unwinder_now(void)
 {
 	struct timespec ts;
 
@@ -143,154 +44,6 @@ static void publish(struct unwinder *u)
 	u->published = u->st;
 	u->published.requests_dropped = u->dropped;
 	tablecache_get_stats(u->o.cache, &u->published.cache);
-	pthread_mutex_unlock(&u->mu);
-}
-
-static int add_process(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b,
-		       const struct procmap *snap, size_t nsnap);
-
-/* Puts pid's request in r, asked since then, or updates the one waiting there, taking *maps over (NULL
- * then; a request keeps the mappings it has when given none). Returns false when r is full (*maps left
- * to the caller). */
-static bool ring_put(struct ring *r, uint32_t pid, uint64_t token, uint64_t cost, double since,
-		     struct procmap **maps, size_t nmaps)
-{
-	struct request *q = NULL;
-
-	for (size_t i = 0; i < r->count && !q; i++)
-		if (r->e[(r->head + i) % UNWINDER_QUEUE].pid == pid)
-			q = &r->e[(r->head + i) % UNWINDER_QUEUE];
-	if (!q) {
-		if (r->count == UNWINDER_QUEUE)
-			return false;
-		q = &r->e[(r->head + r->count++) % UNWINDER_QUEUE];
-		*q = (struct request){ .pid = pid, .since = since };
-	}
-	if (token)
-		q->token = token;
-	q->cost = cost;
-	if (maps && *maps) {
-		procmaps_free(q->maps, q->nmaps);
-		q->maps = *maps;
-		q->nmaps = nmaps;
-		*maps = NULL;
-	}
-	return true;
-}
-
-static bool ring_has(const struct ring *r, uint32_t pid)
-{
-	for (size_t i = 0; i < r->count; i++)
-		if (r->e[(r->head + i) % UNWINDER_QUEUE].pid == pid)
-			return true;
-	return false;
-}
-
-/* Takes the first request of r, or with cheapest, the one of least cost (the first of those), unless
- * one has waited SLOW_AGE_S: then the one waiting longest (a stream of new processes with small
- * binaries must not keep a big one from being built). */
-static struct request ring_take(struct ring *r, bool cheapest)
-{
-	struct request q, *best = &r->e[r->head], *oldest = best;
-
-	for (size_t i = 1; cheapest && i < r->count; i++) {
-		struct request *c = &r->e[(r->head + i) % UNWINDER_QUEUE];
-
-		if (c->cost < best->cost)
-			best = c;
-		if (c->since < oldest->since)
-			oldest = c;
-	}
-	if (cheapest && mono_now() - oldest->since >= SLOW_AGE_S)
-		best = oldest;
-	q = *best;
-	*best = r->e[r->head]; /* the head's request takes its place */
-	r->head = (r->head + 1) % UNWINDER_QUEUE;
-	r->count--;
-	return q;
-}
-
-/* The thread. A new process first gets the tables already built (fast), so that one big binary being
- * built never holds up the processes whose binaries are known; the binaries it still lacks are built
- * one per turn of the slow queue, between fast requests, the smallest first (shortest job first:
- * a library just loaded is not kept waiting behind libLLVM), but a process waiting SLOW_AGE_S first of
- * all. Sweeps come when both queues are empty. */
-static void *worker(void *arg)
-{
-	struct unwinder *u = arg;
-	struct budget b;
-	struct request rq;
-	bool fast;
-
-	pthread_mutex_lock(&u->mu);
-	for (;;) {
-		while (!u->stop && !u->fast.count && !u->slow.count && !u->sweep_wanted)
-			pthread_cond_wait(&u->wake, &u->mu);
-		if (u->stop)
-			break;
-		if (!u->fast.count && !u->slow.count) {
-			u->sweep_wanted = false;
-			pthread_mutex_unlock(&u->mu);
-			unwinder_sweep(u);
-			pthread_mutex_lock(&u->mu);
-			continue;
-		}
-		/* Fast first, but a stream of new processes (a shell loop) must not starve the builds. */
-		fast = u->fast.count > 0 && (!u->slow.count || u->fast_streak < FAST_STREAK);
-		u->fast_streak = fast ? u->fast_streak + 1 : 0;
-		rq = fast ? ring_take(&u->fast, false) : ring_take(&u->slow, true);
-		u->busy = true;
-		pthread_mutex_unlock(&u->mu);
-		u->busy_pid = rq.pid;
-		b = (struct budget){ .builds = fast ? 0 : 1, .max_size = fast ? 0 : rq.cost };
-		int err = add_process(u, rq.pid, rq.token, &b, rq.maps, rq.nmaps);
-		pthread_mutex_lock(&u->mu);
-		if (!err && b.missing && !ring_put(&u->slow, rq.pid, 0, b.smallest, rq.since, &rq.maps, rq.nmaps))
-			u->dropped++;
-		procmaps_free(rq.maps, rq.nmaps); /* unless the slow queue took it over */
-		u->busy = false;
-	}
-	pthread_mutex_unlock(&u->mu);
-	return NULL;
-}
-
-void unwinder_request(struct unwinder *u, uint32_t pid, uint64_t token)
-{
-	unwinder_request_maps(u, pid, token, NULL, 0);
-}
-
-void unwinder_request_maps(struct unwinder *u, uint32_t pid, uint64_t token, const struct procmap *maps, size_t n)
-{
-	struct procmap *copy = NULL;
-
-	if (n > UNWIND_MAX_MAPPINGS)
-		n = UNWIND_MAX_MAPPINGS;
-	if (maps && n)
-		procmaps_copy(maps, n, &copy); /* none (out of memory): the live read alone */
-	pthread_mutex_lock(&u->mu);
-	if (ring_put(&u->fast, pid, token, 0, mono_now(), &copy, n))
-		pthread_cond_signal(&u->wake);
-	else
-		u->dropped++;
-	pthread_mutex_unlock(&u->mu);
-	procmaps_free(copy, n);
-}
-
-bool unwinder_pending(struct unwinder *u, uint32_t pid)
-{
-	bool pending;
-
-	pthread_mutex_lock(&u->mu);
-	pending = (u->busy && u->busy_pid == pid) || ring_has(&u->fast, pid) || ring_has(&u->slow, pid);
-	pthread_mutex_unlock(&u->mu);
-	return pending;
-}
-
-void unwinder_request_sweep(struct unwinder *u)
-{
-	pthread_mutex_lock(&u->mu);
-	u->sweep_wanted = true;
-	pthread_cond_signal(&u->wake);
 	pthread_mutex_unlock(&u->mu);
 }
 
@@ -322,7 +75,7 @@ int unwinder_new(const struct unwinder_opts *opts, struct unwinder **out)
 		unwinder_free(u);
 		return -ENOMEM;
 	}
-	err = pthread_create(&u->thread, NULL, worker, u);
+	err = pthread_create(&u->thread, NULL, unwinder_worker, u);
 	if (err) {
 		unwinder_free(u);
 		return -err;
@@ -472,7 +225,7 @@ static void fill_table(struct unwinder *u, struct table *t, int fd, const struct
 		       const char *path)
 {
 	struct unwind_row *rows = NULL;
-	double t0 = mono_now();
+	double t0 = unwinder_now();
 	bool cached = false;
 	size_t n = 0;
 	int err = -ENOENT;
@@ -489,11 +242,11 @@ static void fill_table(struct unwinder *u, struct table *t, int fd, const struct
 	else
 		load_table(u, t, rows, n);
 	free(rows);
-	u->st.build_seconds += mono_now() - t0;
+	u->st.build_seconds += unwinder_now() - t0;
 	if (u->o.verbose)
 		fprintf(stderr, "flamed: unwind table of %s: %zu rows, %zu KiB, %s%s, %.1f ms\n", path, n,
 			n * sizeof(struct unwind_row) >> 10, t->nrows ? "loaded" : t->refused ? "no room" : "none usable",
-			cached ? " (from the cache)" : "", (mono_now() - t0) * 1e3);
+			cached ? " (from the cache)" : "", (unwinder_now() - t0) * 1e3);
 }
 
 /* A loaded table of the same build as ef (by build-id) with room for another file, or NULL. */
@@ -547,7 +300,7 @@ static struct table *new_table(struct unwinder *u, int fd, const struct file_id 
 	}
 	t->slot = UNWIND_NO_TABLE;
 	t->last_used = u->sweeps;
-	t->used_at = mono_now();
+	t->used_at = unwinder_now();
 	nsegs = elf_file_segments(ef, t->segs, ELF_MAX_SEGMENTS);
 	t->nsegs = nsegs > 0 ? (size_t)nsegs : 0;
 	fill_table(u, t, cfd, ef, root, path);
@@ -688,7 +441,7 @@ static struct table *jit_table(struct unwinder *u, const struct proc *p, const s
 		free(rows);
 		return NULL;
 	}
-	*t = (struct table){ .slot = UNWIND_NO_TABLE, .last_used = u->sweeps, .used_at = mono_now(), .jit = true,
+	*t = (struct table){ .slot = UNWIND_NO_TABLE, .last_used = u->sweeps, .used_at = unwinder_now(), .jit = true,
 			     .jit_pid = p->pid, .jit_start = m->start, .jit_end = m->end, .jit_sig = p->jit_sig };
 	load_table(u, t, rows, n);
 	free(rows);
@@ -742,7 +495,7 @@ static void fill_value(struct unwinder *u, const struct proc *p, const struct pr
 		if (!t)
 			continue;
 		t->last_used = u->sweeps;
-		t->used_at = mono_now();
+		t->used_at = unwinder_now();
 		use_table(used, nused, t); /* until the old uses are released, both count */
 		if (t->slot == UNWIND_NO_TABLE)
 			continue;
@@ -758,11 +511,8 @@ static void fill_value(struct unwinder *u, const struct proc *p, const struct pr
 	}
 }
 
-/* unwinder_add, building at most b->builds tables (the binaries left are counted in b->missing). When
- * pid's maps cannot be read (it is gone), snap (nsnap mappings read at its first sample; NULL: none)
- * stands for them. */
-static int add_process(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b,
-		       const struct procmap *snap, size_t nsnap)
+int unwinder_add_process(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b,
+			  const struct procmap *snap, size_t nsnap)
 {
 	struct procmap *live = NULL;
 	const struct procmap *maps;
@@ -816,7 +566,7 @@ static int add_process(struct unwinder *u, uint32_t pid, uint64_t token, struct 
 	drop_unused_jit(u); /* those of the list read before */
 	p->used = used;
 	p->nused = nused;
-	p->written_at = mono_now();
+	p->written_at = unwinder_now();
 	p->gone = gone;
 	if (token)
 		p->token = token;
@@ -836,14 +586,14 @@ int unwinder_add(struct unwinder *u, uint32_t pid, uint64_t token)
 {
 	struct budget b = { .builds = INT_MAX, .max_size = UINT64_MAX };
 
-	return add_process(u, pid, token, &b, NULL, 0);
+	return unwinder_add_process(u, pid, token, &b, NULL, 0);
 }
 
 int unwinder_add_maps(struct unwinder *u, uint32_t pid, uint64_t token, const struct procmap *maps, size_t n)
 {
 	struct budget b = { .builds = INT_MAX, .max_size = UINT64_MAX };
 
-	return add_process(u, pid, token, &b, maps, n);
+	return unwinder_add_process(u, pid, token, &b, maps, n);
 }
 
 /* Asks for the processes whose GDB JIT list changed since it was read (code compiled since, freed). */
@@ -869,7 +619,7 @@ void unwinder_sweep(struct unwinder *u)
 	for (size_t i = 0; i < u->nprocs;) {
 		struct proc *p = &u->procs[i];
 
-		if (kill((pid_t)p->pid, 0) == 0 || errno != ESRCH || (p->gone && mono_now() - p->written_at < GONE_GRACE_S)) {
+		if (kill((pid_t)p->pid, 0) == 0 || errno != ESRCH || (p->gone && unwinder_now() - p->written_at < GONE_GRACE_S)) {
 			i++;
 			continue;
 		}
@@ -878,7 +628,7 @@ void unwinder_sweep(struct unwinder *u)
 	}
 	drop_unused_jit(u);
 	jit_changed(u);
-	now = mono_now();
+	now = unwinder_now();
 	for (size_t i = 0; i < u->ntables;) {
 		const struct table *t = u->tables[i];
 
