@@ -4,7 +4,7 @@
 # it compiles in memory, listed from __jit_debug_descriptor in libLLVM). At least 95% of the samples taken
 # inside the compiled function name it (kernel_sum, demangled from Numba's __main__::kernel_sum[abi:...]),
 # with the Python callers above it; the status and the metrics count what was read. Then a compiled function
-# calling libm (numba_calls.py): its code has no frame pointer and no CFI of its own, so its stacks are
+# calling libm (numba_jit.py with libm): its code has no frame pointer and no CFI of its own, so its stacks are
 # whole (from _start, through Numba's dispatcher) only with rows read from its JIT object (jitrows.c).
 . "$(dirname "$0")/lib.sh"
 FREQ=199
@@ -21,18 +21,23 @@ run_flamed gdbjit --db "$TMP/flamed.db" --frequency $FREQ --flush-interval 1 --l
 # JIT objects are read from the process: it is held alive (after its work) until its samples are named.
 # Its first samples wait for libLLVM's table (deferred), seconds under a sanitizer: the tables are built,
 # the samples walked, then a flush names them, all while it lives.
-"$SYSPY" "$W/numba_jit.py" 4 "$TMP/release" > "$TMP/numba.out" &
-PID=$!
-for _ in $(seq 600); do grep -q '^done' "$TMP/numba.out" && break; kill -0 $PID 2> /dev/null || break; sleep 0.1; done
-check "the Numba program ran its loop" grep -q '^done' "$TMP/numba.out"
-# (under ASan the unwinder may still be building the host's tables after wait_tables' 30 s: then the
-# samples still waiting are left out, and the counts below say how many there are)
-wait_tables || echo "# the unwinder still had requests after 30 s"
-sleep 1 # the deferred samples are walked within 200 ms of their tables
-curl -sf "$URL/api/v1/profile?pid=$PID&format=folded&from=-10m&flush=1" > "$TMP/numba.folded"
-touch "$TMP/release"
-wait $PID
-check "the Numba program exits 0" [ $? -eq 0 ]
+# numba_run NAME [ARG]: runs numba_jit.py for 4 s with ARG (PID its pid), its profile into $TMP/NAME.folded.
+numba_run() {
+	rm -f "$TMP/release"
+	"$SYSPY" "$W/numba_jit.py" 4 "$TMP/release" $2 > "$TMP/$1.out" &
+	PID=$!
+	for _ in $(seq 600); do grep -q '^done' "$TMP/$1.out" && break; kill -0 $PID 2> /dev/null || break; sleep 0.1; done
+	check "the Numba program ($1) ran its loop" grep -q '^done' "$TMP/$1.out"
+	# (under ASan the unwinder may still be building the host's tables after wait_tables' 30 s: then the
+	# samples still waiting are left out, and the counts below say how many there are)
+	wait_tables || echo "# the unwinder still had requests after 30 s"
+	sleep 1 # the deferred samples are walked within 200 ms of their tables
+	curl -sf "$URL/api/v1/profile?pid=$PID&format=folded&from=-10m&flush=1" > "$TMP/$1.folded"
+	touch "$TMP/release"
+	wait $PID
+	check "the Numba program ($1) exits 0" [ $? -eq 0 ]
+}
+numba_run numba
 
 # Inside the compiled code: under the driver's Python frame, a leaf that is kernel_sum, or a frame of
 # anonymous memory left unnamed ([unknown]) under Numba's dispatcher.
@@ -52,19 +57,10 @@ curl -sf "$URL/api/v1/profile?pid=$PID&format=folded&from=-10m&demangle=none" > 
 check "demangle=none: Numba's own symbol (_ZN8__main__10kernel_sum...)" grep -q ';_ZN8__main__10kernel_sum' "$TMP/raw.folded"
 
 # JIT code calling libm: whole stacks, walked through the JIT frames with their objects' rows.
-rm -f "$TMP/release"
-"$SYSPY" "$W/numba_calls.py" 4 "$TMP/release" > "$TMP/calls.out" &
-PID=$!
-for _ in $(seq 600); do grep -q '^done' "$TMP/calls.out" && break; kill -0 $PID 2> /dev/null || break; sleep 0.1; done
-check "the Numba program calling libm ran its loop" grep -q '^done' "$TMP/calls.out"
-wait_tables || echo "# the unwinder still had requests after 30 s"
-sleep 1
-curl -sf "$URL/api/v1/profile?pid=$PID&format=folded&from=-10m&flush=1" > "$TMP/calls.folded"
-touch "$TMP/release"
-wait $PID
+numba_run calls libm
 J='__main__::outer[^;]*_\[j\]'
 injit=$(sum_samples "$TMP/calls.folded" "$J")
-whole=$(sum_samples "$TMP/calls.folded" "^[^;]*;_start;.*drive \(numba_calls\.py\);.*_dispatcher[^;]*;cpython::$J;$J")
+whole=$(sum_samples "$TMP/calls.folded" "^[^;]*;_start;.*drive \(numba_jit\.py\);.*_dispatcher[^;]*;cpython::$J;$J")
 echo "# samples in the compiled function (or what it calls): $injit, whole from _start through the dispatcher: $whole"
 awk '{ n = $NF; sub(/ [0-9]+$/, ""); print n, substr($0, length($0) - 300) }' "$TMP/calls.folded" | sort -nr | head -3
 check "enough samples in the compiled function (>= 100: $injit)" [ "$injit" -ge 100 ]
