@@ -21,6 +21,7 @@
 #include "deferred.h"
 #include "ingest.h"
 #include "lineage.h"
+#include "losses.h"
 #include "options.h"
 #include "notify.h"
 #include "sampler.h"
@@ -49,53 +50,6 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 #define OFF_CPU_STACKS 8192
 #define DEFER_MAX_BYTES (64u << 20) /* deferred samples kept: about 1,800 of 36 KiB (most copies are shorter) */
 #define DEFER_MAX_WAIT_S ((double)DEFER_WINDOW_S) /* how long one waits for its tables (libtorch's: 7 s) */
-#define TEXT(n) #n
-#define NUMBER_TEXT(n) TEXT(n)
-
-static const char *const stat_names[STAT_MAX] = {
-	[STAT_KSTACK_ERROR] = "kernel stacks not read",
-	[STAT_USTACK_ERROR] = "user stacks not read",
-	[STAT_STACK_MAP_FULL] = "stacks map full",
-	[STAT_STACK_NOMEM] = "stack entries the kernel could not allocate",
-	[STAT_COUNTS_FULL] = "counts map full",
-	[STAT_EVENTS_LOST] = "new-process events lost",
-	[STAT_OFFCPU_NO_STORAGE] = "off-CPU blocks not followed (no task storage)",
-	[STAT_OFFCPU_STACK_LOST] = "off-CPU stacks dropped before their wait was counted",
-	[STAT_OFFCPU_COUNTS_FULL] = "off-CPU waits lost (off-CPU map full)",
-};
-
-/* What to do about the losses since prev, when an option or a bound explains them; else "". */
-static const char *loss_hint(const struct sampler_stats *now, const struct sampler_stats *prev)
-{
-	if (now->stat[STAT_COUNTS_FULL] > prev->stat[STAT_COUNTS_FULL] ||
-	    now->stat[STAT_OFFCPU_COUNTS_FULL] > prev->stat[STAT_OFFCPU_COUNTS_FULL])
-		return " (raise --max-keys)";
-	if (now->stat[STAT_STACK_MAP_FULL] > prev->stat[STAT_STACK_MAP_FULL])
-		return " (raise --max-stacks)";
-	if (now->stat[STAT_OFFCPU_STACK_LOST] > prev->stat[STAT_OFFCPU_STACK_LOST])
-		return " (blocked threads had more distinct stacks than the " NUMBER_TEXT(OFF_CPU_STACKS) " kept; "
-		       "their waits are stored without them)";
-	return "";
-}
-
-/* Logs, once, the stack-capture failures and off-CPU losses counted since the previous flush. */
-static void log_losses(const struct sampler_stats *now, struct sampler_stats *prev)
-{
-	char line[1024];
-	size_t len = 0;
-
-	for (int i = STAT_KSTACK_ERROR; i < STAT_MAX; i++) {
-		uint64_t d = now->stat[i] - prev->stat[i];
-
-		if (d && stat_names[i] && len < sizeof(line))
-			len += snprintf(line + len, sizeof(line) - len, "%s%llu %s", len ? ", " : "",
-					(unsigned long long)d, stat_names[i]);
-	}
-	if (len)
-		fprintf(stderr, "flamed: this flush lost stacks or samples: %s%s\n", line, loss_hint(now, prev));
-	*prev = *now;
-}
-
 /* Two stacks (kernel and user) per CPU per tick of one flush: room for every sample's stacks even
  * when all differ. The map allocates as stacks arrive, so unused room costs nothing. */
 static unsigned default_max_stacks(void)
@@ -314,7 +268,7 @@ static int flush(struct daemon *d)
 		fprintf(stderr, "flamed: %llu samples rejected by the store as malformed\n",
 			(unsigned long long)n.rejected);
 	if (!sampler_get_stats(d->smp, &st))
-		log_losses(&st, &d->prev);
+		losses_log(&st, &d->prev, OFF_CPU_STACKS);
 	if (opt.verbose) {
 		/* The first line's form is read by tests and bench/run.sh: "flushed N samples in K keys in
 		 * X ms, drained at T" (T in Unix seconds: a kill -9 test knows what was committed by when). */
