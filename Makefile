@@ -36,7 +36,7 @@ endif
 override BUILD := $(patsubst $(CURDIR)/%,%,$(abspath $(BUILD)))
 FLAMED_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -DFLAMED_VERSION='"$(VERSION)"' \
             -Iinclude -Ilib -Idaemon -I$(BUILD)
-LDLIBS   += -lbpf -ldw -lelf -lz -lsqlite3 -lmicrohttpd -lprotobuf-c -liberty -lpthread -lm
+LDLIBS   += -lbpf -ldw -lelf -lz -lsqlite3 -lmicrohttpd -lgnutls -lprotobuf-c -liberty -lpthread -lm
 
 # lib/ is the library (libflamed.a: flamed, flamectl, the tests and the bench link it); daemon/ is
 # flamed: DAEMON_SRCS are linked into it alone, the rest of daemon/ (the HTTP API, the dashboard, the

@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 
 #include "http/http.h"
+#include "http/tls.h"
 #include "deferred.h"
 #include "ingest.h"
 #include "lineage.h"
@@ -109,6 +110,7 @@ struct daemon {
 	struct ingest *ingest;     /* what a flush does with each sample drained */
 	struct lineage *lineage;   /* who started whom, written with each flush */
 	struct http *http;
+	struct tls *tls;          /* the certificate and key HTTPS serves; NULL: plain HTTP */
 	struct sampler_stats prev; /* for the losses logged per flush */
 	int wake_fd;               /* eventfd: an HTTP thread asks for a flush now */
 	pthread_mutex_t lock;      /* guards what follows */
@@ -350,6 +352,7 @@ static int setup_fds(int *sfd, int *tfd)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGPIPE);
 	if (pthread_sigmask(SIG_BLOCK, &mask, NULL))
 		return -EINVAL;
@@ -488,6 +491,21 @@ static int asked_flush(struct daemon *d)
 	return -1;
 }
 
+/* SIGHUP: the TLS certificate and key read again (the listener and connections kept). */
+static void reload_tls(struct daemon *d)
+{
+	char why[512];
+
+	if (!d->tls)
+		fprintf(stderr, "flamed: SIGHUP: no --tls-cert to read again\n");
+	else if (tls_reload(d->tls, why, sizeof(why)))
+		fprintf(stderr, "flamed: SIGHUP: the TLS certificate and key were not read again, the ones before "
+			"serve on: %s\n", why);
+	else
+		fprintf(stderr, "flamed: SIGHUP: TLS certificate and key read again from %s, %s\n", opt.tls_cert,
+			opt.tls_key);
+}
+
 /* Flushes every interval and when HTTP asks, until SIGINT/SIGTERM, then flushes once more; captures
  * new processes as they are first sampled. */
 static int run(struct daemon *d, int sfd, int tfd)
@@ -515,9 +533,13 @@ static int run(struct daemon *d, int sfd, int tfd)
 		if (pfd[0].revents) {
 			struct signalfd_siginfo si;
 
-			if (read(sfd, &si, sizeof(si)) == sizeof(si))
-				fprintf(stderr, "flamed: %s: storing what is pending, then exiting\n",
-					strsignal(si.ssi_signo));
+			if (read(sfd, &si, sizeof(si)) != sizeof(si))
+				si.ssi_signo = SIGTERM;
+			if (si.ssi_signo == SIGHUP) {
+				reload_tls(d);
+				continue;
+			}
+			fprintf(stderr, "flamed: %s: storing what is pending, then exiting\n", strsignal(si.ssi_signo));
 			d->stopping_flush = true;
 			return flush(d);
 		}
@@ -696,6 +718,7 @@ static int start_http(struct daemon *d)
 
 	if (!strcmp(opt.listen, "none"))
 		return 0;
+	ho.tls = d->tls;
 	if (opt.auth_token_file) {
 		err = token_read(opt.auth_token_file, token, sizeof(token));
 		if (err)
@@ -710,7 +733,8 @@ static int start_http(struct daemon *d)
 			err == -EINVAL ? " (--listen wants ADDR:PORT, e.g. 127.0.0.1:7070 or [::1]:7070)" : "");
 		return err;
 	}
-	fprintf(stderr, "flamed: serving the HTTP API on %s (port %u)\n", opt.listen, http_port(d->http));
+	fprintf(stderr, "flamed: serving the HTTP API on %s (port %u%s)\n", opt.listen, http_port(d->http),
+		d->tls ? ", HTTPS" : "");
 	return 0;
 }
 
@@ -738,6 +762,16 @@ int main(int argc, char **argv)
 	d.status.off_cpu_min_us = opt.off_cpu_min_us;
 	d.status.off_cpu_max_stacks = opt.off_cpu ? OFF_CPU_STACKS : 0;
 
+	/* The certificate and key first: a bad one stops flamed before anything is stored. */
+	if (opt.tls_cert && strcmp(opt.listen, "none")) {
+		char why[512];
+
+		err = tls_new(opt.tls_cert, opt.tls_key, &d.tls, why, sizeof(why));
+		if (err) {
+			fprintf(stderr, "flamed: cannot serve HTTPS: %s\n", why);
+			goto out;
+		}
+	}
 	/* Signals are blocked before any thread starts, so only the main loop receives them. */
 	err = setup_fds(&sfd, &tfd);
 	if (err) {
@@ -777,6 +811,7 @@ out:
 	pthread_cond_broadcast(&d.flushed);
 	pthread_mutex_unlock(&d.lock);
 	http_free(d.http); /* before the store and sampler: requests in flight may wait on a flush */
+	tls_free(d.tls);
 	unwinder_free(d.unw);
 	tablecache_free(d.unwcache);
 	ingest_free(d.ingest);

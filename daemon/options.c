@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <linux/types.h> /* profile.h needs __u32 */
 
+#include "http/http.h"
 #include "options.h"
 #include "profile.h"
 #include "query/window.h"
@@ -42,13 +44,19 @@ static void usage(FILE *f)
 		"Usage: flamed [OPTION]...\n"
 		"System-wide CPU profiler: samples every CPU with BPF, names every frame and stores\n"
 		"folded stacks in SQLite. Needs root, or CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE and\n"
-		"CAP_SYSLOG. Stops on SIGINT or SIGTERM after storing what is pending.\n"
+		"CAP_SYSLOG. Stops on SIGINT or SIGTERM after storing what is pending; SIGHUP reads\n"
+		"the TLS certificate and key again.\n"
 		"\n"
 		"  --db PATH              SQLite database, created if missing (default %s)\n"
 		"  --listen ADDR:PORT     serve the HTTP API there (default\n"
 		"                         127.0.0.1:7070; [::1]:PORT for IPv6; port 0 picks one;\n"
-		"                         'none' serves nothing); use a non-loopback address only\n"
-		"                         on a trusted network\n"
+		"                         'none' serves nothing); a non-loopback address needs\n"
+		"                         --tls-cert and --tls-key, or --insecure-listen\n"
+		"  --tls-cert FILE        serve HTTPS with this PEM certificate chain (server's\n"
+		"                         certificate first); both files are read again on SIGHUP,\n"
+		"                         the listener kept\n"
+		"  --tls-key FILE         its PEM private key, not readable by group or others\n"
+		"  --insecure-listen      allow plain HTTP on a non-loopback --listen address\n"
 		"  --auth-token-file PATH every request but /healthz and the dashboard page must\n"
 		"                         carry 'Authorization: Bearer TOKEN', TOKEN being the\n"
 		"                         file's first line; the file must not be readable by\n"
@@ -208,11 +216,16 @@ static unsigned parse_unwind(const char *s)
 
 void options_parse(int argc, char **argv, struct options *o)
 {
-	enum { O_DB = 256, O_LISTEN, O_AUTH, O_INLINE, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS, O_UNWIND, O_UNWIND_MB, O_UNWIND_PROCS, O_RAW_RET, O_MIN_RET, O_PYTHON, O_PY_PROCS, O_PY_FRAMES, O_PY_CODES, O_OFF_CPU, O_OFF_CPU_MIN, O_UNWIND_CACHE, O_UNWIND_CACHE_MB, O_DEBUGINFOD, O_DEBUGINFOD_CACHE, O_DEBUGINFOD_MB };
+	struct sockaddr_storage addr;
+	unsigned addr_len;
+	enum { O_DB = 256, O_LISTEN, O_AUTH, O_INLINE, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS, O_UNWIND, O_UNWIND_MB, O_UNWIND_PROCS, O_RAW_RET, O_MIN_RET, O_PYTHON, O_PY_PROCS, O_PY_FRAMES, O_PY_CODES, O_OFF_CPU, O_OFF_CPU_MIN, O_UNWIND_CACHE, O_UNWIND_CACHE_MB, O_DEBUGINFOD, O_DEBUGINFOD_CACHE, O_DEBUGINFOD_MB, O_TLS_CERT, O_TLS_KEY, O_INSECURE };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "auth-token-file", required_argument, NULL, O_AUTH },
+		{ "tls-cert", required_argument, NULL, O_TLS_CERT },
+		{ "tls-key", required_argument, NULL, O_TLS_KEY },
+		{ "insecure-listen", no_argument, NULL, O_INSECURE },
 		{ "frequency", required_argument, NULL, O_FREQ },
 		{ "flush-interval", required_argument, NULL, O_FLUSH },
 		{ "include-idle", no_argument, NULL, O_IDLE },
@@ -253,6 +266,9 @@ void options_parse(int argc, char **argv, struct options *o)
 		case O_DB: o->db = optarg; break;
 		case O_LISTEN: o->listen = optarg; break;
 		case O_AUTH: o->auth_token_file = optarg; break;
+		case O_TLS_CERT: o->tls_cert = optarg; break;
+		case O_TLS_KEY: o->tls_key = optarg; break;
+		case O_INSECURE: o->insecure_listen = true; break;
 		case O_FREQ: o->frequency = parse_uint("--frequency", optarg, 1, 10000); break;
 		case O_FLUSH: o->flush_interval = parse_uint("--flush-interval", optarg, 1, 3600); break;
 		case O_IDLE: o->include_idle = true; break;
@@ -302,6 +318,13 @@ void options_parse(int argc, char **argv, struct options *o)
 		o->debuginfod = getenv("DEBUGINFOD_URLS");
 	if (o->debuginfod && (!strcmp(o->debuginfod, "none") || !o->debuginfod[strspn(o->debuginfod, " \t")]))
 		o->debuginfod = NULL;
+	if (!o->tls_cert != !o->tls_key)
+		die_usage("--tls-cert and --tls-key go together: the certificate chain and its private key (PEM)");
+	if (strcmp(o->listen, "none") && !o->tls_cert && !o->insecure_listen &&
+	    !http_parse_listen(o->listen, &addr, &addr_len) && !http_listen_is_loopback(o->listen))
+		die_usage("--listen %s is not a loopback address: every profile, command line and the bearer token "
+			  "would cross the network in clear text. Serve HTTPS with --tls-cert FILE --tls-key FILE, "
+			  "or pass --insecure-listen if plain HTTP there is wanted", o->listen);
 	if (o->minute_retention < o->raw_retention + 3600)
 		die_usage("--minute-retention must be at least an hour more than --raw-retention");
 }

@@ -26,6 +26,9 @@ struct options {
 	int verbose;
 	const char *listen;
 	const char *auth_token_file;
+	const char *tls_cert;      /* PEM certificate chain: serve HTTPS (with tls_key); NULL: plain HTTP */
+	const char *tls_key;       /* its PEM private key, readable by its owner only */
+	bool insecure_listen;      /* plain HTTP on a non-loopback address is wanted */
 	unsigned unwind;           /* enum unwind_mode */
 	unsigned unwind_tables_mb;
 	unsigned unwind_processes;

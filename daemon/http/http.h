@@ -2,6 +2,8 @@
 #ifndef FLAMED_HTTP_H
 #define FLAMED_HTTP_H
 
+#include <stdbool.h>
+
 #include "status.h"
 
 /*
@@ -44,6 +46,8 @@
 
 struct http;
 
+struct tls;
+
 struct http_opts {
 	const char *listen;       /* "ADDR:PORT" ("[::1]:7070" for IPv6); NULL: "127.0.0.1:7070" */
 	const char *db_path;      /* the store, opened read-only per request */
@@ -52,6 +56,9 @@ struct http_opts {
 	unsigned max_connections; /* 0: 64 */
 	unsigned timeout_s;       /* idle connection timeout; 0: 30 */
 	unsigned max_pprof_seconds; /* upper bound of /debug/pprof/profile?seconds=; 0: 300 */
+	/* NULL: plain HTTP; else HTTPS with the certificate and key it holds (the caller's: alive until
+	 * http_free, reloaded by the caller with tls_reload) */
+	struct tls *tls;
 	/* Copies the daemon's live state; called from HTTP threads, must be thread-safe. */
 	void (*get_status)(struct daemon_status *out, void *ctx);
 	/* Stores what is pending now and returns when it is stored (or failed: -errno); called from
@@ -70,6 +77,9 @@ struct http_opts {
  * port. "0.0.0.0:PORT" or "[::]:PORT" listens on all interfaces. */
 struct sockaddr_storage;
 int http_parse_listen(const char *s, struct sockaddr_storage *out, unsigned *len);
+
+/* Whether "ADDR:PORT" (as http_parse_listen takes it) is a loopback address: 127.0.0.0/8 or ::1. */
+bool http_listen_is_loopback(const char *s);
 
 /* Starts serving. Returns 0, -EINVAL (bad listen address), -EADDRINUSE, or -errno. */
 /* Also -EINVAL without opts or db_path (which may not exist yet: data requests are 503 until it

@@ -18,6 +18,7 @@
 #include <microhttpd.h>
 
 #include "http/http_impl.h"
+#include "http/tls.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:7070"
 #define DEFAULT_MAX_CONNECTIONS 64
@@ -223,6 +224,18 @@ int http_parse_listen(const char *s, struct sockaddr_storage *out, unsigned *len
 	return 0;
 }
 
+bool http_listen_is_loopback(const char *s)
+{
+	struct sockaddr_storage a;
+	unsigned len;
+
+	if (http_parse_listen(s, &a, &len))
+		return false;
+	if (a.ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)&a)->sin_addr.s_addr) >> 24) == 127;
+	return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)&a)->sin6_addr);
+}
+
 /* Fills h from opts; 0 or -EINVAL / -ENOMEM. */
 static int http_init(struct http *h, const struct http_opts *opts)
 {
@@ -271,6 +284,9 @@ static int bind_error(const struct sockaddr_storage *addr, unsigned addr_len)
 	return err;
 }
 
+/* An empty MHD_OPTION_ARRAY: the place of the certificate option when serving plain HTTP. */
+static struct MHD_OptionItem no_options[] = { { MHD_OPTION_END, 0, NULL } };
+
 int http_new(const struct http_opts *opts, struct http **out)
 {
 	struct sockaddr_storage addr;
@@ -310,8 +326,14 @@ int http_new(const struct http_opts *opts, struct http **out)
 		return err;
 	}
 	errno = 0;
+	if (opts->tls)
+		flags |= MHD_USE_TLS;
 	h->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
 				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+				  /* the certificate: from opts->tls at each handshake (so a reload takes), or
+				   * no option at all for plain HTTP */
+				  opts->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_ARRAY,
+				  opts->tls ? (void *)tls_retrieve_function() : (void *)no_options,
 				  MHD_OPTION_CONNECTION_LIMIT,
 				  opts->max_connections ? opts->max_connections : DEFAULT_MAX_CONNECTIONS,
 				  MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s ? opts->timeout_s : DEFAULT_TIMEOUT_S,
