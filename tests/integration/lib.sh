@@ -213,6 +213,8 @@ run_flamed() {
 	check "flamed starts" [ $rc -eq 0 ]
 	[ $rc -eq 0 ] || exit 1
 	for _ in $(seq 50); do grep -q '(port [0-9]' "$TMP/flamed.log" && break; sleep 0.1; done
-	port=$(sed -n 's/.*serving the HTTP API on .* (port \([0-9]*\)).*/\1/p' "$TMP/flamed.log")
-	URL=${port:+http://127.0.0.1:$port}
+	port=$(sed -n 's/.*serving the HTTP API on .* (port \([0-9]*\)[,)].*/\1/p' "$TMP/flamed.log")
+	local scheme=http
+	grep -q '(port [0-9]*, HTTPS)' "$TMP/flamed.log" && scheme=https
+	URL=${port:+$scheme://127.0.0.1:$port}
 }

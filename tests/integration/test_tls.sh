@@ -1,0 +1,114 @@
+#!/bin/bash
+# test_tls.sh - HTTPS in flamed (--tls-cert, --tls-key): certificates made here with openssl (a test CA, a
+# server certificate for 127.0.0.1 it signs, another CA). curl and go tool pprof read status, a profile
+# and pprof over HTTPS; a client trusting another CA fails at once, with a clear error; plain HTTP on the
+# port gets nothing. A key others can read, a key that is not the certificate's, --tls-cert alone, and a
+# non-loopback --listen without TLS are refused with a message saying what to do. SIGHUP reads a new
+# certificate: the next handshake gets it, and no request around the reload fails; a broken file at
+# SIGHUP leaves the pair before serving.
+. "$(dirname "$0")/lib.sh"
+FREQ=99
+
+need_root tls
+if ! command -v openssl > /dev/null; then
+	fail "openssl is installed (scripts/deps.sh test installs it)"
+	exit 1
+fi
+C=$TMP/certs
+mkdir -p "$C"
+# cert NAME CA: an EC key and a certificate for 127.0.0.1 signed by CA (a self-signed CA when CA is "").
+cert() {
+	local name=$1 ca=$2
+	if [ -z "$ca" ]; then
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$C/$name.key" \
+			-out "$C/$name.pem" -days 2 -subj "/CN=flamed test $name" 2> /dev/null
+	else
+		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$C/$name.key" \
+			-out "$C/$name.csr" -subj "/CN=127.0.0.1" 2> /dev/null &&
+		printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' > "$C/$name.ext" &&
+		openssl x509 -req -in "$C/$name.csr" -CA "$C/$ca.pem" -CAkey "$C/$ca.key" -CAcreateserial \
+			-out "$C/$name.pem" -days 2 -extfile "$C/$name.ext" 2> /dev/null
+	fi
+	chmod 600 "$C/$name.key"
+}
+cert ca "" && cert other "" && cert srv ca && cert srv2 ca
+check "certificates made (a CA, another CA, two server certificates)" [ -s "$C/srv.pem" ] && [ -s "$C/srv2.pem" ]
+serial() { openssl x509 -noout -serial -in "$1" | cut -d= -f2; }
+
+# Refused at start, each with what to do.
+start_err() { "$BUILD/flamed" --db "$TMP/refused.db" "$@" > "$TMP/err" 2>&1; }
+cp "$C/srv.key" "$C/open.key" && chmod 644 "$C/open.key"
+start_err --listen 127.0.0.1:0 --tls-cert "$C/srv.pem" --tls-key "$C/open.key"
+rc=$?
+check "a key group or others can read is refused, naming chmod 600 (exit $rc)" \
+	eval '[ $rc -ne 0 ] && grep -q "chmod 600" "$TMP/err"'
+start_err --listen 127.0.0.1:0 --tls-cert "$C/srv.pem" --tls-key "$C/other.key"
+rc=$?
+check "a key that is not the certificate's is refused (exit $rc)" eval '[ $rc -ne 0 ] && grep -q "cannot serve HTTPS" "$TMP/err"'
+grep HTTPS "$TMP/err"
+start_err --listen 127.0.0.1:0 --tls-cert "$C/srv.pem"
+rc=$?
+check "--tls-cert without --tls-key: exit 2, says they go together" eval '[ $rc -eq 2 ] && grep -q "go together" "$TMP/err"'
+start_err --listen 0.0.0.0:0
+rc=$?
+check "--listen 0.0.0.0 without TLS: exit 2, naming --tls-cert and --insecure-listen" \
+	eval '[ $rc -eq 2 ] && grep -q -- "--tls-cert" "$TMP/err" && grep -q -- "--insecure-listen" "$TMP/err"'
+head -1 "$TMP/err"
+start_err --listen '[::]:0'
+check "--listen [::] without TLS: refused too" [ $? -eq 2 ]
+check "refused before anything is stored" [ ! -e "$TMP/refused.db" ]
+
+# Served over HTTPS.
+cp "$C/srv.pem" "$C/live.pem" && cp "$C/srv.key" "$C/live.key" && chmod 600 "$C/live.key"
+run_flamed tls --db "$TMP/flamed.db" --listen 127.0.0.1:0 --frequency $FREQ --flush-interval 1 \
+	--tls-cert "$C/live.pem" --tls-key "$C/live.key"
+check "the URL is https ($URL)" eval '[[ "$URL" == https://127.0.0.1:* ]]'
+timeout 2 sh -c 'while :; do :; done' # something to profile
+code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+check "curl --cacert: /api/v1/status over HTTPS (200, JSON)" eval \
+	'curl -sf --cacert "$C/ca.pem" "$URL/api/v1/status" | jq -e .version > /dev/null'
+curl -sf --cacert "$C/ca.pem" "$URL/api/v1/profile?from=-5m&format=folded&flush=1" > "$TMP/p.folded"
+check "a profile over HTTPS (folded, $(sum_samples "$TMP/p.folded") samples)" [ "$(sum_samples "$TMP/p.folded")" -gt 0 ]
+curl -sf --cacert "$C/ca.pem" "$URL/debug/pprof/profile?seconds=1" > "$TMP/p.pb.gz"
+check "pprof over HTTPS: a gzip body" eval '[ "$(head -c 2 "$TMP/p.pb.gz" | od -An -tx1 | tr -d " ")" = 1f8b ]'
+if command -v go > /dev/null; then
+	SSL_CERT_FILE=$C/ca.pem timeout 60 go tool pprof -raw "$URL/debug/pprof/profile?seconds=1" > "$TMP/pprof.raw" 2>&1
+	check "go tool pprof reads /debug/pprof/profile over HTTPS" grep -q '^PeriodType' "$TMP/pprof.raw"
+fi
+start=$(date +%s%N)
+curl -s --max-time 20 --cacert "$C/other.pem" "$URL/healthz" > /dev/null 2> "$TMP/err"
+rc=$?
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+check "a client trusting another CA fails at once with a certificate error (curl exit $rc, ${ms} ms)" \
+	eval '[ $rc -eq 60 ] && [ $ms -lt 10000 ]'
+curl -s --max-time 10 "http://${URL#https://}/healthz" > "$TMP/plain" 2> /dev/null
+rc=$?
+check "plain HTTP on the HTTPS port gets no answer (curl exit $rc)" eval '[ $rc -ne 0 ] && [ ! -s "$TMP/plain" ]'
+
+# SIGHUP: a new certificate for the next handshakes, no request failing around it.
+before=$(openssl s_client -connect "${URL#https://}" -CAfile "$C/ca.pem" < /dev/null 2> /dev/null | openssl x509 -noout -serial | cut -d= -f2)
+check "the handshake serves the first certificate" [ "$before" = "$(serial "$C/srv.pem")" ]
+( for _ in $(seq 200); do code --cacert "$C/ca.pem" "$URL/healthz"; echo; done > "$TMP/codes" ) &
+LOOP=$!
+sleep 0.3
+cp "$C/srv2.pem" "$C/live.pem" && cp "$C/srv2.key" "$C/live.key"
+kill -HUP "$FLAMED_PID"
+wait $LOOP
+check "200 requests around the reload: all answered 200 ($(grep -c '^200$' "$TMP/codes"))" \
+	[ "$(grep -c '^200$' "$TMP/codes")" -eq 200 ]
+after=$(openssl s_client -connect "${URL#https://}" -CAfile "$C/ca.pem" < /dev/null 2> /dev/null | openssl x509 -noout -serial | cut -d= -f2)
+check "after SIGHUP the handshake serves the new certificate" [ "$after" = "$(serial "$C/srv2.pem")" ]
+check "the log says it was read again" grep -q 'SIGHUP: TLS certificate and key read again' "$TMP/flamed.log"
+echo "not a certificate" > "$C/live.pem"
+kill -HUP "$FLAMED_PID"
+sleep 0.5
+check "a broken certificate at SIGHUP: logged, the pair before serves on" \
+	eval 'grep -q "were not read again" "$TMP/flamed.log" && [ "$(code --cacert "$C/ca.pem" "$URL/healthz")" = 200 ]'
+stop_flamed
+check "flamed exits 0" [ $? -eq 0 ]
+
+# --insecure-listen: plain HTTP on all interfaces, as asked.
+run_flamed insecure --db "$TMP/flamed2.db" --listen 0.0.0.0:0 --insecure-listen
+check "--insecure-listen: plain HTTP on 0.0.0.0 serves" [ "$(code "$URL/healthz")" = 200 ]
+stop_flamed
+exit $FAILED
