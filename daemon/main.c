@@ -766,7 +766,7 @@ int main(int argc, char **argv)
 	if (opt.tls_cert && strcmp(opt.listen, "none")) {
 		char why[512];
 
-		err = tls_new(opt.tls_cert, opt.tls_key, &d.tls, why, sizeof(why));
+		err = tls_new(opt.tls_cert, opt.tls_key, opt.tls_client_ca, &d.tls, why, sizeof(why));
 		if (err) {
 			fprintf(stderr, "flamed: cannot serve HTTPS: %s\n", why);
 			goto out;

@@ -56,6 +56,8 @@ static void usage(FILE *f)
 		"                         certificate first); both files are read again on SIGHUP,\n"
 		"                         the listener kept\n"
 		"  --tls-key FILE         its PEM private key, not readable by group or others\n"
+		"  --tls-client-ca FILE   require a client certificate signed by one of these PEM\n"
+		"                         CAs (mutual TLS): others fail in the handshake\n"
 		"  --insecure-listen      allow plain HTTP on a non-loopback --listen address\n"
 		"  --auth-token-file PATH every request but /healthz and the dashboard page must\n"
 		"                         carry 'Authorization: Bearer TOKEN', TOKEN being the\n"
@@ -218,13 +220,14 @@ void options_parse(int argc, char **argv, struct options *o)
 {
 	struct sockaddr_storage addr;
 	unsigned addr_len;
-	enum { O_DB = 256, O_LISTEN, O_AUTH, O_INLINE, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS, O_UNWIND, O_UNWIND_MB, O_UNWIND_PROCS, O_RAW_RET, O_MIN_RET, O_PYTHON, O_PY_PROCS, O_PY_FRAMES, O_PY_CODES, O_OFF_CPU, O_OFF_CPU_MIN, O_UNWIND_CACHE, O_UNWIND_CACHE_MB, O_DEBUGINFOD, O_DEBUGINFOD_CACHE, O_DEBUGINFOD_MB, O_TLS_CERT, O_TLS_KEY, O_INSECURE };
+	enum { O_DB = 256, O_LISTEN, O_AUTH, O_INLINE, O_SYMCACHE, O_RETENTION, O_MAX_DB, O_FREQ, O_FLUSH, O_IDLE, O_DEBUG_DIR, O_MAX_STACKS, O_MAX_KEYS, O_UNWIND, O_UNWIND_MB, O_UNWIND_PROCS, O_RAW_RET, O_MIN_RET, O_PYTHON, O_PY_PROCS, O_PY_FRAMES, O_PY_CODES, O_OFF_CPU, O_OFF_CPU_MIN, O_UNWIND_CACHE, O_UNWIND_CACHE_MB, O_DEBUGINFOD, O_DEBUGINFOD_CACHE, O_DEBUGINFOD_MB, O_TLS_CERT, O_TLS_KEY, O_TLS_CA, O_INSECURE };
 	static const struct option longopts[] = {
 		{ "db", required_argument, NULL, O_DB },
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "auth-token-file", required_argument, NULL, O_AUTH },
 		{ "tls-cert", required_argument, NULL, O_TLS_CERT },
 		{ "tls-key", required_argument, NULL, O_TLS_KEY },
+		{ "tls-client-ca", required_argument, NULL, O_TLS_CA },
 		{ "insecure-listen", no_argument, NULL, O_INSECURE },
 		{ "frequency", required_argument, NULL, O_FREQ },
 		{ "flush-interval", required_argument, NULL, O_FLUSH },
@@ -268,6 +271,7 @@ void options_parse(int argc, char **argv, struct options *o)
 		case O_AUTH: o->auth_token_file = optarg; break;
 		case O_TLS_CERT: o->tls_cert = optarg; break;
 		case O_TLS_KEY: o->tls_key = optarg; break;
+		case O_TLS_CA: o->tls_client_ca = optarg; break;
 		case O_INSECURE: o->insecure_listen = true; break;
 		case O_FREQ: o->frequency = parse_uint("--frequency", optarg, 1, 10000); break;
 		case O_FLUSH: o->flush_interval = parse_uint("--flush-interval", optarg, 1, 3600); break;
@@ -320,6 +324,8 @@ void options_parse(int argc, char **argv, struct options *o)
 		o->debuginfod = NULL;
 	if (!o->tls_cert != !o->tls_key)
 		die_usage("--tls-cert and --tls-key go together: the certificate chain and its private key (PEM)");
+	if (o->tls_client_ca && !o->tls_cert)
+		die_usage("--tls-client-ca needs --tls-cert and --tls-key: client certificates are asked for over HTTPS");
 	if (strcmp(o->listen, "none") && !o->tls_cert && !o->insecure_listen &&
 	    !http_parse_listen(o->listen, &addr, &addr_len) && !http_listen_is_loopback(o->listen))
 		die_usage("--listen %s is not a loopback address: every profile, command line and the bearer token "

@@ -28,6 +28,7 @@ struct options {
 	const char *auth_token_file;
 	const char *tls_cert;      /* PEM certificate chain: serve HTTPS (with tls_key); NULL: plain HTTP */
 	const char *tls_key;       /* its PEM private key, readable by its owner only */
+	const char *tls_client_ca; /* PEM CAs every client's certificate must come from; NULL: none asked */
 	bool insecure_listen;      /* plain HTTP on a non-loopback address is wanted */
 	unsigned unwind;           /* enum unwind_mode */
 	unsigned unwind_tables_mb;

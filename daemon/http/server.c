@@ -334,6 +334,9 @@ int http_new(const struct http_opts *opts, struct http **out)
 				   * no option at all for plain HTTP */
 				  opts->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_ARRAY,
 				  opts->tls ? (void *)tls_retrieve_function() : (void *)no_options,
+				  /* the CAs of client certificates, when asked for */
+				  opts->tls && tls_client_ca(opts->tls) ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_ARRAY,
+				  opts->tls && tls_client_ca(opts->tls) ? (void *)tls_client_ca(opts->tls) : (void *)no_options,
 				  MHD_OPTION_CONNECTION_LIMIT,
 				  opts->max_connections ? opts->max_connections : DEFAULT_MAX_CONNECTIONS,
 				  MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s ? opts->timeout_s : DEFAULT_TIMEOUT_S,

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@ struct pair {
 
 struct tls {
 	char *cert_path, *key_path;
+	gnutls_datum_t client_ca; /* PEM; data NULL: no client certificates asked for */
 	pthread_mutex_t lock;
 	struct pair *current;
 	struct pair *retired[RETIRED_MAX];
@@ -142,7 +144,27 @@ out:
 	return e;
 }
 
-int tls_new(const char *cert_path, const char *key_path, struct tls **out, char *err, size_t len)
+/* Reads the client CAs of path into t, checking they are PEM certificates. Returns 0 or -errno. */
+static int load_client_ca(struct tls *t, const char *path, char *err, size_t len)
+{
+	gnutls_x509_crt_t crts[TLS_MAX_CHAIN];
+	unsigned n = TLS_MAX_CHAIN;
+	int r, e = read_file(path, false, &t->client_ca, err, len);
+
+	if (e)
+		return e;
+	r = gnutls_x509_crt_list_import(crts, &n, &t->client_ca, GNUTLS_X509_FMT_PEM, 0);
+	if (r < 0) {
+		snprintf(err, len, "%s: %s", path, gnutls_strerror(r));
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < n; i++)
+		gnutls_x509_crt_deinit(crts[i]);
+	return 0;
+}
+
+int tls_new(const char *cert_path, const char *key_path, const char *client_ca_path, struct tls **out, char *err,
+	    size_t len)
 {
 	struct tls *t = calloc(1, sizeof(*t));
 	int e;
@@ -155,7 +177,8 @@ int tls_new(const char *cert_path, const char *key_path, struct tls **out, char 
 		tls_free(t);
 		return -ENOMEM;
 	}
-	if ((e = pair_load(cert_path, key_path, &t->current, err, len))) {
+	if ((e = pair_load(cert_path, key_path, &t->current, err, len)) ||
+	    (client_ca_path && (e = load_client_ca(t, client_ca_path, err, len)))) {
 		tls_free(t);
 		return e;
 	}
@@ -191,14 +214,22 @@ unsigned tls_reloads(const struct tls *t)
 	return t->reloads;
 }
 
-/* gnutls_certificate_retrieve_function2: the pair loaded last, whatever the client asked for. */
+const char *tls_client_ca(const struct tls *t)
+{
+	return (const char *)t->client_ca.data;
+}
+
+/* gnutls_certificate_retrieve_function2: the pair loaded last, whatever the client asked for. With
+ * client CAs, the client's certificate is made required and checked in this handshake (libmicrohttpd
+ * only asks for one, and leaves it unchecked): the callback runs before the certificate request is
+ * sent. */
 static int retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn, int nreqs,
 		    const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length, gnutls_pcert_st **pcert,
 		    unsigned int *pcert_length, gnutls_privkey_t *pkey)
 {
 	int r = -1;
 
-	(void)session, (void)req_ca_rdn, (void)nreqs, (void)pk_algos, (void)pk_algos_length;
+	(void)req_ca_rdn, (void)nreqs, (void)pk_algos, (void)pk_algos_length;
 	pthread_mutex_lock(&serving_lock);
 	if (serving) {
 		pthread_mutex_lock(&serving->lock);
@@ -207,6 +238,10 @@ static int retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn, 
 		*pkey = serving->current->key;
 		pthread_mutex_unlock(&serving->lock);
 		r = 0;
+		if (serving->client_ca.data) {
+			gnutls_certificate_server_set_request(session, GNUTLS_CERT_REQUIRE);
+			gnutls_session_set_verify_cert(session, NULL, 0);
+		}
 	}
 	pthread_mutex_unlock(&serving_lock);
 	return r;
@@ -229,6 +264,7 @@ void tls_free(struct tls *t)
 	for (unsigned i = 0; i < t->nretired; i++)
 		pair_free(t->retired[i]);
 	pthread_mutex_destroy(&t->lock);
+	gnutls_free(t->client_ca.data);
 	free(t->cert_path);
 	free(t->key_path);
 	free(t);

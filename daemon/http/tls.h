@@ -14,10 +14,16 @@
 struct tls;
 
 /* Reads cert_path (a PEM chain, the server's certificate first) and key_path (a PEM private key, not
- * readable or writable by group or others). Returns 0 with *out set, or -errno with why in err (len
- * bytes): -EPERM (the key's mode), -EINVAL (not PEM, or the key is not the certificate's), -EFBIG,
- * -ENOMEM or the open's error. */
-int tls_new(const char *cert_path, const char *key_path, struct tls **out, char *err, size_t len);
+ * readable or writable by group or others), and client_ca_path (PEM certificates; NULL: none): then
+ * every client must show a certificate one of them signed, or its handshake fails. Returns 0 with *out
+ * set, or -errno with why in err (len bytes): -EPERM (the key's mode), -EINVAL (not PEM, or the key is
+ * not the certificate's), -EFBIG, -ENOMEM or the open's error. */
+int tls_new(const char *cert_path, const char *key_path, const char *client_ca_path, struct tls **out, char *err,
+	    size_t len);
+
+/* The client CA certificates (PEM, NUL-terminated) for MHD_OPTION_HTTPS_MEM_TRUST, or NULL when client
+ * certificates are not asked for. */
+const char *tls_client_ca(const struct tls *t);
 
 /* Reads both files again; the new pair serves the next handshakes. On failure the pair loaded before
  * stays, and err says why. Thread-safe with the handshakes. Returns 0 or -errno as tls_new. */
