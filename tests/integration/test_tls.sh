@@ -5,7 +5,8 @@
 # port gets nothing. A key others can read, a key that is not the certificate's, --tls-cert alone, and a
 # non-loopback --listen without TLS are refused with a message saying what to do. SIGHUP reads a new
 # certificate: the next handshake gets it, and no request around the reload fails; a broken file at
-# SIGHUP leaves the pair before serving.
+# SIGHUP leaves the pair before serving. With --tls-client-ca (mutual TLS), a client without a certificate,
+# or with one another CA signed, fails in the handshake; one with a certificate the CA signed is served.
 . "$(dirname "$0")/lib.sh"
 FREQ=99
 
@@ -31,8 +32,9 @@ cert() {
 	fi
 	chmod 600 "$C/$name.key"
 }
-cert ca "" && cert other "" && cert srv ca && cert srv2 ca
-check "certificates made (a CA, another CA, two server certificates)" [ -s "$C/srv.pem" ] && [ -s "$C/srv2.pem" ]
+cert ca "" && cert other "" && cert srv ca && cert srv2 ca && cert client ca && cert intruder other
+check "certificates made (a CA, another CA, two server certificates, two client certificates)" \
+	[ -s "$C/srv.pem" ] && [ -s "$C/srv2.pem" ] && [ -s "$C/client.pem" ] && [ -s "$C/intruder.pem" ]
 serial() { openssl x509 -noout -serial -in "$1" | cut -d= -f2; }
 
 # Refused at start, each with what to do.
@@ -49,6 +51,8 @@ grep HTTPS "$TMP/err"
 start_err --listen 127.0.0.1:0 --tls-cert "$C/srv.pem"
 rc=$?
 check "--tls-cert without --tls-key: exit 2, says they go together" eval '[ $rc -eq 2 ] && grep -q "go together" "$TMP/err"'
+start_err --listen 127.0.0.1:0 --tls-client-ca "$C/ca.pem"
+check "--tls-client-ca without --tls-cert: exit 2" [ $? -eq 2 ]
 start_err --listen 0.0.0.0:0
 rc=$?
 check "--listen 0.0.0.0 without TLS: exit 2, naming --tls-cert and --insecure-listen" \
@@ -106,6 +110,20 @@ check "a broken certificate at SIGHUP: logged, the pair before serves on" \
 	eval 'grep -q "were not read again" "$TMP/flamed.log" && [ "$(code --cacert "$C/ca.pem" "$URL/healthz")" = 200 ]'
 stop_flamed
 check "flamed exits 0" [ $? -eq 0 ]
+
+# Mutual TLS: a certificate from the CA, or nothing.
+run_flamed mtls --db "$TMP/flamed3.db" --listen 127.0.0.1:0 --tls-cert "$C/srv.pem" --tls-key "$C/srv.key" \
+	--tls-client-ca "$C/ca.pem"
+curl -s --max-time 10 --cacert "$C/ca.pem" "$URL/healthz" > "$TMP/out" 2> /dev/null
+rc=$?
+check "mutual TLS: a client without a certificate fails in the handshake (curl exit $rc)" \
+	eval '[ $rc -ne 0 ] && [ ! -s "$TMP/out" ]'
+curl -s --max-time 10 --cacert "$C/ca.pem" --cert "$C/intruder.pem" --key "$C/intruder.key" "$URL/healthz" > "$TMP/out" 2> /dev/null
+rc=$?
+check "mutual TLS: a certificate another CA signed fails too (curl exit $rc)" eval '[ $rc -ne 0 ] && [ ! -s "$TMP/out" ]'
+check "mutual TLS: the CA's client certificate is served (/api/v1/status)" eval \
+	'curl -sf --cacert "$C/ca.pem" --cert "$C/client.pem" --key "$C/client.key" "$URL/api/v1/status" | jq -e .version > /dev/null'
+stop_flamed
 
 # --insecure-listen: plain HTTP on all interfaces, as asked.
 run_flamed insecure --db "$TMP/flamed2.db" --listen 0.0.0.0:0 --insecure-listen
