@@ -17,10 +17,11 @@ build_pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-
 # (a real terminal for flamectl record's Ctrl-C and top --watch), debootstrap (test_pyroot.sh's private
 # root of Debian unstable's Pythons), debuginfod (a debuginfod server and debuginfod-find: debug files
 # flamed fetches, test_debuginfod.sh), libcap2-bin (capsh: test_cgroups.sh's flamed without
-# CAP_DAC_READ_SEARCH), openssl (test_tls.sh's certificates and handshakes); and the sanitizer runtime of the clang that builds (make test SANITIZE=1's LeakSanitizer, make fuzz), named by its version below.
+# CAP_DAC_READ_SEARCH), openssl and prometheus (test_tls.sh's certificates and handshakes, and a
+# Prometheus scraping over HTTPS); and the sanitizer runtime of the clang that builds (make test SANITIZE=1's LeakSanitizer, make fuzz), named by its version below.
 test_pkgs="binutils procps libc6-dbg python3-dbg python3-dev curl libxml2-utils golang-go jq chromium sqlite3 wrk lld mold rustc
 	python3-numpy libopenblas0-pthread python3-numba g++ dwz default-jdk-headless systemd tmux debootstrap
-	debuginfod libcap2-bin openssl"
+	debuginfod libcap2-bin openssl prometheus"
 
 # The major version of the clang that builds: the installed one's, else the one Debian's clang package
 # would install (clang-14 on Debian 12, clang-19 on 13).

@@ -7,6 +7,8 @@
 # certificate: the next handshake gets it, and no request around the reload fails; a broken file at
 # SIGHUP leaves the pair before serving. With --tls-client-ca (mutual TLS), a client without a certificate,
 # or with one another CA signed, fails in the handshake; one with a certificate the CA signed is served.
+# A real Prometheus (Debian's) scrapes /metrics over HTTPS with the bearer token from a file, and its
+# own API then answers for flamed_samples_total.
 . "$(dirname "$0")/lib.sh"
 FREQ=99
 
@@ -110,6 +112,48 @@ check "a broken certificate at SIGHUP: logged, the pair before serves on" \
 	eval 'grep -q "were not read again" "$TMP/flamed.log" && [ "$(code --cacert "$C/ca.pem" "$URL/healthz")" = 200 ]'
 stop_flamed
 check "flamed exits 0" [ $? -eq 0 ]
+
+# Prometheus scraping over HTTPS with the API token.
+if command -v prometheus > /dev/null; then
+	head -c 32 /dev/urandom | base64 > "$TMP/token" && chmod 600 "$TMP/token"
+	run_flamed prometheus --db "$TMP/flamed4.db" --listen 127.0.0.1:0 --flush-interval 1 \
+		--tls-cert "$C/srv.pem" --tls-key "$C/srv.key" --auth-token-file "$TMP/token"
+	check "with the token required, /metrics without it is 401" \
+		[ "$(code --cacert "$C/ca.pem" "$URL/metrics")" = 401 ]
+	pport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	cat > "$TMP/prometheus.yml" <<-EOF2
+	global:
+	  scrape_interval: 1s
+	scrape_configs:
+	  - job_name: flamed
+	    scheme: https
+	    tls_config:
+	      ca_file: $C/ca.pem
+	    authorization:
+	      credentials_file: $TMP/token
+	    static_configs:
+	      - targets: ['${URL#https://}']
+	EOF2
+	prometheus --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/prom" \
+		--web.listen-address="127.0.0.1:$pport" > "$TMP/prometheus.log" 2>&1 &
+	PROM=$!
+	value=
+	for _ in $(seq 60); do
+		value=$(curl -s "http://127.0.0.1:$pport/api/v1/query?query=flamed_samples_total" |
+			jq -r '.data.result[0].value[1] // empty' 2> /dev/null)
+		[ -n "$value" ] && break
+		sleep 0.5
+	done
+	check "Prometheus scraped flamed over HTTPS with the token: its API answers flamed_samples_total ($value)" \
+		[ -n "$value" ]
+	check "and the target is up" eval "curl -s 'http://127.0.0.1:$pport/api/v1/targets' |
+		jq -e '.data.activeTargets[0].health == \"up\"' > /dev/null"
+	kill $PROM
+	wait $PROM 2> /dev/null
+	stop_flamed
+else
+	fail "prometheus is installed (scripts/deps.sh test installs it)"
+fi
 
 # Mutual TLS: a certificate from the CA, or nothing.
 run_flamed mtls --db "$TMP/flamed3.db" --listen 127.0.0.1:0 --tls-cert "$C/srv.pem" --tls-key "$C/srv.key" \
