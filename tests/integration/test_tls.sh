@@ -8,7 +8,8 @@
 # SIGHUP leaves the pair before serving. With --tls-client-ca (mutual TLS), a client without a certificate,
 # or with one another CA signed, fails in the handshake; one with a certificate the CA signed is served.
 # A real Prometheus (Debian's) scrapes /metrics over HTTPS with the bearer token from a file, and its
-# own API then answers for flamed_samples_total.
+# own API then answers for flamed_samples_total. wrk keeps 64 HTTPS connections busy with the token for
+# 15 s: no error, and flamed's resident memory is printed.
 . "$(dirname "$0")/lib.sh"
 FREQ=99
 
@@ -150,6 +151,18 @@ if command -v prometheus > /dev/null; then
 		jq -e '.data.activeTargets[0].health == \"up\"' > /dev/null"
 	kill $PROM
 	wait $PROM 2> /dev/null
+	if command -v wrk > /dev/null; then
+		rss() { awk '/^VmRSS/ { print $2 }' "/proc/$FLAMED_PID/status"; }
+		sleep 1 # Prometheus's connection closed: all 64 of the connection limit for wrk
+		before=$(rss)
+		timeout 60 wrk -t 2 -c 64 -d 15s --timeout 10s -H "Authorization: Bearer $(cat "$TMP/token")" \
+			"$URL/metrics" > "$TMP/wrk" 2>&1
+		rc=$?
+		grep -E 'requests in|Requests/sec|Socket errors|Non-2xx' "$TMP/wrk"
+		echo "# flamed's resident memory: $before KiB before, $(rss) KiB after wrk"
+		check "wrk, 64 HTTPS connections with the token for 15 s: no socket error, no answer but 200" \
+			eval '[ $rc -eq 0 ] && grep -q "requests in" "$TMP/wrk" && ! grep -Eq "Socket errors|Non-2xx" "$TMP/wrk"'
+	fi
 	stop_flamed
 else
 	fail "prometheus is installed (scripts/deps.sh test installs it)"
