@@ -116,7 +116,7 @@ $(BUILD)/flamed: $(DAEMON_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libflamed-daemon.a $(B
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/flamectl: $(patsubst %.c,$(BUILD)/%.o,$(wildcard cli/*.c)) $(BUILD)/libflamed.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcurl -ljson-c
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libflamed-daemon.a $(BUILD)/libflamed.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

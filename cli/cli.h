@@ -32,6 +32,7 @@ extern const char *const command_names[];
 struct options {
 	const char *db, *server;
 	const char *token_file;
+	const char *cacert, *cert, *key; /* TLS: CAs trusted, a client certificate and its key (NULL: none) */
 	enum command command;
 	int64_t pid, tid, base_pid;     /* -1: not given */
 	const char *comm;
@@ -73,8 +74,9 @@ const char *server_url(const struct options *o);
  * bytes). 0, or -errno when the token file cannot be read (why it cannot, in why). */
 int api_token(const struct options *o, char *token, size_t len, char *why, size_t whylen);
 
-/* GETs target from flamed's API at url, with the token of --token-file or $FLAMED_TOKEN, as
- * http_get() does (cli/httpget.h). -EBADF when the token file cannot be read (said already). */
+/* GETs target from flamed's API at url, with the token of --token-file or $FLAMED_TOKEN and the TLS
+ * files of --cacert, --cert and --key, as http_get() does (cli/httpget.h). -EBADF when the token file
+ * cannot be read (said already). */
 int api_get(const struct options *o, const char *url, const char *target, unsigned timeout_s, FILE *out,
 	    int *status, char *errbuf, size_t errlen);
 

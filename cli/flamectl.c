@@ -23,7 +23,7 @@ enum {
 	OPT_BASE_PID, OPT_BASE_FROM, OPT_BASE_TO, OPT_LINES, OPT_REVERSE, OPT_TITLE, OPT_WIDTH, OPT_MINWIDTH, OPT_LIMIT,
 	OPT_STEP, OPT_PER_THREAD, OPT_TOKEN_FILE, OPT_KIND, OPT_CHILDREN, OPT_MERGE, OPT_FREQUENCY, OPT_OFF_CPU,
 	OPT_DURATION, OPT_WATCH, OPT_DEMANGLE, OPT_UNIT, OPT_CONTAINER, OPT_POD, OPT_CGROUP, OPT_BASE_UNIT,
-	OPT_BASE_CONTAINER, OPT_GROUP,
+	OPT_BASE_CONTAINER, OPT_GROUP, OPT_CACERT, OPT_CERT, OPT_KEY,
 };
 
 const char *const command_names[] = {
@@ -71,6 +71,10 @@ static void print_help(void)
 	       "  --server URL        flamed's API (default: $FLAMED_URL when set, else " DEFAULT_SERVER ")\n"
 	       "  --db PATH           read flamed's database instead (default when $FLAMED_DB is set)\n"
 	       "  --token-file PATH   the API token when flamed has --auth-token-file (or $FLAMED_TOKEN)\n"
+	       "  --cacert FILE       trust the CA certificates in FILE (PEM) for an https:// --server\n"
+	       "                      (default: the system's)\n"
+	       "  --cert FILE         a client certificate (PEM) for a flamed with --tls-client-ca\n"
+	       "  --key FILE          its private key (PEM)\n"
 	       "\n"
 	       "What to read:\n"
 	       "  --pid N             one process (0 is the idle task)\n"
@@ -208,6 +212,9 @@ static int parse_one(int c, const char *arg, const char *opt_text, struct option
 	case OPT_DB: o->db = arg; return arg[0] ? -1 : usage_error("--db needs a path");
 	case OPT_SERVER: o->server = arg; return -1;
 	case OPT_TOKEN_FILE: o->token_file = arg; return -1;
+	case OPT_CACERT: o->cacert = arg; return arg[0] ? -1 : usage_error("--cacert needs a file");
+	case OPT_CERT: o->cert = arg; return arg[0] ? -1 : usage_error("--cert needs a file");
+	case OPT_KEY: o->key = arg; return arg[0] ? -1 : usage_error("--key needs a file");
 	case OPT_PID: return parse_id("--pid", arg, &o->pid);
 	case OPT_TID: return parse_id("--tid", arg, &o->tid);
 	case OPT_BASE_PID: return parse_id("--base-pid", arg, &o->base_pid);
@@ -460,6 +467,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "db", required_argument, NULL, OPT_DB },
 		{ "server", required_argument, NULL, OPT_SERVER },
 		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+		{ "cacert", required_argument, NULL, OPT_CACERT },
+		{ "cert", required_argument, NULL, OPT_CERT },
+		{ "key", required_argument, NULL, OPT_KEY },
 		{ "pid", required_argument, NULL, OPT_PID },
 		{ "tid", required_argument, NULL, OPT_TID },
 		{ "comm", required_argument, NULL, OPT_COMM },

@@ -1,280 +1,149 @@
-/* httpget.c - GET over a TCP socket: parse the URL, send one request, read status, headers and body. */
+/* httpget.c - GET with libcurl: http:// and https:// (the CA, client certificate and key given, else
+ * the system's CAs), proxies from the environment, bounded in time and body. */
 #include <errno.h>
-#include <netdb.h>
 #include <stdbool.h>
-#include <stdlib.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
-#include <strings.h>
-#include <unistd.h>
-#include <sys/socket.h>
-#include <sys/time.h>
+#include <curl/curl.h>
 
 #include "httpget.h"
 
-#define MAX_HEADER 16384
+#define MAX_URL 8192
+#define MAX_REDIRECTS 5
 
-struct url {
-	char host[256];
-	char port[8];
-	char prefix[512];
-};
-
-/* Splits "http://host[:port][/prefix]" ("[v6]" hosts too). Returns 0 or -EINVAL. */
-static int parse_url(const char *s, struct url *u)
-{
-	const char *h, *end, *colon = NULL, *slash;
-	size_t hl;
-
-	if (strncmp(s, "http://", 7))
-		return -EINVAL;
-	h = s + 7;
-	slash = strchr(h, '/');
-	end = slash ? slash : h + strlen(h);
-	if (*h == '[') {
-		const char *rb = memchr(h, ']', end - h);
-
-		if (!rb)
-			return -EINVAL;
-		colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
-		if (!colon && rb + 1 != end)
-			return -EINVAL;
-		h++;
-		hl = rb - h;
-	} else {
-		colon = memchr(h, ':', end - h);
-		hl = (colon ? colon : end) - h;
-	}
-	if (!hl || hl >= sizeof(u->host))
-		return -EINVAL;
-	memcpy(u->host, h, hl);
-	u->host[hl] = '\0';
-	if (colon) {
-		size_t pl = end - colon - 1;
-
-		if (!pl || pl >= sizeof(u->port) || strspn(colon + 1, "0123456789") < pl)
-			return -EINVAL;
-		memcpy(u->port, colon + 1, pl);
-		u->port[pl] = '\0';
-	} else {
-		strcpy(u->port, "80");
-	}
-	snprintf(u->prefix, sizeof(u->prefix), "%s", slash ? slash : "");
-	if (u->prefix[0] && u->prefix[strlen(u->prefix) - 1] == '/')
-		u->prefix[strlen(u->prefix) - 1] = '\0';
-	return 0;
-}
-
-static int connect_to(const struct url *u, unsigned timeout_s)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res, *ai;
-	struct timeval tv = { .tv_sec = timeout_s };
-	int fd = -1, err = -ECONNREFUSED;
-
-	if (getaddrinfo(u->host, u->port, &hints, &res))
-		return -EHOSTUNREACH;
-	for (ai = res; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-		if (fd < 0)
-			continue;
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-			break;
-		err = -errno;
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(res);
-	return fd >= 0 ? fd : err;
-}
-
-static int send_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EPIPE;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* A buffered reader over the socket. */
-struct reader {
-	int fd;
-	char buf[65536];
-	size_t pos, len;
-};
-
-/* Next byte, or -1 at EOF / -2 on error. */
-static int next_byte(struct reader *r)
-{
-	if (r->pos == r->len) {
-		ssize_t n;
-
-		do
-			n = recv(r->fd, r->buf, sizeof(r->buf), 0);
-		while (n < 0 && errno == EINTR);
-		if (n < 0)
-			return -2;
-		if (n == 0)
-			return -1;
-		r->pos = 0;
-		r->len = (size_t)n;
-	}
-	return (unsigned char)r->buf[r->pos++];
-}
-
-/* Reads one CRLF-terminated line (without CRLF). Returns 0, -EPROTO or -EIO. */
-static int read_line(struct reader *r, char *line, size_t cap)
-{
-	size_t n = 0;
-	int c;
-
-	while ((c = next_byte(r)) >= 0 && c != '\n') {
-		if (n + 1 >= cap)
-			return -EPROTO;
-		line[n++] = (char)c;
-	}
-	if (c == -2)
-		return -EIO;
-	if (c == -1 && n == 0)
-		return -EPROTO;
-	if (n && line[n - 1] == '\r')
-		n--;
-	line[n] = '\0';
-	return 0;
-}
-
-/* The body goes to out (2xx) or, trimmed, to errbuf. */
+/* Where a response's body goes: out for a 2xx, errbuf (cut) otherwise, and at most HTTPGET_MAX_BODY. */
 struct sink {
+	CURL *curl;
 	FILE *out;
-	char *err;
-	size_t errlen, errused;
-	unsigned long long total;
+	char *errbuf;
+	size_t errlen, errn;
+	uint64_t total;
+	bool too_big, write_failed;
 };
 
-static int put(struct sink *s, const char *p, size_t n)
+static size_t on_body(char *data, size_t size, size_t n, void *ctx)
 {
-	s->total += n;
-	if (s->total > HTTPGET_MAX_BODY)
-		return -EFBIG;
-	if (s->out)
-		return fwrite(p, 1, n, s->out) == n ? 0 : -EIO;
-	while (n-- && s->errused + 1 < s->errlen)
-		s->err[s->errused++] = *p++;
-	return 0;
-}
+	struct sink *k = ctx;
+	size_t len = size * n;
+	long code = 0;
 
-/* Copies len bytes (or until EOF when len is -1) of the body. */
-static int copy_body(struct reader *r, struct sink *s, long long len)
-{
-	while (len != 0) {
-		if (r->pos == r->len) {
-			int c = next_byte(r);
-
-			if (c == -1)
-				return len < 0 ? 0 : -EPROTO;
-			if (c == -2)
-				return -EIO;
-			r->pos--; /* put it back */
-		}
-		size_t n = r->len - r->pos;
-		if (len > 0 && (long long)n > len)
-			n = (size_t)len;
-		int err = put(s, r->buf + r->pos, n);
-		if (err)
-			return err;
-		r->pos += n;
-		if (len > 0)
-			len -= (long long)n;
+	if (k->total + len > HTTPGET_MAX_BODY) {
+		k->too_big = true;
+		return 0; /* stops the transfer */
 	}
-	return 0;
-}
-
-static int copy_chunked(struct reader *r, struct sink *s)
-{
-	char line[128];
-
-	for (;;) {
-		char *end;
-		int err = read_line(r, line, sizeof(line));
-
-		if (err)
-			return err;
-		unsigned long long n = strtoull(line, &end, 16);
-		if (end == line)
-			return -EPROTO;
-		if (n == 0)
+	k->total += len;
+	curl_easy_getinfo(k->curl, CURLINFO_RESPONSE_CODE, &code);
+	if (code / 100 == 2) {
+		if (fwrite(data, 1, len, k->out) != len) {
+			k->write_failed = true;
 			return 0;
-		if (n > HTTPGET_MAX_BODY)
-			return -EFBIG;
-		err = copy_body(r, s, (long long)n);
-		if (!err)
-			err = read_line(r, line, sizeof(line));
-		if (err)
-			return err;
+		}
+		return len;
+	}
+	if (k->errn + 1 < k->errlen) {
+		size_t room = k->errlen - 1 - k->errn, take = len < room ? len : room;
+
+		memcpy(k->errbuf + k->errn, data, take);
+		k->errn += take;
+		k->errbuf[k->errn] = '\0';
+	}
+	return len;
+}
+
+/* -errno for a libcurl failure; its message in errbuf. */
+static int failure(CURLcode rc, const char *detail, char *errbuf, size_t errlen)
+{
+	snprintf(errbuf, errlen, "%s", detail[0] ? detail : curl_easy_strerror(rc));
+	switch (rc) {
+	case CURLE_UNSUPPORTED_PROTOCOL:
+	case CURLE_URL_MALFORMAT:
+		return -EINVAL;
+	case CURLE_COULDNT_CONNECT:
+		return -ECONNREFUSED;
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		return -EHOSTUNREACH;
+	case CURLE_OPERATION_TIMEDOUT:
+		return -ETIMEDOUT;
+	case CURLE_OUT_OF_MEMORY:
+		return -ENOMEM;
+	default:
+		return -EPROTO; /* TLS (a certificate not trusted, refused), a malformed answer */
 	}
 }
 
-static int read_response(struct reader *r, FILE *out, int *status, char *errbuf, size_t errlen)
+int http_get(const char *base_url, const struct http_tls *tls, const char *target, const char *bearer,
+	     unsigned timeout_s, FILE *out, int *status, char *errbuf, size_t errlen)
 {
-	char line[MAX_HEADER];
-	long long len = -1;
-	bool chunked = false;
-	int err = read_line(r, line, sizeof(line));
+	static bool ready;
+	char url[MAX_URL], detail[CURL_ERROR_SIZE] = "", auth[600];
+	struct sink k = { .out = out, .errbuf = errbuf, .errlen = errlen };
+	struct curl_slist *headers = NULL;
+	size_t blen = strlen(base_url);
+	long code = 0;
+	CURLcode rc;
+	int err = 0;
 
-	if (err)
-		return err;
-	if (sscanf(line, "HTTP/1.%*d %d", status) != 1)
-		return -EPROTO;
-	while (!(err = read_line(r, line, sizeof(line))) && line[0]) {
-		if (!strncasecmp(line, "Content-Length:", 15))
-			len = strtoll(line + 15, NULL, 10);
-		else if (!strncasecmp(line, "Transfer-Encoding:", 18) && strcasestr(line + 18, "chunked"))
-			chunked = true;
-	}
-	if (err)
-		return err;
-	struct sink s = { .out = *status / 100 == 2 ? out : NULL, .err = errbuf, .errlen = errlen };
-	err = chunked ? copy_chunked(r, &s) : copy_body(r, &s, len);
-	if (errlen)
-		errbuf[s.errused < errlen ? s.errused : errlen - 1] = '\0';
-	return err;
-}
-
-int http_get(const char *base_url, const char *target, const char *bearer, unsigned timeout_s, FILE *out,
-	     int *status, char *errbuf, size_t errlen)
-{
-	static struct reader r; /* 64 KiB: off the stack; flamectl makes one request at a time */
-	struct url u;
-	char req[8192];
-	int fd, n, err;
-
+	*status = 0;
 	if (errlen)
 		errbuf[0] = '\0';
-	if (parse_url(base_url, &u))
+	if (strncmp(base_url, "http://", 7) && strncmp(base_url, "https://", 8))
 		return -EINVAL;
-	n = snprintf(req, sizeof(req),
-		     "GET %s%s HTTP/1.1\r\nHost: %s%s%s:%s\r\nUser-Agent: flamectl\r\nConnection: close\r\n%s%s%s\r\n",
-		     u.prefix, target, strchr(u.host, ':') ? "[" : "", u.host, strchr(u.host, ':') ? "]" : "", u.port,
-		     bearer ? "Authorization: Bearer " : "", bearer ? bearer : "", bearer ? "\r\n" : "");
-	if (n < 0 || (size_t)n >= sizeof(req))
+	while (blen && base_url[blen - 1] == '/')
+		blen--;
+	if (blen + strlen(target) >= sizeof(url))
 		return -EINVAL;
-	fd = connect_to(&u, timeout_s);
-	if (fd < 0)
-		return fd;
-	err = send_all(fd, req, (size_t)n);
-	if (!err) {
-		r.fd = fd;
-		r.pos = r.len = 0;
-		err = read_response(&r, out, status, errbuf, errlen);
+	memcpy(url, base_url, blen);
+	strcpy(url + blen, target);
+	if (!ready) {
+		if (curl_global_init(CURL_GLOBAL_DEFAULT))
+			return -ENOMEM;
+		ready = true;
 	}
-	close(fd);
+	if (!(k.curl = curl_easy_init()))
+		return -ENOMEM;
+	if (bearer) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", bearer);
+		if (!(headers = curl_slist_append(NULL, auth))) {
+			curl_easy_cleanup(k.curl);
+			explicit_bzero(auth, sizeof(auth));
+			return -ENOMEM;
+		}
+	}
+	curl_easy_setopt(k.curl, CURLOPT_URL, url);
+	curl_easy_setopt(k.curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(k.curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(k.curl, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(k.curl, CURLOPT_MAXREDIRS, (long)MAX_REDIRECTS);
+	curl_easy_setopt(k.curl, CURLOPT_CONNECTTIMEOUT, (long)timeout_s);
+	/* no byte for timeout_s: the step is stuck (a whole answer may take longer: a big profile) */
+	curl_easy_setopt(k.curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(k.curl, CURLOPT_LOW_SPEED_TIME, (long)timeout_s);
+	curl_easy_setopt(k.curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(k.curl, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(k.curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(k.curl, CURLOPT_WRITEDATA, &k);
+	curl_easy_setopt(k.curl, CURLOPT_ERRORBUFFER, detail);
+	curl_easy_setopt(k.curl, CURLOPT_USERAGENT, "flamectl/" FLAMED_VERSION);
+	if (tls && tls->cacert)
+		curl_easy_setopt(k.curl, CURLOPT_CAINFO, tls->cacert);
+	if (tls && tls->cert)
+		curl_easy_setopt(k.curl, CURLOPT_SSLCERT, tls->cert);
+	if (tls && tls->key)
+		curl_easy_setopt(k.curl, CURLOPT_SSLKEY, tls->key);
+	rc = curl_easy_perform(k.curl);
+	curl_easy_getinfo(k.curl, CURLINFO_RESPONSE_CODE, &code);
+	if (k.too_big)
+		err = -EFBIG;
+	else if (k.write_failed)
+		err = -EIO;
+	else if (rc != CURLE_OK)
+		err = failure(rc, detail, errbuf, errlen);
+	*status = (int)code;
+	curl_slist_free_all(headers);
+	explicit_bzero(auth, sizeof(auth));
+	curl_easy_cleanup(k.curl);
 	return err;
 }
 

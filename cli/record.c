@@ -13,7 +13,10 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include <json-c/json.h>
+
 #include "cli.h"
+#include "jsonread.h"
 #include "private.h"
 
 #define PROBE_TIMEOUT_S 3    /* how long a running flamed may take to answer its status */
@@ -52,32 +55,33 @@ static double now_mono(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Copies the JSON string value of key (searched from p on, within the object p starts) into buf,
- * its escapes dropped; "" when it is not there. */
-static void json_text(const char *p, const char *key, char *buf, size_t len)
+/* Reads a status answer (len bytes at body) into hz, off_cpu and refused. Returns 0, or -EBADMSG
+ * with what is wrong said (a field missing or of another type). */
+static int read_status(const char *url, const char *body, size_t len, unsigned *hz, bool *off_cpu,
+		       char *refused, size_t refused_len)
 {
-	const char *end = p ? strchr(p, '}') : NULL, *v = p ? strstr(p, key) : NULL;
-	size_t n = 0;
+	struct json_object *st = NULL, *oc;
+	const char *why_not = "";
+	char why[256];
+	uint64_t freq;
+	int err;
 
-	buf[0] = '\0';
-	if (!v || (end && v > end))
-		return;
-	v += strlen(key);
-	while (*v == ' ' || *v == ':')
-		v++;
-	if (*v++ != '"')
-		return;
-	for (; *v && *v != '"' && n + 1 < len; v++) {
-		if (*v == '\\' && v[1])
-			v++;
-		buf[n++] = *v;
+	if ((err = jr_parse(body, len, &st, why, sizeof(why))) || (err = jr_u64(st, "frequency", &freq, why, sizeof(why))) ||
+	    (err = jr_object(st, "off_cpu", &oc, why, sizeof(why))) || (err = jr_bool(oc, "enabled", off_cpu, why, sizeof(why))) ||
+	    (json_object_object_get_ex(oc, "refused", NULL) && (err = jr_string(oc, "refused", &why_not, why, sizeof(why))))) {
+		fprintf(stderr, "flamectl: %s answered /api/v1/status in another shape: %s\n", url, why);
+		json_object_put(st);
+		return err == -ENOMEM ? err : -EBADMSG;
 	}
-	buf[n] = '\0';
+	*hz = freq > 1000000 ? 0 : (unsigned)freq;
+	snprintf(refused, refused_len, "%s", why_not);
+	json_object_put(st);
+	return 0;
 }
 
 /* What the flamed at url does, from its status: answered (0), its frequency, whether it counts off-CPU
  * time, and why not when it was asked to but the kernel refused (refused, "" otherwise); -errno when
- * none answers (-EACCES: it wants a token we lack). */
+ * none answers (-EACCES: it wants a token we lack; -EBADMSG: it answered in another shape, said). */
 static int probe(const struct options *o, const char *url, unsigned *hz, bool *off_cpu, char *refused,
 		 size_t refused_len)
 {
@@ -85,23 +89,18 @@ static int probe(const struct options *o, const char *url, unsigned *hz, bool *o
 	size_t len = 0;
 	FILE *f = open_memstream(&body, &len);
 	int status = 0, err;
-	const char *p;
 
 	if (!f)
 		return -ENOMEM;
 	err = api_get(o, url, "/api/v1/status?format=json", PROBE_TIMEOUT_S, f, &status, err_body, sizeof(err_body));
 	fclose(f);
+	refused[0] = '\0';
 	if (!err && status == 401)
 		err = -EACCES;
 	else if (!err && status / 100 != 2)
 		err = -EPROTO;
-	if (!err) {
-		p = strstr(body, "\"frequency\":");
-		*hz = p ? (unsigned)strtoul(p + 12, NULL, 10) : 0;
-		p = strstr(body, "\"off_cpu\": {\"enabled\":");
-		*off_cpu = p && !strncmp(p + 23, " true", 5);
-		json_text(p, "\"refused\"", refused, refused_len);
-	}
+	else if (!err)
+		err = read_status(url, body ? body : "", body ? len : 0, hz, off_cpu, refused, refused_len);
 	free(body);
 	return err;
 }
@@ -271,8 +270,8 @@ static int pick_source(struct options *o, struct source *src)
 		fprintf(stderr, "flamectl: %s wants a token: pass --token-file PATH or set FLAMED_TOKEN\n", url);
 		return -EXIT_ERROR;
 	}
-	if (err == -EBADF)
-		return -EXIT_ERROR;
+	if (err == -EBADF || err == -EBADMSG)
+		return -EXIT_ERROR; /* said */
 	/* Started with --off-cpu, but its program refused: a flamed of ours would be refused too. */
 	if (!err && o->off_cpu && !off_cpu && refused[0]) {
 		snprintf(reason, sizeof(reason), "the flamed at %s", url);
@@ -322,7 +321,6 @@ static void family_size(const struct options *o, const struct source *src, uint6
 	char *body = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&body, &len);
-	const char *p;
 
 	*total = 0;
 	*procs = 0;
@@ -335,10 +333,18 @@ static void family_size(const struct options *o, const struct source *src, uint6
 	q.width = q.limit = -1;
 	q.minwidth = -1;
 	if (run_query(&q, src, f) == EXIT_OK && fflush(f) == 0 && body) {
-		p = strstr(body, "\"total\":");
-		*total = p ? strtoull(p + 8, NULL, 10) : 0;
-		for (p = body; (p = strstr(p, "\"pid\":")); p += 6)
-			(*procs)++;
+		struct json_object *all = NULL, *list;
+		char why[256];
+		size_t n = 0;
+
+		if (jr_parse(body, len, &all, why, sizeof(why)) || jr_u64(all, "total", total, why, sizeof(why)) ||
+		    jr_array(all, "processes", &list, &n, why, sizeof(why))) {
+			fprintf(stderr, "flamectl: the family's processes: %s\n", why);
+			*total = 0;
+		} else {
+			*procs = (unsigned)n;
+		}
+		json_object_put(all);
 	}
 	fclose(f);
 	free(body);

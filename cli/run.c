@@ -8,8 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "cli.h"
 #include "httpget.h"
+#include "jsonread.h"
 #include "symbolize/latenames.h"
 
 /* Says in why (len bytes) why the database at path could not be opened, with what to do next. */
@@ -241,17 +244,17 @@ static void build_target(const struct options *o, bool tty, char *t, size_t len)
 		http_add_param(t, len, "flush", "1");
 }
 
-/* The "error" of a JSON error body, or the body itself. */
+/* The "error" string of a JSON error body, or the body's first line; body is cut in place. */
 static const char *error_text(char *body)
 {
-	char *p = strstr(body, "\"error\":");
+	struct json_object *o;
+	const char *msg;
+	char why[128];
 
-	if (p && (p = strchr(p + 8, '"'))) {
-		char *e = strrchr(p + 1, '"');
-
-		if (e)
-			*e = '\0';
-		return p + 1;
+	if (!jr_parse(body, strlen(body), &o, why, sizeof(why))) {
+		if (!jr_string(o, "error", &msg, why, sizeof(why)))
+			snprintf(body, strlen(body) + 1, "%s", msg); /* no longer than the JSON holding it */
+		json_object_put(o);
 	}
 	body[strcspn(body, "\n")] = '\0';
 	return body;
@@ -283,6 +286,7 @@ int api_token(const struct options *o, char *token, size_t len, char *why, size_
 int api_get(const struct options *o, const char *url, const char *target, unsigned timeout_s, FILE *out,
 	    int *status, char *errbuf, size_t errlen)
 {
+	struct http_tls tls = { .cacert = o->cacert, .cert = o->cert, .key = o->key };
 	char token[512], why[512];
 	int err = api_token(o, token, sizeof(token), why, sizeof(why));
 
@@ -290,7 +294,7 @@ int api_get(const struct options *o, const char *url, const char *target, unsign
 		fprintf(stderr, "flamectl: %s\n", why);
 		return -EBADF;
 	}
-	err = http_get(url, target, token[0] ? token : NULL, timeout_s, out, status, errbuf, errlen);
+	err = http_get(url, &tls, target, token[0] ? token : NULL, timeout_s, out, status, errbuf, errlen);
 	explicit_bzero(token, sizeof(token));
 	return err;
 }
@@ -311,12 +315,14 @@ int run_server(const struct options *o, const char *url, FILE *out)
 	if (err == -EBADF)
 		return EXIT_ERROR;
 	if (err == -EINVAL) {
-		fprintf(stderr, "flamectl: --server wants http://HOST[:PORT], not '%s'\n", url);
+		fprintf(stderr, "flamectl: --server wants http[s]://HOST[:PORT], not '%s'\n", url);
 		return EXIT_USAGE;
 	}
 	if (err) {
-		fprintf(stderr, "flamectl: cannot read %s: %s%s\n", url, strerror(-err),
-			err == -ECONNREFUSED ? " (is flamed running? start it, or pass --db PATH to read its database)" : "");
+		fprintf(stderr, "flamectl: cannot read %s: %s%s\n", url, err == -EPROTO ? err_body : strerror(-err),
+			err == -ECONNREFUSED ? " (is flamed running? start it, or pass --db PATH to read its database)" :
+			err == -EPROTO && !o->cert && !strncmp(url, "https:", 6) ?
+			" (if flamed has --tls-client-ca, pass --cert FILE --key FILE)" : "");
 		return EXIT_ERROR;
 	}
 	if (status / 100 != 2) {

@@ -7,17 +7,18 @@
 #include <string.h>
 #include <time.h>
 
+#include <json-c/json.h>
+
 #include "httpget.h"
+#include "jsonread.h"
 #include "topsource.h"
 #include "util/capstream.h"
-#include "util/utf8.h"
-
-#define MAX_DEPTH 32 /* nesting of a JSON value skipped */
 
 struct topsource {
 	const struct options *o;
 	const char *db;   /* NULL: the API at url */
 	const char *url;
+	struct http_tls tls;
 	char token[512];  /* "": none */
 };
 
@@ -42,6 +43,7 @@ int topsource_new(const struct options *o, struct topsource **out, char *why, si
 	s->o = o;
 	s->db = o->db ? o->db : !o->server && env_db && env_db[0] ? env_db : NULL;
 	s->url = server_url(o);
+	s->tls = (struct http_tls){ .cacert = o->cacert, .cert = o->cert, .key = o->key };
 	if (!s->db && (err = api_token(o, s->token, sizeof(s->token), why, whylen))) {
 		free(s);
 		return err;
@@ -62,154 +64,12 @@ const char *topsource_where(const struct topsource *s)
 
 /* --- the JSON of a top table ---------------------------------------------------------------------- */
 
-static void skip_ws(const char **p)
-{
-	while (**p == ' ' || **p == '\t' || **p == '\n' || **p == '\r')
-		(*p)++;
-}
-
-static bool eat(const char **p, char c)
-{
-	skip_ws(p);
-	if (**p != c)
-		return false;
-	(*p)++;
-	return true;
-}
-
-static int hex4(const char **p, unsigned *cp)
-{
-	*cp = 0;
-	for (int i = 0; i < 4; i++) {
-		char c = *(*p)++;
-
-		*cp <<= 4;
-		if (c >= '0' && c <= '9')
-			*cp |= (unsigned)(c - '0');
-		else if ((c | 32) >= 'a' && (c | 32) <= 'f')
-			*cp |= (unsigned)((c | 32) - 'a' + 10);
-		else
-			return -EPROTO;
-	}
-	return 0;
-}
-
-/* One \u escape (after the "\u"), a surrogate pair whole; a lone surrogate reads as U+FFFD. */
-static int unicode_escape(const char **p, unsigned *cp)
-{
-	unsigned lo;
-
-	if (hex4(p, cp))
-		return -EPROTO;
-	if (*cp >= 0xd800 && *cp < 0xdc00 && (*p)[0] == '\\' && (*p)[1] == 'u') {
-		*p += 2;
-		if (hex4(p, &lo))
-			return -EPROTO;
-		*cp = lo >= 0xdc00 && lo < 0xe000 ? 0x10000 + ((*cp - 0xd800) << 10) + (lo - 0xdc00) : 0xfffd;
-	} else if (*cp >= 0xd800 && *cp < 0xe000) {
-		*cp = 0xfffd;
-	}
-	return 0;
-}
-
-/* Reads a JSON string into out (cap > 0 bytes with the NUL; what does not fit is left out; out NULL:
- * skipped). Returns 0 or -EPROTO. */
-static int parse_string(const char **p, char *out, size_t cap)
-{
-	size_t n = 0;
-	bool cut = false;
-
-	if (!eat(p, '"'))
-		return -EPROTO;
-	for (;;) {
-		unsigned char c = (unsigned char)*(*p)++;
-		unsigned char enc[4];
-		size_t len = 1;
-		unsigned cp;
-
-		if (c == '"')
-			break;
-		if (c < 0x20) /* the NUL at the end among them */
-			return -EPROTO;
-		enc[0] = c;
-		if (c == '\\') {
-			c = (unsigned char)*(*p)++;
-			switch (c) {
-			case '"': case '\\': case '/': enc[0] = c; break;
-			case 'b': enc[0] = '\b'; break;
-			case 'f': enc[0] = '\f'; break;
-			case 'n': enc[0] = '\n'; break;
-			case 'r': enc[0] = '\r'; break;
-			case 't': enc[0] = '\t'; break;
-			case 'u':
-				if (unicode_escape(p, &cp))
-					return -EPROTO;
-				len = utf8_encode(cp, enc);
-				break;
-			default: return -EPROTO;
-			}
-		}
-		if (out && !cut && n + len < cap) {
-			memcpy(out + n, enc, len);
-			n += len;
-		} else {
-			cut = true;
-		}
-	}
-	if (out)
-		out[n] = '\0';
-	return 0;
-}
-
-/* Reads a whole number that fits in 64 bits. Returns 0 or -EPROTO. */
-static int parse_u64(const char **p, uint64_t *v)
-{
-	char *end;
-
-	skip_ws(p);
-	if (**p < '0' || **p > '9')
-		return -EPROTO;
-	errno = 0;
-	*v = strtoull(*p, &end, 10);
-	if (errno || *end == '.' || *end == 'e' || *end == 'E')
-		return -EPROTO;
-	*p = end;
-	return 0;
-}
-
-/* Skips any JSON value nested at most depth deep. Returns 0 or -EPROTO. */
-static int skip_value(const char **p, int depth)
-{
-	char close;
-
-	skip_ws(p);
-	if (**p == '"')
-		return parse_string(p, NULL, 0);
-	if (**p != '{' && **p != '[') {
-		const char *start = *p;
-
-		while (**p && strchr("-+.0123456789eEtruefalsn", **p))
-			(*p)++;
-		return *p > start ? 0 : -EPROTO;
-	}
-	if (depth <= 0)
-		return -EPROTO;
-	close = **p == '{' ? '}' : ']';
-	(*p)++;
-	if (eat(p, close))
-		return 0;
-	do {
-		if (close == '}' && (parse_string(p, NULL, 0) || !eat(p, ':')))
-			return -EPROTO;
-		if (skip_value(p, depth - 1))
-			return -EPROTO;
-	} while (eat(p, ','));
-	return eat(p, close) ? 0 : -EPROTO;
-}
-
-/* Appends one function; past TOPSOURCE_MAX_FUNCS it is only counted. Returns 0 or -ENOMEM. */
+/* Appends one function (its name cut to TOPSOURCE_NAME_MAX - 1 bytes on a character boundary); past
+ * TOPSOURCE_MAX_FUNCS it is only counted. Returns 0 or -ENOMEM. */
 static int add_fn(struct top_snapshot *snap, size_t *alloc, const char *name, uint64_t self, uint64_t total)
 {
+	size_t len = strlen(name);
+
 	if (snap->n >= TOPSOURCE_MAX_FUNCS) {
 		snap->left_out++;
 		return 0;
@@ -223,7 +83,12 @@ static int add_fn(struct top_snapshot *snap, size_t *alloc, const char *name, ui
 		snap->fn = fn;
 		*alloc = grown;
 	}
-	snap->fn[snap->n].name = strdup(name);
+	if (len > TOPSOURCE_NAME_MAX - 1) { /* cut before a character's continuation bytes */
+		len = TOPSOURCE_NAME_MAX - 1;
+		while (len && ((unsigned char)name[len] & 0xc0) == 0x80)
+			len--;
+	}
+	snap->fn[snap->n].name = strndup(name, len);
 	if (!snap->fn[snap->n].name)
 		return -ENOMEM;
 	snap->fn[snap->n].self = self;
@@ -232,73 +97,38 @@ static int add_fn(struct top_snapshot *snap, size_t *alloc, const char *name, ui
 	return 0;
 }
 
-/* "functions": [{"name", "self", "total"}, ...]. Returns 0, -EPROTO or -ENOMEM. */
-static int parse_functions(const char **p, struct top_snapshot *snap)
+/* {"unit", "total", "functions": [{"name", "self", "total"}, ...]} (len bytes at json) into snap, each
+ * field's type checked. Returns 0, -EPROTO (why names what is wrong) or -ENOMEM. */
+static int parse_top(const char *json, size_t len, struct top_snapshot *snap, char *why, size_t whylen)
 {
-	char key[16], name[TOPSOURCE_NAME_MAX];
-	size_t alloc = 0;
-	int err;
+	struct json_object *top, *fns;
+	const char *unit = NULL;
+	size_t n = 0, alloc = 0;
+	int err = jr_parse(json, len, &top, why, whylen);
 
-	if (!eat(p, '['))
-		return -EPROTO;
-	if (eat(p, ']'))
-		return 0;
-	do {
-		uint64_t self = 0, total = 0;
+	if (err)
+		return err;
+	if ((err = jr_u64(top, "total", &snap->total, why, whylen)) ||
+	    (err = jr_array(top, "functions", &fns, &n, why, whylen)))
+		goto out;
+	if (!jr_string(top, "unit", &unit, why, whylen))
+		snap->micros = !strcmp(unit, "microseconds");
+	for (size_t i = 0; i < n && !err; i++) {
+		struct json_object *f = json_object_array_get_idx(fns, i);
+		const char *name;
+		uint64_t self, total;
 
-		if (!eat(p, '{'))
-			return -EPROTO;
-		name[0] = '\0';
-		do {
-			if (parse_string(p, key, sizeof(key)) || !eat(p, ':'))
-				return -EPROTO;
-			if (!strcmp(key, "name"))
-				err = parse_string(p, name, sizeof(name));
-			else if (!strcmp(key, "self"))
-				err = parse_u64(p, &self);
-			else if (!strcmp(key, "total"))
-				err = parse_u64(p, &total);
-			else
-				err = skip_value(p, MAX_DEPTH);
-			if (err)
-				return err;
-		} while (eat(p, ','));
-		if (!eat(p, '}'))
-			return -EPROTO;
-		if ((err = add_fn(snap, &alloc, name, self, total)))
-			return err;
-	} while (eat(p, ','));
-	return eat(p, ']') ? 0 : -EPROTO;
-}
-
-/* {"unit", "total", "functions", ...} into snap. Returns 0, -EPROTO or -ENOMEM. */
-static int parse_top(const char *json, struct top_snapshot *snap)
-{
-	const char *p = json;
-	char key[16], unit[16];
-	bool have_functions = false;
-	int err;
-
-	if (!eat(&p, '{'))
-		return -EPROTO;
-	do {
-		if (parse_string(&p, key, sizeof(key)) || !eat(&p, ':'))
-			return -EPROTO;
-		if (!strcmp(key, "unit")) {
-			err = parse_string(&p, unit, sizeof(unit));
-			snap->micros = !err && !strcmp(unit, "microseconds");
-		} else if (!strcmp(key, "total")) {
-			err = parse_u64(&p, &snap->total);
-		} else if (!strcmp(key, "functions")) {
-			err = parse_functions(&p, snap);
-			have_functions = true;
-		} else {
-			err = skip_value(&p, MAX_DEPTH);
+		if (!json_object_is_type(f, json_type_object)) {
+			snprintf(why, whylen, "the answer's functions[%zu] is not an object", i);
+			err = -EPROTO;
+		} else if (!(err = jr_string(f, "name", &name, why, whylen)) && !(err = jr_u64(f, "self", &self, why, whylen)) &&
+			   !(err = jr_u64(f, "total", &total, why, whylen))) {
+			err = add_fn(snap, &alloc, name, self, total);
 		}
-		if (err)
-			return err;
-	} while (eat(&p, ','));
-	return eat(&p, '}') && have_functions ? 0 : -EPROTO;
+	}
+out:
+	json_object_put(top);
+	return err == -ENOENT ? -EPROTO : err;
 }
 
 /* --- reading the window ---------------------------------------------------------------------------- */
@@ -347,14 +177,12 @@ static int fetch_api(struct topsource *s, FILE *out, char *why, size_t whylen)
 		say(why, whylen, "the request is too long");
 		return -ENOSPC;
 	}
-	err = http_get(s->url, target, s->token[0] ? s->token : NULL, TOPSOURCE_TIMEOUT_S, out, &status, body,
-		       sizeof(body));
+	err = http_get(s->url, &s->tls, target, s->token[0] ? s->token : NULL, TOPSOURCE_TIMEOUT_S, out, &status,
+		       body, sizeof(body));
 	if (err == -EINVAL)
-		say(why, whylen, "--server wants http://HOST[:PORT], not '%s'", s->url);
-	else if (err == -EIO || err == -EAGAIN || err == -EWOULDBLOCK)
-		say(why, whylen, "%s did not answer in %d s, or broke the connection", s->url, TOPSOURCE_TIMEOUT_S);
+		say(why, whylen, "--server wants http[s]://HOST[:PORT], not '%s'", s->url);
 	else if (err == -EPROTO)
-		say(why, whylen, "%s answered something else than HTTP", s->url);
+		say(why, whylen, "cannot read %s: %s", s->url, body); /* TLS refused, a malformed answer */
 	else if (err)
 		say(why, whylen, "cannot reach %s: %s%s", s->url, strerror(-err),
 		    err == -ECONNREFUSED ? " (is flamed running?)" : "");
@@ -413,11 +241,13 @@ int topsource_fetch(struct topsource *s, struct top_snapshot *snap, char *why, s
 		say(why, whylen, "out of memory for the answer");
 		err = -ENOMEM;
 	} else if (!err) {
-		err = parse_top(buf.data ? buf.data : "", snap);
+		char detail[256] = "";
+
+		err = parse_top(buf.data ? buf.data : "", buf.data ? buf.len : 0, snap, detail, sizeof(detail));
 		if (err == -ENOMEM)
 			say(why, whylen, "out of memory for %zu functions", snap->n);
 		else if (err)
-			say(why, whylen, "%s answered something else than the top table", topsource_where(s));
+			say(why, whylen, "%s answered something else than the top table: %s", topsource_where(s), detail);
 		if (err)
 			topsource_clear(snap);
 	}

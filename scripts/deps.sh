@@ -7,7 +7,7 @@
 set -eu
 
 build_pkgs="make gcc clang llvm pkg-config libbpf-dev bpftool libelf-dev zlib1g-dev libsqlite3-dev
-	libmicrohttpd-dev libgnutls28-dev libprotobuf-c-dev protobuf-c-compiler libdw-dev libiberty-dev libdebuginfod-dev"
+	libmicrohttpd-dev libgnutls28-dev libcurl4-gnutls-dev libjson-c-dev libprotobuf-c-dev protobuf-c-compiler libdw-dev libiberty-dev libdebuginfod-dev"
 # Every tool a test uses, so that a test skips only where the kernel refuses a feature: python3-dbg (the
 # system python3's debug file: python3.11-dbg on Debian 12, python3.13-dbg on 13), lld, mold and rustc
 # (programs linked the way Rust and many C++ projects link them), python3-numpy over libopenblas0-pthread
