@@ -1,7 +1,7 @@
 #!/bin/bash
 # test_tls.sh - HTTPS in flamed (--tls-cert, --tls-key): certificates made here with openssl (a test CA, a
-# server certificate for 127.0.0.1 it signs, another CA). curl and go tool pprof read status, a profile
-# and pprof over HTTPS; a client trusting another CA fails at once, with a clear error; plain HTTP on the
+# server certificate for 127.0.0.1 it signs, another CA). curl, flamectl (libcurl: --cacert, --cert,
+# --key) and go tool pprof read status, a profile and pprof over HTTPS; a client trusting another CA fails at once, with a clear error; plain HTTP on the
 # port gets nothing. A key others can read, a key that is not the certificate's, --tls-cert alone, and a
 # non-loopback --listen without TLS are refused with a message saying what to do. SIGHUP reads a new
 # certificate: the next handshake gets it, and no request around the reload fails; a broken file at
@@ -82,6 +82,19 @@ if command -v go > /dev/null; then
 	SSL_CERT_FILE=$C/ca.pem timeout 60 go tool pprof -raw "$URL/debug/pprof/profile?seconds=1" > "$TMP/pprof.raw" 2>&1
 	check "go tool pprof reads /debug/pprof/profile over HTTPS" grep -q '^PeriodType' "$TMP/pprof.raw"
 fi
+F=("$BUILD/flamectl" --server "$URL" --cacert "$C/ca.pem")
+check "flamectl --cacert: status over HTTPS" eval '"${F[@]}" status > "$TMP/status.txt" && [ -s "$TMP/status.txt" ]'
+check "flamectl --cacert: processes over HTTPS (JSON)" eval '"${F[@]}" processes --since 5m --format json | jq -e .processes > /dev/null'
+check "flamectl --cacert: a flame graph over HTTPS" eval '"${F[@]}" flamegraph --since 5m -o "$TMP/f.svg" && grep -q "<svg" "$TMP/f.svg"'
+timeout 3 "${F[@]}" top --watch > "$TMP/top.txt" 2>&1
+check "flamectl top --watch over HTTPS: no error" eval '[ -s "$TMP/top.txt" ] && ! grep -q "error:" "$TMP/top.txt"'
+start=$(date +%s%N)
+"$BUILD/flamectl" --server "$URL" --cacert "$C/other.pem" status > /dev/null 2> "$TMP/err"
+rc=$?
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+cat "$TMP/err"
+check "flamectl trusting another CA: exit 1 at once, saying the certificate is not trusted (${ms} ms)" \
+	eval '[ $rc -eq 1 ] && grep -qi "certificate" "$TMP/err" && [ $ms -lt 10000 ]'
 start=$(date +%s%N)
 curl -s --max-time 20 --cacert "$C/other.pem" "$URL/healthz" > /dev/null 2> "$TMP/err"
 rc=$?
@@ -180,6 +193,12 @@ rc=$?
 check "mutual TLS: a certificate another CA signed fails too (curl exit $rc)" eval '[ $rc -ne 0 ] && [ ! -s "$TMP/out" ]'
 check "mutual TLS: the CA's client certificate is served (/api/v1/status)" eval \
 	'curl -sf --cacert "$C/ca.pem" --cert "$C/client.pem" --key "$C/client.key" "$URL/api/v1/status" | jq -e .version > /dev/null'
+check "mutual TLS: flamectl --cert --key is served" \
+	"$BUILD/flamectl" --server "$URL" --cacert "$C/ca.pem" --cert "$C/client.pem" --key "$C/client.key" status
+"$BUILD/flamectl" --server "$URL" --cacert "$C/ca.pem" status > /dev/null 2> "$TMP/err"
+rc=$?
+cat "$TMP/err"
+check "mutual TLS: flamectl without a certificate: exit 1, a clear message" eval '[ $rc -eq 1 ] && [ -s "$TMP/err" ]'
 stop_flamed
 
 # --insecure-listen: plain HTTP on all interfaces, as asked.
