@@ -195,9 +195,13 @@ install: all
 	install -m 0755 $(BUILD)/flamed $(BUILD)/flamectl $(DESTDIR)$(PREFIX)/bin/
 	sed 's|/usr/local|$(PREFIX)|g' systemd/flamed.service > $(DESTDIR)$(UNITDIR)/flamed.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/flamed.service
+	install -d $(DESTDIR)$(PREFIX)/share/flamed
+	sed 's|/usr/local|$(PREFIX)|g' systemd/flamed-https.conf > $(DESTDIR)$(PREFIX)/share/flamed/flamed-https.conf
+	chmod 0644 $(DESTDIR)$(PREFIX)/share/flamed/flamed-https.conf
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/flamed $(DESTDIR)$(PREFIX)/bin/flamectl $(DESTDIR)$(UNITDIR)/flamed.service
+	rm -f $(DESTDIR)$(PREFIX)/bin/flamed $(DESTDIR)$(PREFIX)/bin/flamectl $(DESTDIR)$(UNITDIR)/flamed.service \
+		$(DESTDIR)$(PREFIX)/share/flamed/flamed-https.conf
 
 clean:
 	rm -rf $(BUILD) web/node_modules

@@ -19,6 +19,16 @@ if command -v systemd-analyze > /dev/null; then
 	exposure=$(systemd-analyze security --offline=yes "$TMP/flamed.service" 2>/dev/null | sed -n 's/.*exposure level for flamed.service: \([0-9.]*\).*/\1/p')
 	check "the unit's systemd-analyze exposure is at most 3.5 ($exposure)" awk -v e="$exposure" 'BEGIN { exit !(e != "" && e <= 3.5) }'
 	check "the unit is Type=notify with a watchdog" eval 'grep -q "^Type=notify$" "$unit" && grep -q "^WatchdogSec=" "$unit"'
+	# With the HTTPS drop-in (the key as a credential) in flamed.service.d beside it, which systemd-analyze
+	# reads with the unit: still valid, the same hardening.
+	dropin="$TMP/root/opt/flamed-test/share/flamed/flamed-https.conf"
+	check "the HTTPS drop-in is installed, running the daemon from PREFIX" \
+		grep -q '^ExecStart=/opt/flamed-test/bin/flamed .*--tls-key ${CREDENTIALS_DIRECTORY}/flamed.key' "$dropin"
+	mkdir -p "$TMP/flamed.service.d"
+	sed "s|^ExecStart=/opt/flamed-test/bin/flamed|ExecStart=$TMP/root/opt/flamed-test/bin/flamed|" "$dropin" > "$TMP/flamed.service.d/https.conf"
+	check "systemd-analyze verify accepts the unit with the HTTPS drop-in" systemd-analyze verify "$TMP/flamed.service"
+	exposure2=$(systemd-analyze security --offline=yes "$TMP/flamed.service" 2>/dev/null | sed -n 's/.*exposure level for flamed.service: \([0-9.]*\).*/\1/p')
+	check "with the drop-in, the exposure is the same ($exposure2, $exposure)" [ "$exposure2" = "$exposure" ]
 else
 	skip "systemd unit checks: systemd-analyze is not installed"
 fi
