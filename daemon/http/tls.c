@@ -70,6 +70,12 @@ static int read_file(const char *path, bool private, gnutls_datum_t *data, char 
 		close(fd);
 		return -EINVAL;
 	}
+	if (private && st.st_uid != geteuid()) {
+		snprintf(err, len, "%s: the private key belongs to uid %u, not to the user flamed runs as (%u): "
+			 "chown it", path, (unsigned)st.st_uid, (unsigned)geteuid());
+		close(fd);
+		return -EPERM;
+	}
 	if (private && (st.st_mode & (S_IRWXG | S_IRWXO))) {
 		snprintf(err, len, "%s: the private key is readable or writable by group or others (mode %04o): "
 			 "chmod 600 it", path, (unsigned)(st.st_mode & 07777));

@@ -13,8 +13,8 @@
 
 struct tls;
 
-/* Reads cert_path (a PEM chain, the server's certificate first) and key_path (a PEM private key, not
- * readable or writable by group or others), and client_ca_path (PEM certificates; NULL: none): then
+/* Reads cert_path (a PEM chain, the server's certificate first) and key_path (a PEM private key owned
+ * by the user flamed runs as, not readable or writable by group or others), and client_ca_path (PEM certificates; NULL: none): then
  * every client must show a certificate one of them signed, or its handshake fails. Returns 0 with *out
  * set, or -errno with why in err (len bytes): -EPERM (the key's mode), -EINVAL (not PEM, or the key is
  * not the certificate's), -EFBIG, -ENOMEM or the open's error. */

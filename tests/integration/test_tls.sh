@@ -47,6 +47,10 @@ start_err --listen 127.0.0.1:0 --tls-cert "$C/srv.pem" --tls-key "$C/open.key"
 rc=$?
 check "a key group or others can read is refused, naming chmod 600 (exit $rc)" \
 	eval '[ $rc -ne 0 ] && grep -q "chmod 600" "$TMP/err"'
+cp "$C/srv.key" "$C/theirs.key" && chown nobody "$C/theirs.key"
+start_err --listen 127.0.0.1:0 --tls-cert "$C/srv.pem" --tls-key "$C/theirs.key"
+rc=$?
+check "a key another user owns is refused, naming chown (exit $rc)" eval '[ $rc -ne 0 ] && grep -q "chown it" "$TMP/err"'
 start_err --listen 127.0.0.1:0 --tls-cert "$C/srv.pem" --tls-key "$C/other.key"
 rc=$?
 check "a key that is not the certificate's is refused (exit $rc)" eval '[ $rc -ne 0 ] && grep -q "cannot serve HTTPS" "$TMP/err"'
@@ -86,6 +90,8 @@ F=("$BUILD/flamectl" --server "$URL" --cacert "$C/ca.pem")
 check "flamectl --cacert: status over HTTPS" eval '"${F[@]}" status > "$TMP/status.txt" && [ -s "$TMP/status.txt" ]'
 check "flamectl --cacert: processes over HTTPS (JSON)" eval '"${F[@]}" processes --since 5m --format json | jq -e .processes > /dev/null'
 check "flamectl --cacert: a flame graph over HTTPS" eval '"${F[@]}" flamegraph --since 5m -o "$TMP/f.svg" && grep -q "<svg" "$TMP/f.svg"'
+check "flamectl --cacert: pprof over HTTPS" eval '"${F[@]}" query --since 5m --format pprof -o "$TMP/q.pb.gz" &&
+	[ "$(head -c 2 "$TMP/q.pb.gz" | od -An -tx1 | tr -d " ")" = 1f8b ]'
 timeout 3 "${F[@]}" top --watch > "$TMP/top.txt" 2>&1
 check "flamectl top --watch over HTTPS: no error" eval '[ -s "$TMP/top.txt" ] && ! grep -q "error:" "$TMP/top.txt"'
 start=$(date +%s%N)
