@@ -74,7 +74,9 @@ cp "$C/srv.pem" "$C/live.pem" && cp "$C/srv.key" "$C/live.key" && chmod 600 "$C/
 run_flamed tls --db "$TMP/flamed.db" --listen 127.0.0.1:0 --frequency $FREQ --flush-interval 1 \
 	--tls-cert "$C/live.pem" --tls-key "$C/live.key"
 check "the URL is https ($URL)" eval '[[ "$URL" == https://127.0.0.1:* ]]'
-timeout 2 sh -c 'while :; do :; done' # something to profile
+timeout 2 sh -c 'while :; do :; done' & # something to profile
+BUSY=$!
+wait $BUSY
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 check "curl --cacert: /api/v1/status over HTTPS (200, JSON)" eval \
 	'curl -sf --cacert "$C/ca.pem" "$URL/api/v1/status" | jq -e .version > /dev/null'
@@ -90,7 +92,7 @@ F=("$BUILD/flamectl" --server "$URL" --cacert "$C/ca.pem")
 check "flamectl --cacert: status over HTTPS" eval '"${F[@]}" status > "$TMP/status.txt" && [ -s "$TMP/status.txt" ]'
 check "flamectl --cacert: processes over HTTPS (JSON)" eval '"${F[@]}" processes --since 5m --format json | jq -e .processes > /dev/null'
 check "flamectl --cacert: a flame graph over HTTPS" eval '"${F[@]}" flamegraph --since 5m -o "$TMP/f.svg" && grep -q "<svg" "$TMP/f.svg"'
-check "flamectl --cacert: pprof over HTTPS" eval '"${F[@]}" query --since 5m --format pprof -o "$TMP/q.pb.gz" &&
+check "flamectl --cacert: pprof over HTTPS" eval '"${F[@]}" query --pid $BUSY --children --since 5m --format pprof -o "$TMP/q.pb.gz" &&
 	[ "$(head -c 2 "$TMP/q.pb.gz" | od -An -tx1 | tr -d " ")" = 1f8b ]'
 timeout 3 "${F[@]}" top --watch > "$TMP/top.txt" 2>&1
 check "flamectl top --watch over HTTPS: no error" eval '[ -s "$TMP/top.txt" ] && ! grep -q "error:" "$TMP/top.txt"'
