@@ -209,7 +209,7 @@ static int build_rows(const struct layout *l, const void *eh, const void *code, 
 		return err;
 	}
 	if (nsyms > 1 && !elf_file_from_fd(fd, &ef)) { /* takes fd */
-		added = prologue_fill(ef, rows, n, UNWIND_MAX_ROWS);
+		added = prologue_fill_ex(ef, rows, n, UNWIND_MAX_ROWS, PROLOGUE_EPILOGUE_INSIDE);
 		elf_file_free(ef);
 		if (added < 0 && added != -E2BIG) {
 			free(*rows);

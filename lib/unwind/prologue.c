@@ -263,7 +263,38 @@ static void put(struct unwind_row *out, size_t *k, struct unwind_row row)
 	out[(*k)++] = row;
 }
 
+/* prologue_decode of f (its first len bytes in code), its epilogue looked for at each `ret` inside the
+ * function, from its end back, up to PROLOGUE_MAX_RETS of them, in a function of at most
+ * PROLOGUE_MAX_BODY bytes. Returns how many rows, or 0. */
+static size_t decode_inside(const struct elf_file *ef, const struct func *f, const uint8_t *code, size_t len,
+			    struct unwind_row *pro)
+{
+	size_t size = f->hi - f->lo, np = 0;
+	unsigned rets = 0;
+	uint8_t *body;
+
+	if (size > PROLOGUE_MAX_BODY || !(body = malloc(size)))
+		return 0;
+	if (elf_file_read_vaddr(ef, f->lo, body, size) == 0) {
+		for (size_t i = size; i-- > 0 && !np && rets < PROLOGUE_MAX_RETS;) {
+			size_t from = i + 1 > PROLOGUE_MAX_BYTES ? i + 1 - PROLOGUE_MAX_BYTES : 0;
+
+			if (body[i] != 0xc3)
+				continue;
+			rets++;
+			np = prologue_decode(code, len, body + from, i + 1 - from, f->lo, pro);
+		}
+	}
+	free(body);
+	return np;
+}
+
 int prologue_fill(const struct elf_file *ef, struct unwind_row **rows, size_t *n, size_t max_rows)
+{
+	return prologue_fill_ex(ef, rows, n, max_rows, 0);
+}
+
+int prologue_fill_ex(const struct elf_file *ef, struct unwind_row **rows, size_t *n, size_t max_rows, unsigned flags)
 {
 	struct unwind_row pro[PROLOGUE_MAX_ROWS], *out = NULL, *in = *rows;
 	struct func *fs = NULL;
@@ -292,8 +323,12 @@ int prologue_fill(const struct elf_file *ef, struct unwind_row **rows, size_t *n
 			end = f->hi;
 		if (overlaps)
 			continue; /* an alias (.symtab and .dynsym both name it), or overlapping ones: the first */
-		if (elf_file_read_vaddr(ef, f->lo, code, len) < 0 || elf_file_read_vaddr(ef, f->hi - len, tail, len) < 0 ||
-		    !(np = prologue_decode(code, len, tail, len, f->lo, pro)))
+		if (elf_file_read_vaddr(ef, f->lo, code, len) < 0 || elf_file_read_vaddr(ef, f->hi - len, tail, len) < 0)
+			continue;
+		np = prologue_decode(code, len, tail, len, f->lo, pro);
+		if (!np && (flags & PROLOGUE_EPILOGUE_INSIDE))
+			np = decode_inside(ef, f, code, len, pro);
+		if (!np)
 			continue;
 		while (r < *n && in[r].pc <= f->lo)
 			put(out, &k, in[r++]);

@@ -39,4 +39,15 @@ size_t prologue_decode(const uint8_t *code, size_t len, const uint8_t *tail, siz
  * max_rows rows), -ENOMEM, -EINVAL (a corrupt symbol table); *rows is untouched on error. */
 int prologue_fill(const struct elf_file *ef, struct unwind_row **rows, size_t *n, size_t max_rows);
 
+/* prologue_fill_ex's flags. */
+#define PROLOGUE_EPILOGUE_INSIDE 1u /* a function whose end is not its epilogue (JIT code: LLVM may lay out a
+				     * loop after the `ret`) is checked against an epilogue ending at any of
+				     * its `ret`s instead */
+#define PROLOGUE_MAX_BODY (64u << 10) /* bytes of one function read for that */
+#define PROLOGUE_MAX_RETS 64          /* `ret` bytes tried per function */
+
+/* prologue_fill with flags (PROLOGUE_*). */
+int prologue_fill_ex(const struct elf_file *ef, struct unwind_row **rows, size_t *n, size_t max_rows,
+		     unsigned flags);
+
 #endif

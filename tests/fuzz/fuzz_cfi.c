@@ -57,12 +57,12 @@ static void check_rows(const struct unwind_row *rows, size_t n, const struct cfi
 	FUZZ_ASSERT(cfi_lookup(rows, n, UINT64_MAX) == &rows[n - 1]);
 }
 
-/* Rows after prologue_fill: still strictly increasing, no equal neighbours, a NONE row last; a failure
- * left them as they were. */
-static void check_filled(const struct elf_file *ef, struct unwind_row **rows, size_t *n)
+/* Rows after prologue_fill_ex (flags: PROLOGUE_*): still strictly increasing, no equal neighbours, a
+ * NONE row last; a failure left them as they were. */
+static void check_filled(const struct elf_file *ef, struct unwind_row **rows, size_t *n, unsigned flags)
 {
 	size_t before = *n;
-	int rc = prologue_fill(ef, rows, n, MAX_ROWS);
+	int rc = prologue_fill_ex(ef, rows, n, MAX_ROWS, flags);
 
 	FUZZ_ASSERT(rc >= 0 || rc == -E2BIG || rc == -ENOMEM || rc == -EINVAL);
 	FUZZ_ASSERT(rc > 0 || *n == before);
@@ -100,7 +100,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct elf_file *ef;
 		int efd = dup(fd);
 		if (efd >= 0 && elf_file_from_fd(efd, &ef) == 0) {
-			check_filled(ef, &rows, &n);
+			check_filled(ef, &rows, &n, 0);
+			check_filled(ef, &rows, &n, PROLOGUE_EPILOGUE_INSIDE); /* JIT objects' way */
 			elf_file_free(ef);
 		}
 		free(rows);

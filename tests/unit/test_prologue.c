@@ -178,6 +178,45 @@ out:
 	free(rows);
 }
 
+/* A function whose `ret` is not at its end (a loop laid out after it, as LLVM does in JIT code): its
+ * prologue is only trusted with PROLOGUE_EPILOGUE_INSIDE, which finds the epilogue at the `ret`. */
+static void test_inner_epilogue(const char *dir)
+{
+	char src[256], lib[256];
+	struct unwind_row *rows = NULL;
+	struct elf_file *ef = NULL;
+	size_t n = 0;
+	GElf_Sym f;
+	FILE *out;
+
+	snprintf(src, sizeof(src), "%s/inner.S", dir);
+	snprintf(lib, sizeof(lib), "%s/inner.so", dir);
+	if (!(out = fopen(src, "w")))
+		return;
+	fputs("\t.text\n\t.globl inner_ret\n\t.type inner_ret, @function\ninner_ret:\n"
+	      "\tendbr64\n\tpush %rbx\n\tsub $16, %rsp\n\tmov %rdi, %rbx\n"
+	      "1:\ttest %rbx, %rbx\n\tje 2f\n\tadd $16, %rsp\n\tpop %rbx\n\tret\n"
+	      "2:\tdec %rbx\n\tjmp 1b\n\t.size inner_ret, .-inner_ret\n"
+	      "\t.section .note.GNU-stack,\"\",@progbits\n", out);
+	fclose(out);
+	if (run_quiet("cc -shared -nostdlib -o %s %s 2>/dev/null", lib, src) != 0 || elf_file_open(lib, &ef) != 0 ||
+	    elf_file_symbol(ef, false, "inner_ret", &f)) {
+		CHECK(0, "inner.so built and opened");
+		elf_file_free(ef);
+		return;
+	}
+	CHECK(prologue_fill(ef, &rows, &n, UNWIND_MAX_ROWS) == 0 && n == 0,
+	      "a function ending in a jmp: no rows from its prologue by default");
+	CHECK(prologue_fill_ex(ef, &rows, &n, UNWIND_MAX_ROWS, PROLOGUE_EPILOGUE_INSIDE) == 1,
+	      "with PROLOGUE_EPILOGUE_INSIDE: its epilogue found at its ret, the function given rows");
+	CHECK(n && is_row(at(rows, n, f.st_value), at(rows, n, f.st_value)->pc, false, 8, 0),
+	      "its entry: rsp + 8");
+	CHECK(n && is_row(at(rows, n, f.st_value + f.st_size - 3), at(rows, n, f.st_value + f.st_size - 3)->pc, false,
+			  32, 0), "its loop after the ret: rsp + 32, the frame its push and sub made");
+	elf_file_free(ef);
+	free(rows);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/test_prologue.XXXXXX";
@@ -188,6 +227,7 @@ int main(void)
 		return CHECK_EXIT();
 	}
 	test_program(dir);
+	test_inner_epilogue(dir);
 	run_quiet("rm -rf '%s'", dir);
 	return CHECK_EXIT();
 }
