@@ -307,7 +307,6 @@ static int pick_source(struct options *o, struct source *src)
 	return 0;
 }
 
-/* Writes the profile of pid's family over [from, to) to path. Returns the exit code. */
 /* Runs o's query from the source into out; the exit code. */
 static int run_query(const struct options *o, const struct source *src, FILE *out)
 {
@@ -350,6 +349,8 @@ static void family_size(const struct options *o, const struct source *src, uint6
 	free(body);
 }
 
+/* Writes the profile of pid's family over [from, to) to path (out), and the family's size. Returns the
+ * exit code. */
 static int write_profile(struct options *o, struct source *src, pid_t pid, int64_t from, int64_t to,
 			 const char *path, FILE *out, uint64_t *total, unsigned *procs)
 {

@@ -133,7 +133,7 @@ out:
 
 /* --- reading the window ---------------------------------------------------------------------------- */
 
-/* The "error" of a JSON error body, or its first line. */
+/* Appends name=v to the request's target t (len bytes). Returns 0 or -ENOSPC. */
 static int add_num(char *t, size_t len, const char *name, long long v)
 {
 	char buf[32];
