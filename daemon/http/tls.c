@@ -34,7 +34,7 @@ struct tls {
 	pthread_mutex_t lock;
 	struct pair *current;
 	struct pair *retired[RETIRED_MAX];
-	unsigned nretired, reloads;
+	unsigned nretired;
 };
 
 static pthread_mutex_t serving_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -210,14 +210,8 @@ int tls_reload(struct tls *t, char *err, size_t len)
 	}
 	t->retired[t->nretired++] = t->current;
 	t->current = p;
-	t->reloads++;
 	pthread_mutex_unlock(&t->lock);
 	return 0;
-}
-
-unsigned tls_reloads(const struct tls *t)
-{
-	return t->reloads;
 }
 
 const char *tls_client_ca(const struct tls *t)

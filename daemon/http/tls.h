@@ -29,9 +29,6 @@ const char *tls_client_ca(const struct tls *t);
  * stays, and err says why. Thread-safe with the handshakes. Returns 0 or -errno as tls_new. */
 int tls_reload(struct tls *t, char *err, size_t len);
 
-/* How many times a reload succeeded. */
-unsigned tls_reloads(const struct tls *t);
-
 /* The gnutls_certificate_retrieve_function2 to give libmicrohttpd (MHD_OPTION_HTTPS_CERT_CALLBACK),
  * serving t's current pair; one struct tls serves at a time (the last tls_new'd, until tls_free). */
 gnutls_certificate_retrieve_function2 *tls_retrieve_function(void);
