@@ -328,7 +328,7 @@ void options_parse(int argc, char **argv, struct options *o)
 	if (o->tls_client_ca && !o->tls_cert)
 		die_usage("--tls-client-ca needs --tls-cert and --tls-key: client certificates are asked for over HTTPS");
 	if (strcmp(o->listen, "none") && !o->tls_cert && !o->insecure_listen &&
-	    !http_parse_listen(o->listen, &addr, &addr_len) && !http_listen_is_loopback(o->listen))
+	    !http_parse_listen(o->listen, &addr, &addr_len) && !http_addr_is_loopback(&addr))
 		die_usage("--listen %s is not a loopback address: every profile, command line and the bearer token "
 			  "would cross the network in clear text. Serve HTTPS with --tls-cert FILE --tls-key FILE, "
 			  "or pass --insecure-listen if plain HTTP there is wanted", o->listen);

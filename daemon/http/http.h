@@ -78,8 +78,8 @@ struct http_opts {
 struct sockaddr_storage;
 int http_parse_listen(const char *s, struct sockaddr_storage *out, unsigned *len);
 
-/* Whether "ADDR:PORT" (as http_parse_listen takes it) is a loopback address: 127.0.0.0/8 or ::1. */
-bool http_listen_is_loopback(const char *s);
+/* Whether an address http_parse_listen gave is a loopback one: 127.0.0.0/8 or ::1. */
+bool http_addr_is_loopback(const struct sockaddr_storage *a);
 
 /* Starts serving. Returns 0, -EINVAL (bad listen address), -EADDRINUSE, or -errno. */
 /* Also -EINVAL without opts or db_path (which may not exist yet: data requests are 503 until it

@@ -224,16 +224,11 @@ int http_parse_listen(const char *s, struct sockaddr_storage *out, unsigned *len
 	return 0;
 }
 
-bool http_listen_is_loopback(const char *s)
+bool http_addr_is_loopback(const struct sockaddr_storage *a)
 {
-	struct sockaddr_storage a;
-	unsigned len;
-
-	if (http_parse_listen(s, &a, &len))
-		return false;
-	if (a.ss_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)&a)->sin_addr.s_addr) >> 24) == 127;
-	return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)&a)->sin6_addr);
+	if (a->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127;
+	return a->ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)a)->sin6_addr);
 }
 
 /* Fills h from opts; 0 or -EINVAL / -ENOMEM. */
