@@ -356,6 +356,12 @@ struct walk {
 	__u8 fp_ended;    /* the walk ended where a frame pointer chain did: perhaps code without one */
 	__u8 after_tramp; /* the frame just unwound was a perf trampoline: its caller is the interpreter's
 			   * evaluator that called it, glue not written (a stripped binary cannot name it) */
+	/* The eval-loop call whose Python frames were written last (3.12+): where they began (its first
+	 * frame, n, py_written) and the entry frame that ended them, on its native frame unless it was
+	 * sampled entering or leaving (see shim_check). */
+	__u64 py_first, py_shim;
+	__u32 py_first_n, py_first_written;
+	__u8 shim_check;  /* the frame just unwound was that call's: check where its entry frame lies */
 	__u8 py_buf[PY_TSTATE_READ]; /* a thread state or frame read from the process */
 	__u64 py_win_at;  /* user address of py_win[0]; 0: nothing read there this walk */
 	__u8 py_win[PY_WIN + PY_FRAME_READ]; /* the page of process memory a frame was read from (its
@@ -544,6 +550,24 @@ static __always_inline long native_done(struct walk *w, const struct walk_ctx *w
 	return stop;
 }
 
+/* Run once the eval-loop call whose Python frames were just written is unwound (w->sp its CFA). 3.12+
+ * push a shim "entry frame" on the call's own C stack frame when it starts and pop it before it
+ * returns, so it lies below the CFA. One found above it is a caller's: the call was sampled in its
+ * prologue or epilogue, with the thread's current frame still (or again) its caller's. The frames
+ * written are then the caller's: taken back, to be written in the caller's eval-loop frame. */
+static __always_inline void shim_check(struct walk *w)
+{
+	w->shim_check = 0;
+	if (w->py_shim < w->sp || w->py_shim - w->sp >= PY_SHIM_REACH || w->py_shim == w->py_base ||
+	    w->py_first_n > w->n)
+		return;
+	w->n = w->py_first_n;
+	w->py_written = w->py_first_written;
+	w->py_frame = w->py_first;
+	w->py_shim = 0;
+	stat_inc(STAT_PY_CALL_EDGE);
+}
+
 /* bpf_loop callback: records the frame at w->ip and unwinds to its caller; in a Python process, writes
  * an eval-loop call's Python frames in its place (one per call). Returns 1 to stop. */
 static long walk_step(__u64 index, void *ctx)
@@ -567,6 +591,8 @@ static long walk_step(__u64 index, void *ctx)
 		py_step(w, wc->py, st);
 		return w->py_state == PY_DONE;
 	}
+	if (w->shim_check)
+		shim_check(w);
 	n = w->n;
 	if (w->py_state == PY_DONE || n >= PROFILE_MAX_DEPTH)
 		return 1;
@@ -580,17 +606,33 @@ static long walk_step(__u64 index, void *ctx)
 	if (wc->py && w->py_state == PY_NATIVE) {
 		if (w->py_frame && py_in_eval(wc->py, pc)) {
 			w->py_state = PY_EMIT; /* its Python frames go in its place */
+			w->py_first = w->py_frame;
+			w->py_first_n = n;
+			w->py_first_written = w->py_written;
+			w->py_shim = 0;
 			return 0;
 		}
-		if (w->after_eval && wc->py->tramp_cfa && (!m || m->table == UNWIND_NO_TABLE)) {
-			w->after_eval = 0; /* a perf trampoline: stood for by the Python frames, not written */
-			w->after_tramp = 1;
-			w->unwound++;
-			return native_done(w, wc, tramp_step(w, wc->py));
+		if (wc->py->tramp_cfa && (!m || m->table == UNWIND_NO_TABLE) && (w->after_eval || !w->unwound)) {
+			/* A perf trampoline: stood for by the Python frames, not written. At the leaf, its
+			 * instruction tells where its CFA is (or that it is other code). */
+			bool rbp_saved = wc->py->tramp_rbp_saved;
+			__u32 cfa_off = wc->py->tramp_cfa;
+
+			if (!w->unwound)
+				cfa_off = tramp_leaf_cfa(w, wc->py, &rbp_saved);
+			if (cfa_off) {
+				if (!w->unwound)
+					stat_inc(STAT_PY_TRAMP_LEAF);
+				w->after_eval = 0;
+				w->after_tramp = 1;
+				w->unwound++;
+				return native_done(w, wc, tramp_step(w, cfa_off, rbp_saved));
+			}
 		}
 	}
 	w->after_eval = w->py_state == PY_EVAL;
 	if (w->py_state == PY_EVAL) {
+		w->shim_check = w->py_shim != 0;
 		w->py_state = PY_NATIVE;
 	} else if (w->after_tramp) {
 		w->after_tramp = 0;

@@ -49,9 +49,9 @@ struct {
 static __always_inline void py_walk_start(struct walk *w)
 {
 	w->py_state = PY_NATIVE;
-	w->py_frame = w->py_base = w->py_win_at = 0;
+	w->py_frame = w->py_base = w->py_win_at = w->py_shim = 0;
 	w->py_written = 0;
-	w->py_truncated = w->after_eval = w->after_tramp = 0;
+	w->py_truncated = w->after_eval = w->after_tramp = w->shim_check = 0;
 }
 
 static __always_inline __u64 py_load64(const __u8 *buf, __u32 size, __u32 off)
@@ -266,6 +266,7 @@ static __always_inline void py_step(struct walk *w, const struct py_proc *py, st
 	if (o->walk == PY_WALK_SHIM && py_load8(f, PY_FRAME_READ, o->frame_owner) >= o->owner_cstack) {
 		/* The shim or entry frame under an eval-loop call's first frame (3.15: or the thread's base
 		 * frame): it ends the call's frames. */
+		w->py_shim = w->py_frame;
 		w->py_frame = back;
 		if (w->py_state != PY_TAIL)
 			w->py_state = PY_EVAL;
@@ -288,14 +289,13 @@ static __always_inline void py_step(struct walk *w, const struct py_proc *py, st
 		w->py_state = PY_EVAL;
 }
 
-/* One frame up through a -X perf trampoline, which called the eval-loop frame just unwound: it keeps
- * no unwind table (anonymous code), so its layout says where the return address is. */
-static __always_inline long tramp_step(struct walk *w, const struct py_proc *py)
+/* One frame up through a -X perf trampoline: it keeps no unwind table (anonymous code), so its layout
+ * says where the return address is: CFA = rsp + cfa, and rbp saved at CFA - 16 when rbp_saved. */
+static __always_inline long tramp_step(struct walk *w, __u32 cfa_off, bool rbp_saved)
 {
-	__u64 cfa = w->sp + py->tramp_cfa, ra, bp = w->bp;
+	__u64 cfa = w->sp + cfa_off, ra, bp = w->bp;
 
-	if (read_stack(w, &ra, sizeof(ra), cfa - 8) ||
-	    (py->tramp_rbp_saved && read_stack(w, &bp, sizeof(bp), cfa - 16))) {
+	if (read_stack(w, &ra, sizeof(ra), cfa - 8) || (rbp_saved && read_stack(w, &bp, sizeof(bp), cfa - 16))) {
 		w->done = WALK_FAILED;
 		return 1;
 	}
@@ -305,6 +305,41 @@ static __always_inline long tramp_step(struct walk *w, const struct py_proc *py)
 	if (!ra)
 		w->done = WALK_END;
 	return w->done != WALK_ON;
+}
+
+/* Where the CFA of a sample's leaf is when it lies in a perf trampoline: the instruction at ip tells
+ * which of the template's (pyelf.c's decode_trampoline) it is about to run. Returns rsp's offset to it
+ * and sets *rbp_saved, or 0: no instruction of the template (other anonymous code). */
+static __always_inline __u32 tramp_leaf_cfa(const struct walk *w, const struct py_proc *py, bool *rbp_saved)
+{
+	__u8 c[4] = {};
+
+	*rbp_saved = false;
+	if (bpf_probe_read_user(c, 1, (void *)w->ip))
+		return 0;
+	if (c[0] == 0xc3) /* ret: whatever the template saved is restored */
+		return 8;
+	if (bpf_probe_read_user(c, sizeof(c), (void *)w->ip))
+		return 0;
+	if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa) /* endbr64 */
+		return 8;
+	if (c[0] == 0xff && c[1] == 0xd1) { /* call *%rcx */
+		*rbp_saved = py->tramp_rbp_saved;
+		return 16;
+	}
+	if (py->tramp_rbp_saved) {
+		if (c[0] == 0x55) /* push %rbp */
+			return 8;
+		*rbp_saved = true;
+		if ((c[0] == 0x48 && c[1] == 0x89 && c[2] == 0xe5) || c[0] == 0x5d) /* mov %rsp,%rbp; pop %rbp */
+			return 16;
+		return 0;
+	}
+	if (c[0] == 0x48 && c[1] == 0x83 && c[3] == 0x08 && c[2] == 0xec) /* sub $8,%rsp */
+		return 8;
+	if (c[0] == 0x48 && c[1] == 0x83 && c[3] == 0x08 && c[2] == 0xc4) /* add $8,%rsp */
+		return 16;
+	return 0;
 }
 
 #endif

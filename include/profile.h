@@ -132,6 +132,8 @@ enum profile_stat {
 	STAT_PY_TRUNCATED,       /* Python walks cut at the most Python frames a stack may hold */
 	STAT_PY_UNMATCHED,       /* Python frames left over when the native walk ended (not written) */
 	STAT_PY_APPENDED,        /* native walks that failed, the rest of the Python frames written after */
+	STAT_PY_CALL_EDGE,       /* eval-loop calls sampled starting or ending: their frames the caller's */
+	STAT_PY_TRAMP_LEAF,      /* samples whose leaf was a perf trampoline, unwound by its instruction */
 	STAT_PY_EVENTS_LOST,     /* code objects first written not reported: py_events ring buffer full */
 	STAT_OFFCPU_BLOCKS,      /* threads switched out blocked (sleeping or uninterruptible) */
 	STAT_OFFCPU_WALKED,      /* ... whose stacks were walked */

@@ -22,6 +22,10 @@
 #define PY_FRAME_CODE(ip) ((((__u64)(ip) >> 16) & PY_CODE_MASK) << 3)
 #define PY_FRAME_INSTR(ip) ((unsigned)((__u64)(ip) & 0xffff))
 
+/* How far above an eval-loop call's frame (its CFA) the entry frame of a caller's may lie: the C
+ * stack's usual limit (see shim_check in bpf/profile.bpf.c). */
+#define PY_SHIM_REACH (8ULL << 20)
+
 /* How an eval-loop call maps to Python frames, by interpreter version. */
 enum py_walk_kind {
 	PY_WALK_NONE = 0,

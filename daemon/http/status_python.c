@@ -44,8 +44,9 @@ void status_python_json(FILE *o, const struct daemon_status *s)
 {
 	fprintf(o, ", \"python\": {\"enabled\": %s", s->python ? "true" : "false");
 	status_bpf_refused_json(o, s, BPF_FEATURE_PYTHON);
-	fprintf(o, ", \"max_frames\": %u, \"stacks\": %" PRIu64 ", \"truncated\": %" PRIu64 ", \"walk_errors\": {",
-		s->python_frames, s->lost[STAT_PY_STACKS], s->lost[STAT_PY_TRUNCATED]);
+	fprintf(o, ", \"max_frames\": %u, \"stacks\": %" PRIu64 ", \"truncated\": %" PRIu64 ", \"calls_starting_or_ending\": %"
+		PRIu64 ", \"trampoline_leaves\": %" PRIu64 ", \"walk_errors\": {", s->python_frames, s->lost[STAT_PY_STACKS],
+		s->lost[STAT_PY_TRUNCATED], s->lost[STAT_PY_CALL_EDGE], s->lost[STAT_PY_TRAMP_LEAF]);
 	for (size_t i = 0; i < sizeof(walk_errors) / sizeof(walk_errors[0]); i++)
 		fprintf(o, "%s\"%s\": %" PRIu64, i ? ", " : "", walk_errors[i].name, s->lost[walk_errors[i].stat]);
 	fprintf(o, "}, \"processes\": %" PRIu64 ", \"processes_refused\": %" PRIu64 ", \"interpreters\": %" PRIu64
@@ -66,8 +67,9 @@ void status_python_json(FILE *o, const struct daemon_status *s)
 
 void status_python_text(FILE *o, const struct daemon_status *s)
 {
-	fprintf(o, "python_enabled %d\npython_stacks %" PRIu64 "\npython_truncated %" PRIu64 "\n", s->python ? 1 : 0,
-		s->lost[STAT_PY_STACKS], s->lost[STAT_PY_TRUNCATED]);
+	fprintf(o, "python_enabled %d\npython_stacks %" PRIu64 "\npython_truncated %" PRIu64
+		"\npython_calls_starting_or_ending %" PRIu64 "\npython_trampoline_leaves %" PRIu64 "\n", s->python ? 1 : 0,
+		s->lost[STAT_PY_STACKS], s->lost[STAT_PY_TRUNCATED], s->lost[STAT_PY_CALL_EDGE], s->lost[STAT_PY_TRAMP_LEAF]);
 	for (size_t i = 0; i < sizeof(walk_errors) / sizeof(walk_errors[0]); i++)
 		fprintf(o, "python_walk_errors_%s %" PRIu64 "\n", walk_errors[i].name, s->lost[walk_errors[i].stat]);
 	fprintf(o, "python_processes %" PRIu64 "\npython_processes_refused %" PRIu64 "\npython_interpreters %" PRIu64
@@ -84,6 +86,11 @@ void status_python_metrics(FILE *o, const struct daemon_status *s)
 		   s->lost[STAT_PY_STACKS]);
 	http_metric_u64(o, "flamed_python_stacks_truncated_total", "counter",
 		   "Python walks cut at --python-frames frames.", s->lost[STAT_PY_TRUNCATED]);
+	http_metric_u64(o, "flamed_python_calls_starting_or_ending_total", "counter",
+		   "Eval-loop calls sampled before their frames were pushed or after they were popped: the frames read "
+		   "for them written at their caller's.", s->lost[STAT_PY_CALL_EDGE]);
+	http_metric_u64(o, "flamed_python_trampoline_leaves_total", "counter",
+		   "Samples taken in a -X perf trampoline, unwound by its instruction.", s->lost[STAT_PY_TRAMP_LEAF]);
 	http_metric(o, "flamed_python_walk_errors_total", "counter", "Python walks that came up short, by reason.");
 	for (size_t i = 0; i < sizeof(walk_errors) / sizeof(walk_errors[0]); i++)
 		fprintf(o, "flamed_python_walk_errors_total{reason=\"%s\"} %" PRIu64 "\n", walk_errors[i].name,
