@@ -26,7 +26,8 @@ static __always_inline bool defer_pending(const struct unwind_proc *p, bool bloc
 }
 
 /* bpf_loop callback: writes the Python frames of one eval-loop call of the sampled thread into the
- * scratch stack, closed by a 0 (the daemon puts them where their eval-loop frame is). */
+ * scratch stack, closed by a 0 (the daemon puts them where their eval-loop frame is); before the 0, the
+ * address of the entry frame that ended them (3.12+; no PY_FRAME value), for the daemon's shim check. */
 static long py_defer_step(__u64 index, void *ctx)
 {
 	const struct walk_ctx *wc = ctx;
@@ -38,8 +39,13 @@ static long py_defer_step(__u64 index, void *ctx)
 	if (!st || !w || !wc->py || !w->py_frame || w->n >= PROFILE_MAX_DEPTH - 1)
 		return 1;
 	w->py_state = PY_EMIT;
+	w->py_shim = 0;
 	py_step(w, wc->py, st);
 	n = w->n;
+	if (w->py_state == PY_EVAL && w->py_shim && w->py_shim != w->py_base && n < PROFILE_MAX_DEPTH - 1) {
+		st->ips[n] = w->py_shim;
+		w->n = ++n;
+	}
 	if (w->py_state == PY_EVAL && n < PROFILE_MAX_DEPTH) {
 		st->ips[n] = 0;
 		w->n = n + 1;

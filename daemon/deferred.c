@@ -226,6 +226,8 @@ static enum walk_result walk(struct deferred *d, const struct waiting *w, const 
 	if (w->npy && d->o.py_fd >= 0 && bpf_map_lookup_elem(d->o.py_fd, &w->key.pid, &pp) == 0 && pp.token == w->token) {
 		memcpy(py.eval_start, pp.eval_start, sizeof(py.eval_start));
 		memcpy(py.eval_end, pp.eval_end, sizeof(py.eval_end));
+		py.tramp_cfa = pp.tramp_cfa;
+		py.tramp_rbp_saved = pp.tramp_rbp_saved;
 	}
 	stackwalk(p, map_row, d, &w->regs, &c, w->npy ? &py : NULL, d->o.no_fp && !fp_only, ips, PROFILE_MAX_DEPTH,
 		  &res);

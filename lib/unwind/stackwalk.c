@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "unwind/stackwalk.h"
+#include "python.h"
 
 struct walk {
 	uint64_t ip, sp, bp;
@@ -10,6 +11,12 @@ struct walk {
 	bool fp_ended; /* a frame pointer chain ended (its code had no table: JIT, the vDSO) */
 	const struct stackwalk_py *py;
 	size_t py_at;  /* the next of py's frames */
+	/* The eval-loop call whose frames were written last: where they began in py and in the output, and
+	 * the entry frame that ended them (0: none). */
+	size_t first_at, first_n, first_written;
+	uint64_t shim;
+	bool after_eval;  /* the frame just unwound was an eval-loop call whose frames were written */
+	bool after_tramp; /* the frame just unwound was a perf trampoline: its caller, glue, not written */
 	struct stackwalk_result *out;
 };
 
@@ -109,7 +116,7 @@ static const struct unwind_mapping *mapping_find(const struct unwind_proc *p, ui
 static bool py_left(const struct walk *w)
 {
 	for (size_t i = w->py_at; w->py && i < w->py->n; i++)
-		if (w->py->frames[i] != STACKWALK_PY_END)
+		if (PY_IS_FRAME(w->py->frames[i]))
 			return true;
 	return false;
 }
@@ -119,10 +126,14 @@ static bool py_in_eval(const struct stackwalk_py *py, uint64_t pc)
 	return (pc >= py->eval_start[0] && pc < py->eval_end[0]) || (pc >= py->eval_start[1] && pc < py->eval_end[1]);
 }
 
-/* Writes Python frames into ips (at most max in all): the next eval-loop call's (to its end mark), or
- * with all every one left. */
+/* Writes Python frames into ips (at most max in all): the next eval-loop call's (to its end mark, its
+ * entry frame's address left in w->shim), or with all every one left. */
 static void py_write(struct walk *w, bool all, uint64_t *ips, size_t max)
 {
+	w->first_at = w->py_at;
+	w->first_n = w->out->n;
+	w->first_written = w->out->py_written;
+	w->shim = 0;
 	while (w->py_at < w->py->n) {
 		uint64_t f = w->py->frames[w->py_at++];
 
@@ -131,11 +142,41 @@ static void py_write(struct walk *w, bool all, uint64_t *ips, size_t max)
 				continue;
 			return;
 		}
+		if (!PY_IS_FRAME(f)) {
+			w->shim = f;
+			continue;
+		}
 		if (w->out->n < max) {
 			ips[w->out->n++] = f;
 			w->out->py_written++;
 		}
 	}
+}
+
+/* Once the eval-loop call whose frames were written last is unwound (w->sp its CFA): frames whose entry
+ * frame lies above it are its caller's (see bpf/profile.bpf.c's shim_check), taken back. */
+static void shim_check(struct walk *w)
+{
+	if (w->shim < w->sp || w->shim - w->sp >= PY_SHIM_REACH)
+		return;
+	w->out->n = w->first_n;
+	w->out->py_written = w->first_written;
+	w->py_at = w->first_at;
+	w->shim = 0;
+	w->out->py_moved++;
+}
+
+/* One frame up through a perf trampoline, by its layout. Returns whether the walk goes on. */
+static bool tramp_step(struct walk *w)
+{
+	uint64_t cfa = w->sp + w->py->tramp_cfa, ra, bp = w->bp;
+
+	if (!read_u64(w, cfa - 8, &ra) || (w->py->tramp_rbp_saved && !read_u64(w, cfa - 16, &bp)))
+		return stop(w, STACKWALK_SHORT);
+	w->ip = ra;
+	w->sp = cfa;
+	w->bp = bp;
+	return ra ? true : stop(w, STACKWALK_END);
 }
 
 void stackwalk(const struct unwind_proc *p, stackwalk_row_fn row, void *ctx, const struct stackwalk_regs *r,
@@ -164,10 +205,24 @@ void stackwalk(const struct unwind_proc *p, stackwalk_row_fn row, void *ctx, con
 		/* A return address may be past the end of its call's function. */
 		pc = steps++ ? w.ip - 1 : w.ip;
 		m = mapping_find(p, pc);
-		if (py_left(&w) && py_in_eval(py, pc))
+		if (w.after_eval)
+			shim_check(&w);
+		if (w.after_eval && py->tramp_cfa && (!m || m->table == UNWIND_NO_TABLE)) {
+			w.after_eval = false; /* a perf trampoline: stood for by the Python frames, not written */
+			w.after_tramp = true;
+			if (!tramp_step(&w))
+				break;
+			continue;
+		}
+		w.after_eval = false;
+		if (py_left(&w) && py_in_eval(py, pc)) {
 			py_write(&w, false, ips, max); /* its Python frames in its place */
-		else
+			w.after_eval = true;
+		} else if (w.after_tramp) {
+			w.after_tramp = false;
+		} else {
 			ips[out->n++] = w.ip;
+		}
 		if (!m)
 			out->unknown = true;
 		if (!m || m->table == UNWIND_NO_TABLE || pc - m->bias > 0xffffffffULL ||

@@ -44,18 +44,24 @@ struct stackwalk_result {
 	bool unknown;            /* a frame in no mapping of the process */
 	size_t py_written;       /* Python frames written */
 	bool py_appended;        /* the walk stopped early: the Python frames left were written after it */
+	size_t py_moved;         /* eval-loop calls whose frames were found to be their caller's */
 };
 
 /* A Python process's frames, read when the sample was taken (bpf/defer.h): innermost first, PY_FRAME
- * values, the frames of each eval-loop call closed by STACKWALK_PY_END. The walk writes each call's
- * frames in place of its eval-loop frame (pc in [eval_start[i], eval_end[i])), as the BPF walk does;
- * when the walk stops early (failed, or its frame pointers led nowhere) the frames left are written
- * after it. */
+ * values, the frames of each eval-loop call closed by STACKWALK_PY_END, and before it (3.12+) the address
+ * of the entry frame that ended them. The walk writes each call's frames in place of its eval-loop frame
+ * (pc in [eval_start[i], eval_end[i])), as the BPF walk does: frames whose entry frame lies above that
+ * call's native frame are its caller's (it was sampled starting or ending) and go to the next eval-loop
+ * frame; -X perf trampolines (anonymous code called by an eval-loop call) are stepped over by their
+ * layout (CFA = sp + tramp_cfa, rbp at CFA - 16 when tramp_rbp_saved; tramp_cfa 0: none). When the walk
+ * stops early (failed, or its frame pointers led nowhere) the frames left are written after it. */
 #define STACKWALK_PY_END 0ULL
 struct stackwalk_py {
 	const uint64_t *frames;
 	size_t n;
 	uint64_t eval_start[2], eval_end[2];
+	uint8_t tramp_cfa;
+	bool tramp_rbp_saved;
 };
 
 /* Walks from r over the mappings p (sorted by start, as unwind_procs holds them) with rows from row(ctx,

@@ -169,6 +169,73 @@ static void test_python(const struct maps *m, const struct unwind_proc *p)
 	CHECK(res.n == 3 && res.end == STACKWALK_TRUNCATED, "room for 3: truncated within the Python frames");
 }
 
+/* ---- a made-up stack through a -X perf trampoline ---- */
+
+/* Code: the eval loop (CFA = sp + 0x40), the evaluator calling the trampoline (sp + 16), main (the
+ * outermost frame); the trampoline itself lies in no mapping, as anonymous code does. */
+#define FAKE_EVAL 0x401000ULL
+#define FAKE_EVALUATOR 0x403000ULL
+#define FAKE_MAIN 0x404000ULL
+#define FAKE_TRAMP 0x7f0000001000ULL
+#define FAKE_SP 0x10000ULL
+
+static int fake_row(void *ctx, uint32_t table, uint32_t nrows, uint32_t pc, struct unwind_row *row)
+{
+	(void)ctx, (void)table, (void)nrows;
+	memset(row, 0, sizeof(*row));
+	row->kinds = UNWIND_CFA_RSP;
+	if (pc >= FAKE_MAIN)
+		row->kinds = UNWIND_CFA_END;
+	else if (pc >= FAKE_EVALUATOR)
+		row->cfa_off = 16;
+	else if (pc >= FAKE_EVAL)
+		row->cfa_off = 0x40;
+	else
+		return -1;
+	row->pc = pc;
+	return 0;
+}
+
+/* eval (leaf, FAKE_SP) <- trampoline (+0x40) <- evaluator (+0x50) <- eval (+0x60) <- main (+0xa0): each
+ * return address at its caller's CFA - 8. shim is where the first eval call's entry frame is said to be. */
+static void test_trampoline(void)
+{
+	uint64_t stack[0x100 / 8] = { 0 }, ips[MAX_FRAMES];
+	const uint64_t p1 = 0x5000000000010001ULL, p2 = 0x5000000000020002ULL;
+	uint64_t frames[] = { p1, 0, STACKWALK_PY_END, p2, FAKE_SP + 0x70, STACKWALK_PY_END };
+	struct unwind_proc p = { .n = 1 };
+	struct stackwalk_regs r = { .ip = FAKE_EVAL + 0x10, .sp = FAKE_SP, .bp = 0 };
+	struct stackwalk_copy c = { .at = FAKE_SP, .bytes = (const uint8_t *)stack, .len = sizeof(stack) };
+	struct stackwalk_py py = { .frames = frames, .n = 6, .eval_start = { FAKE_EVAL, 0 },
+				   .eval_end = { FAKE_EVAL + 0x1000, 0 }, .tramp_cfa = 16 };
+	struct stackwalk_result res;
+
+	p.m[0] = (struct unwind_mapping){ .start = 0x400000, .end = 0x500000, .bias = 0, .table = 1, .nrows = 1 };
+	stack[0x38 / 8] = FAKE_TRAMP + 6;           /* the eval loop's caller: the trampoline */
+	stack[0x48 / 8] = FAKE_EVALUATOR + 0x20;    /* the trampoline's: the evaluator */
+	stack[0x58 / 8] = FAKE_EVAL + 0x30;         /* the evaluator's: the caller's eval loop */
+	stack[0x98 / 8] = FAKE_MAIN + 0x10;         /* the eval loop's: main */
+
+	frames[1] = FAKE_SP + 0x20; /* within the first eval loop's frame: its own */
+	stackwalk(&p, fake_row, NULL, &r, &c, &py, true, ips, MAX_FRAMES, &res);
+	CHECK(res.n == 3 && ips[0] == p1 && ips[1] == p2 && ips[2] == FAKE_MAIN + 0x10 && res.end == STACKWALK_END &&
+	      res.py_written == 2 && res.py_moved == 0,
+	      "through the trampoline by its layout, trampoline and evaluator not written (%zu frames, %zu Python)",
+	      res.n, res.py_written);
+
+	frames[1] = FAKE_SP + 0x70; /* in the caller's eval loop frame: the first call was just starting */
+	stackwalk(&p, fake_row, NULL, &r, &c, &py, true, ips, MAX_FRAMES, &res);
+	CHECK(res.n == 2 && ips[0] == p1 && ips[1] == FAKE_MAIN + 0x10 && res.end == STACKWALK_END &&
+	      res.py_written == 1 && res.py_moved == 1,
+	      "an entry frame above the eval loop's frame: its frames written at the caller's instead (%zu frames, %zu "
+	      "moved)", res.n, res.py_moved);
+
+	py.tramp_cfa = 0; /* no trampoline known: the frame pointer (0) ends the walk there */
+	frames[1] = FAKE_SP + 0x20;
+	stackwalk(&p, fake_row, NULL, &r, &c, &py, false, ips, MAX_FRAMES, &res);
+	CHECK(res.n >= 2 && ips[0] == p1 && ips[1] == FAKE_TRAMP + 6, "without the layout the trampoline is a frame");
+}
+
 /* Random registers and copies (some of them the real copy with random words): every walk ends, within
  * max frames, reading nothing outside the copy (ASan watches). */
 static void test_random(const struct maps *m, const struct unwind_proc *p)
@@ -239,6 +306,7 @@ int main(void)
 		test_python(&m, &p);
 		test_random(&m, &p);
 	}
+	test_trampoline();
 	unwinder_free(u);
 	close_maps(&m);
 	return CHECK_EXIT();
