@@ -60,31 +60,40 @@ check "metrics: flamed_jit_dump_named_at_read_total" grep -Eq '^flamed_jit_dump_
 # CPython 3.13's -X perf_jit: a trampoline per Python function (py::fib:PATH), in /tmp/jit-PID.dump.
 pyenv=${PYENV_ROOT:-/root/.pyenv}
 PY313=$(ls -d "$pyenv"/versions/3.1[3-9].*/bin/python3.1[3-9] 2> /dev/null | sort -V | head -1)
-if [ -x "$PY313" ]; then
-	"$PY313" -X perf_jit "$W/pyjitfib.py" 4 > "$TMP/py.out" 2>&1 &
+# pyjit_run NAME: runs pyjitfib.py under -X perf_jit for 4 s, its profile into $TMP/NAME.folded.
+pyjit_run() {
+	"$PY313" -X perf_jit "$W/pyjitfib.py" 4 > "$TMP/$1.out" 2>&1 &
 	PID=$!
 	wait $PID
-	check "$PY313 -X perf_jit ran" grep -q '^done' "$TMP/py.out"
-	check "it wrote /tmp/jit-$PID.dump" test -s "/tmp/jit-$PID.dump"
+	check "$1: $PY313 -X perf_jit ran" grep -q '^done' "$TMP/$1.out"
+	check "$1: it wrote /tmp/jit-$PID.dump" test -s "/tmp/jit-$PID.dump"
 	# (under a sanitizer, and after node's, its tables may still be building: its deferred samples
 	# are walked once they are, within 200 ms)
 	wait_tables || echo "# the unwinder still had requests after 30 s"
 	sleep 1
-	curl -sf "$URL/api/v1/profile?pid=$PID&format=folded&from=-10m&flush=1" > "$TMP/py.folded"
+	curl -sf "$URL/api/v1/profile?pid=$PID&format=folded&from=-10m&flush=1" > "$TMP/$1.folded"
 	rm -f "/tmp/jit-$PID.dump" "/tmp/perf-$PID.map"
-	# Trampoline frames: named from the dump (py::...), or stored by address (jit-PID.dump+0x...) and not
-	# named when read. ([unknown] is not counted: a walk that lost its way meets it too.)
-	tramp=$(sum_samples "$TMP/py.folded" "(py::[^;]*_\\[j\\]|jit-$PID\\.dump\\+0x[0-9a-f]+)(;|\$)")
-	named=$(awk -v re="jit-$PID\\.dump\\+0x" '$0 ~ /py::[^;]*_\[j\](;| [0-9]+$)/ && $0 !~ re { s += $NF } END { print s + 0 }' "$TMP/py.folded")
-	echo "# $PY313 -X perf_jit: $(sum_samples "$TMP/py.folded") samples, $tramp through a trampoline, $named named;" \
-		"$(sum_samples "$TMP/py.folded" "^[^;]*;_start;") walked to _start, $(sum_samples "$TMP/py.folded" "\\[unknown\\]") with an [unknown] frame"
-	check "python: samples through a trampoline (>= 5: $tramp)" [ "$tramp" -ge 5 ]
-	[ $((100 * named)) -ge $((95 * tramp)) ] || grep -E "jit-$PID\\.dump\\+0x" "$TMP/py.folded" |
-		awk '{ print $NF "\t" $0 }' | sort -rn | head -4 | cut -f2 | cut -c1-400 | sed 's/^/    not named: /'
-	check "python: >= 95% of them name it from the dump, py::fib:...pyjitfib.py_[j] among them ($named of $tramp)" \
-		[ $((100 * named)) -ge $((95 * tramp)) -a "$(sum_samples "$TMP/py.folded" "py::fib:[^;]*pyjitfib\\.py_\\[j\\]")" -ge 1 ]
-else
-	skip "CPython -X perf_jit: no CPython 3.13 or later here (pyenv install 3.13)"
+}
+if [ -x "$PY313" ]; then
+	# With the Python walk (the default) each trampoline is stood for by the Python frames of the call it
+	# makes, and stepped over by its layout: the stacks run through every one of them (a fib 20 deep
+	# calls through 20) to _start, also those sampled as a call starts or ends (its frames pushed or
+	# popped), in a trampoline, or before the tables were built (walked later).
+	pyjit_run python
+	total=$(sum_samples "$TMP/python.folded")
+	whole=$(sum_samples "$TMP/python.folded" "^[^;]*;_start;")
+	echo "# $PY313 -X perf_jit: $whole of $total samples walked to _start"
+	grep -v ';_start;' "$TMP/python.folded" | awk '{ print $NF "\t" $0 }' | sort -rn | head -3 | cut -f2 |
+		cut -c1-300 | sed 's/^/    not whole: /'
+	check "python: >= 97% of its samples walked through the trampolines to _start ($whole of $total)" \
+		[ "$total" -ge 200 -a $((100 * whole)) -ge $((97 * total)) ]
+	check "python: fib's Python frames under <module>, under PyEval_EvalCode" \
+		grep -Eq ';PyEval_EvalCode;<module> \(pyjitfib\.py\);fib \(pyjitfib\.py\);fib \(pyjitfib\.py\)' \
+		"$TMP/python.folded"
+	curl -sf "$URL/api/v1/status" > "$TMP/status.json"
+	jq -c '.python | {calls_starting_or_ending, trampoline_leaves}' "$TMP/status.json"
+	check "status: eval-loop calls sampled starting or ending counted" \
+		jq -e '.python.calls_starting_or_ending > 0' "$TMP/status.json"
 fi
 stop_flamed
 check "flamed exits 0 on SIGTERM" [ $? -eq 0 ]
@@ -92,4 +101,25 @@ check "flamed exits 0 on SIGTERM" [ $? -eq 0 ]
 "$BUILD/flamectl" --db "$TMP/flamed.db" query --pid "$NODE_PID" --since 1h --format folded > "$TMP/db.folded"
 dnamed=$(sum_samples "$TMP/db.folded" ";[^;]*_\\[j\\]\$")
 check "flamectl --db: as many of node's JIT samples named ($dnamed, $node_named through the API)" [ "$dnamed" -ge "$node_named" ]
+
+if [ ! -x "$PY313" ]; then
+	skip "CPython -X perf_jit: no CPython 3.13 or later here (pyenv install 3.13)"
+	exit $FAILED
+fi
+# Without the Python walk (--python off) the trampolines are frames of their own, named from the dump.
+run_flamed jitdump-nopython --db "$TMP/nopy.db" --frequency $FREQ --flush-interval 1 --listen 127.0.0.1:0 --python off
+pyjit_run nopython
+# Trampoline frames: named from the dump (py::...), or stored by address (jit-PID.dump+0x...) and not named
+# when read. ([unknown] is not counted: a walk that lost its way meets it too.)
+tramp=$(sum_samples "$TMP/nopython.folded" "(py::[^;]*_\\[j\\]|jit-$PID\\.dump\\+0x[0-9a-f]+)(;|\$)")
+named=$(awk -v re="jit-$PID\\.dump\\+0x" '$0 ~ /py::[^;]*_\[j\](;| [0-9]+$)/ && $0 !~ re { s += $NF } END { print s + 0 }' \
+	"$TMP/nopython.folded")
+echo "# --python off: $(sum_samples "$TMP/nopython.folded") samples, $tramp through a trampoline, $named named"
+check "python off: samples through a trampoline (>= 100: $tramp)" [ "$tramp" -ge 100 ]
+[ $((100 * named)) -ge $((95 * tramp)) ] || grep -E "jit-$PID\\.dump\\+0x" "$TMP/nopython.folded" |
+	awk '{ print $NF "\t" $0 }' | sort -rn | head -4 | cut -f2 | cut -c1-400 | sed 's/^/    not named: /'
+check "python off: >= 95% of them name it from the dump, py::fib:...pyjitfib.py_[j] among them ($named of $tramp)" \
+	[ $((100 * named)) -ge $((95 * tramp)) -a "$(sum_samples "$TMP/nopython.folded" "py::fib:[^;]*pyjitfib\\.py_\\[j\\]")" -ge 1 ]
+stop_flamed
+check "flamed --python off exits 0 on SIGTERM" [ $? -eq 0 ]
 exit $FAILED
