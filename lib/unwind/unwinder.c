@@ -47,10 +47,9 @@ static void publish(struct unwinder *u)
 	pthread_mutex_unlock(&u->mu);
 }
 
-int unwinder_new(const struct unwinder_opts *opts, struct unwinder **out)
+int unwinder_state_new(const struct unwinder_opts *opts, struct unwinder **out)
 {
 	struct unwinder *u;
-	int err;
 
 	if (!opts->max_tables || opts->max_tables > UNWIND_MAX_SLOTS || !opts->max_procs || !opts->max_bytes || opts->tables_fd < 0 || opts->procs_fd < 0)
 		return -EINVAL;
@@ -72,15 +71,9 @@ int unwinder_new(const struct unwinder_opts *opts, struct unwinder **out)
 	pthread_cond_init(&u->wake, NULL);
 	if (!u->tables || !u->slot_used || !u->slot_gen || !u->procs || !u->value || !u->fill_keys ||
 	    jitlist_finder_new(&u->finder)) {
-		unwinder_free(u);
+		unwinder_state_free(u);
 		return -ENOMEM;
 	}
-	err = pthread_create(&u->thread, NULL, unwinder_worker, u);
-	if (err) {
-		unwinder_free(u);
-		return -err;
-	}
-	u->thread_started = true;
 	*out = u;
 	return 0;
 }
@@ -596,8 +589,7 @@ int unwinder_add_maps(struct unwinder *u, uint32_t pid, uint64_t token, const st
 	return unwinder_add_process(u, pid, token, &b, maps, n);
 }
 
-/* Asks for the processes whose GDB JIT list changed since it was read (code compiled since, freed). */
-static void jit_changed(struct unwinder *u)
+void unwinder_jit_changed(struct unwinder *u, void (*ask)(struct unwinder *u, uint32_t pid))
 {
 	for (size_t i = 0; i < u->nprocs; i++) {
 		const struct proc *p = &u->procs[i];
@@ -607,7 +599,7 @@ static void jit_changed(struct unwinder *u)
 			continue;
 		sig = jitlist_signature(jitlist_read_process, (void *)(uintptr_t)p->pid, p->jit_desc);
 		if (sig && sig != p->jit_sig)
-			unwinder_request(u, p->pid, 0);
+			ask(u, p->pid);
 	}
 }
 
@@ -627,7 +619,6 @@ void unwinder_sweep(struct unwinder *u)
 		forget_proc(u, p);
 	}
 	drop_unused_jit(u);
-	jit_changed(u);
 	now = unwinder_now();
 	for (size_t i = 0; i < u->ntables;) {
 		const struct table *t = u->tables[i];
@@ -642,31 +633,8 @@ void unwinder_sweep(struct unwinder *u)
 	publish(u);
 }
 
-void unwinder_get_stats(struct unwinder *u, struct unwinder_stats *out)
+void unwinder_state_free(struct unwinder *u)
 {
-	pthread_mutex_lock(&u->mu);
-	*out = u->published;
-	out->requests_pending = u->fast.count + u->slow.count + u->sweep_wanted + u->busy;
-	pthread_mutex_unlock(&u->mu);
-}
-
-void unwinder_free(struct unwinder *u)
-{
-	if (!u)
-		return;
-	if (u->thread_started) {
-		pthread_mutex_lock(&u->mu);
-		u->stop = true;
-		pthread_cond_signal(&u->wake);
-		pthread_mutex_unlock(&u->mu);
-		pthread_join(u->thread, NULL);
-	}
-	for (size_t i = 0; i < u->fast.count; i++)
-		procmaps_free(u->fast.e[(u->fast.head + i) % UNWINDER_QUEUE].maps,
-			      u->fast.e[(u->fast.head + i) % UNWINDER_QUEUE].nmaps);
-	for (size_t i = 0; i < u->slow.count; i++)
-		procmaps_free(u->slow.e[(u->slow.head + i) % UNWINDER_QUEUE].maps,
-			      u->slow.e[(u->slow.head + i) % UNWINDER_QUEUE].nmaps);
 	for (size_t i = 0; i < u->nprocs; i++) {
 		bpf_map_delete_elem(u->o.procs_fd, &u->procs[i].pid);
 		release(&u->procs[i]);

@@ -1,5 +1,6 @@
 /* unwinder_impl.h - what the unwinder's files share (unwinder.c: tables and processes; unwqueue.c: the
- * requests and the thread that does them). Not for use outside lib/unwind/unwinder*.c and unwqueue.c. */
+ * requests and the thread that does them, which calls unwinder.c, never the other way round). Not for
+ * use outside lib/unwind/unwinder.c and unwqueue.c. */
 #ifndef FLAMED_UNWIND_UNWINDER_IMPL_H
 #define FLAMED_UNWIND_UNWINDER_IMPL_H
 
@@ -95,7 +96,7 @@ struct unwinder {
 	pthread_mutex_t mu;
 	pthread_cond_t wake;
 	pthread_t thread;
-	bool thread_started, stop, sweep_wanted;
+	bool stop, sweep_wanted;
 	bool busy; /* the thread is doing a request (it may queue it again) */
 	unsigned fast_streak; /* fast requests done in a row while builds wait */
 	struct ring { /* of requests, one per pid */
@@ -122,7 +123,13 @@ double unwinder_now(void);
 int unwinder_add_process(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b,
 			 const struct procmap *snap, size_t nsnap);
 
-/* The thread (pthread_create's start routine; arg: the unwinder). */
-void *unwinder_worker(void *arg);
+/* An unwinder with no process and no table, its thread not started; unwinder_state_free (of one whose
+ * thread is stopped, if started) undoes it. Returns 0 or -EINVAL (opts) or -ENOMEM. */
+int unwinder_state_new(const struct unwinder_opts *opts, struct unwinder **out);
+void unwinder_state_free(struct unwinder *u);
+
+/* Calls ask for each process whose GDB JIT list changed since it was read (code compiled since, freed),
+ * for it to be read again. */
+void unwinder_jit_changed(struct unwinder *u, void (*ask)(struct unwinder *u, uint32_t pid));
 
 #endif

@@ -69,12 +69,18 @@ static struct request ring_take(struct ring *r, bool cheapest)
 	return q;
 }
 
+/* Asks for pid's JIT code to be read again (unwinder_jit_changed found its list changed). */
+static void unwinder_request_jit(struct unwinder *u, uint32_t pid)
+{
+	unwinder_request(u, pid, 0);
+}
+
 /* The thread. A new process first gets the tables already built (fast), so that one big binary being
  * built never holds up the processes whose binaries are known; the binaries it still lacks are built
  * one per turn of the slow queue, between fast requests, the smallest first (shortest job first:
  * a library just loaded is not kept waiting behind libLLVM), but a process waiting SLOW_AGE_S first of
  * all. Sweeps come when both queues are empty. */
-void *unwinder_worker(void *arg)
+static void *worker(void *arg)
 {
 	struct unwinder *u = arg;
 	struct budget b;
@@ -91,6 +97,7 @@ void *unwinder_worker(void *arg)
 			u->sweep_wanted = false;
 			pthread_mutex_unlock(&u->mu);
 			unwinder_sweep(u);
+			unwinder_jit_changed(u, unwinder_request_jit);
 			pthread_mutex_lock(&u->mu);
 			continue;
 		}
@@ -151,4 +158,49 @@ void unwinder_request_sweep(struct unwinder *u)
 	u->sweep_wanted = true;
 	pthread_cond_signal(&u->wake);
 	pthread_mutex_unlock(&u->mu);
+}
+
+int unwinder_new(const struct unwinder_opts *opts, struct unwinder **out)
+{
+	struct unwinder *u;
+	int err = unwinder_state_new(opts, &u);
+
+	if (err)
+		return err;
+	err = pthread_create(&u->thread, NULL, worker, u);
+	if (err) {
+		unwinder_state_free(u);
+		return -err;
+	}
+	*out = u;
+	return 0;
+}
+
+void unwinder_get_stats(struct unwinder *u, struct unwinder_stats *out)
+{
+	pthread_mutex_lock(&u->mu);
+	*out = u->published;
+	out->requests_pending = u->fast.count + u->slow.count + u->sweep_wanted + u->busy;
+	pthread_mutex_unlock(&u->mu);
+}
+
+static void ring_free(struct ring *r)
+{
+	for (size_t i = 0; i < r->count; i++)
+		procmaps_free(r->e[(r->head + i) % UNWINDER_QUEUE].maps, r->e[(r->head + i) % UNWINDER_QUEUE].nmaps);
+	r->count = 0;
+}
+
+void unwinder_free(struct unwinder *u)
+{
+	if (!u)
+		return;
+	pthread_mutex_lock(&u->mu);
+	u->stop = true;
+	pthread_cond_signal(&u->wake);
+	pthread_mutex_unlock(&u->mu);
+	pthread_join(u->thread, NULL);
+	ring_free(&u->fast);
+	ring_free(&u->slow);
+	unwinder_state_free(u);
 }
