@@ -160,12 +160,6 @@ void http_handle_diff(struct http *h, struct request *rq);
 void http_handle_pprof(struct http *h, struct request *rq);
 
 /* status.c: /api/v1/status and /metrics. */
-/* Writes a metric's HELP and TYPE lines (Prometheus text). */
-void http_metric(FILE *o, const char *name, const char *type, const char *help);
-
-/* Writes a metric's HELP and TYPE lines and its one value. */
-void http_metric_u64(FILE *o, const char *name, const char *type, const char *help, uint64_t v);
-
 void http_handle_status(struct http *h, struct request *rq);
 
 void http_handle_metrics(struct http *h, struct request *rq);

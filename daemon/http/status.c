@@ -15,6 +15,7 @@
 #include <microhttpd.h>
 
 #include "http/http_impl.h"
+#include "http/metric.h"
 #include "render/json.h"
 #include "http/status_bpf.h"
 #include "http/status_deferred.h"
@@ -175,17 +176,6 @@ void http_handle_status(struct http *h, struct request *rq)
 	status_debuginfod_json(o, &s);
 	status_bpf_json(o, &s);
 	fputs("}\n", o);
-}
-
-void http_metric(FILE *o, const char *name, const char *type, const char *help)
-{
-	fprintf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-void http_metric_u64(FILE *o, const char *name, const char *type, const char *help, uint64_t v)
-{
-	http_metric(o, name, type, help);
-	fprintf(o, "%s %" PRIu64 "\n", name, v);
 }
 
 static void metric_double(FILE *o, const char *name, const char *type, const char *help, double v)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "http/http_impl.h"
+#include "http/metric.h"
 #include "http/status_bpf.h"
 #include "render/json.h"
 

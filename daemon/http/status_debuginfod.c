@@ -4,6 +4,7 @@
 #include <inttypes.h>
 
 #include "http/http_impl.h"
+#include "http/metric.h"
 #include "http/status_debuginfod.h"
 #include "render/json.h"
 

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "http/http_impl.h"
+#include "http/metric.h"
 #include "http/status_deferred.h"
 
 /* Each counter: its JSON and text name, its metric and what it counts. */

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 
 #include "http/http_impl.h"
+#include "http/metric.h"
 #include "http/status_jit.h"
 
 /* Each counter: its place (perf map or GDB JIT), its JSON name, its metric, its type and what it counts. */

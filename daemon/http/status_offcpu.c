@@ -3,6 +3,7 @@
 #include <inttypes.h>
 
 #include "http/http_impl.h"
+#include "http/metric.h"
 #include "http/status_bpf.h"
 #include "http/status_offcpu.h"
 

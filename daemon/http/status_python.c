@@ -2,6 +2,7 @@
 #include <inttypes.h>
 
 #include "http/http_impl.h"
+#include "http/metric.h"
 #include "http/status_bpf.h"
 #include "http/status_python.h"
 #include "render/json.h"

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 
 #include "http/http_impl.h"
+#include "http/metric.h"
 #include "http/status_unwcache.h"
 
 /* Each counter: its JSON and text name, its metric and what it counts. */

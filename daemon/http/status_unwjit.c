@@ -3,6 +3,7 @@
 #include <inttypes.h>
 
 #include "http/http_impl.h"
+#include "http/metric.h"
 #include "http/status_unwjit.h"
 
 /* Each counter: its JSON and text name, its value, its metric, its type and what it counts. */
