@@ -534,13 +534,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 		o->cmd = argv + optind; /* after "--" */
 	return validate(o);
 }
-const char *server_url(const struct options *o)
-{
-	const char *env_url = getenv("FLAMED_URL");
-
-	return o->server ? o->server : env_url && env_url[0] ? env_url : DEFAULT_SERVER;
-}
-
 int main(int argc, char **argv)
 {
 	struct options o = { .pid = -1, .tid = -1, .base_pid = -1, .width = -1, .limit = -1, .step = -1,

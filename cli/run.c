@@ -260,6 +260,13 @@ static const char *error_text(char *body)
 	return body;
 }
 
+const char *server_url(const struct options *o)
+{
+	const char *env_url = getenv("FLAMED_URL");
+
+	return o->server ? o->server : env_url && env_url[0] ? env_url : DEFAULT_SERVER;
+}
+
 int api_token(const struct options *o, char *token, size_t len, char *why, size_t whylen)
 {
 	const char *env = getenv("FLAMED_TOKEN");
