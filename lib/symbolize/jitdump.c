@@ -1,11 +1,5 @@
-/* jitdump.c - JIT code names from jitdump files (see jitdump.h).
- *
- * The format (perf's tools/perf/util/jitdump.h): a header { u32 magic, version, total_size, elf_mach, pad1,
- * pid; u64 timestamp, flags }, then records, each { u32 id, total_size; u64 timestamp } and a body:
- * CODE_LOAD (0) { u32 pid, tid; u64 vma, code_addr, code_size, code_index; char name[]; code bytes },
- * CODE_MOVE (1) { u32 pid, tid; u64 vma, old_code_addr, new_code_addr, code_size, code_index },
- * DEBUG_INFO (2), CLOSE (3), UNWINDING_INFO (4). Fields are in the writer's byte order: the magic read
- * byte-swapped means another order, which is not read. */
+/* jitdump.c - JIT code names from jitdump files (see jitdump.h), read through elf/jitdumpfile.h: the
+ * names of CODE_LOAD records, and CODE_MOVE records' code named as it was where it was. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -16,31 +10,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elf/jitdumpfile.h"
 #include "elf/mapped.h"
 #include "symbolize/jitdump.h"
 #include "symbolize/jitsyms.h"
 #include "util/pidcache.h"
 
-#define HEADER_MIN 40
-#define HEADER_MAX 4096
-#define RECORD_HEAD 16
-#define LOAD_FIXED 40  /* CODE_LOAD's fields before the name */
-#define MOVE_FIXED 48
-#define WINDOW (1u << 20) /* bytes read at once; a record's head and name fit in it */
 #define NAME_BYTES (64u << 20)
 #define IDLE_FLUSHES 6
 #define DEFAULT_PROCESSES 1024
 
-enum { REC_LOAD = 0, REC_MOVE = 1, REC_DEBUG = 2, REC_CLOSE = 3, REC_UNWIND = 4 };
-
 struct jitdump_table {
 	struct jitsyms *syms;
-	uint32_t pid;     /* the header's */
-	uint64_t stamp;
-	uint64_t offset;  /* of the next record; 0: the header is still to read */
-	bool bad, closed; /* nothing more is read */
-	unsigned char *win;
-	uint64_t win_off, win_len;
+	struct jitdump_file f;
+	struct jitdump_stats *st; /* of the read going on */
 };
 
 int jitdump_table_new(struct jitdump_table **out)
@@ -61,66 +44,8 @@ void jitdump_table_free(struct jitdump_table *t)
 	if (!t)
 		return;
 	jitsyms_free(t->syms);
-	free(t->win);
+	jitdump_file_reset(&t->f);
 	free(t);
-}
-
-/* The len bytes at file offset off (len <= WINDOW, inside the file of size end), from the window, read
- * again from off when it does not hold them. NULL: unreadable. */
-static const unsigned char *bytes_at(struct jitdump_table *t, int fd, uint64_t off, uint64_t len, uint64_t end)
-{
-	uint64_t want;
-	ssize_t got;
-
-	if (off >= t->win_off && off + len <= t->win_off + t->win_len)
-		return t->win + (off - t->win_off);
-	if (!t->win && !(t->win = malloc(WINDOW)))
-		return NULL;
-	want = end - off < WINDOW ? end - off : WINDOW;
-	got = pread(fd, t->win, want, (off_t)off);
-	if (got < 0 || (uint64_t)got < len) {
-		t->win_len = 0;
-		return NULL;
-	}
-	t->win_off = off;
-	t->win_len = (uint64_t)got;
-	return t->win;
-}
-
-static uint32_t u32_at(const unsigned char *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static uint64_t u64_at(const unsigned char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static int read_header(struct jitdump_table *t, int fd, uint64_t end, struct jitdump_stats *st)
-{
-	const unsigned char *h = end >= HEADER_MIN ? bytes_at(t, fd, 0, HEADER_MIN, end) : NULL;
-	uint32_t size;
-
-	if (!h)
-		return -EAGAIN; /* not written yet */
-	size = u32_at(h + 8);
-	if (u32_at(h) != JITDUMP_MAGIC || u32_at(h + 4) < 1 || size < HEADER_MIN || size > HEADER_MAX) {
-		t->bad = true;
-		st->files_bad++;
-		return -EINVAL;
-	}
-	t->offset = size;
-	t->pid = u32_at(h + 20);
-	t->stamp = u64_at(h + 24);
-	st->files_read++;
-	return 0;
 }
 
 /* Adds the code a CODE_LOAD record names: its body is body bytes long, of which the first have (its
@@ -129,23 +54,23 @@ static int add_load(struct jitdump_table *t, const unsigned char *b, uint64_t ha
 		    struct jitdump_stats *st)
 {
 	uint64_t code_addr, code_size, name_end, avail;
-	const unsigned char *name = b + LOAD_FIXED, *nul;
+	const unsigned char *name = b + JITDUMP_LOAD_FIXED, *nul;
 	size_t len;
 	int r;
 
-	if (body < LOAD_FIXED + 1 || have < LOAD_FIXED) {
+	if (body < JITDUMP_LOAD_FIXED + 1 || have < JITDUMP_LOAD_FIXED) {
 		st->records_bad++;
 		return 0;
 	}
-	code_addr = u64_at(b + 16);
-	code_size = u64_at(b + 24);
+	code_addr = jitdump_u64(b + 16);
+	code_size = jitdump_u64(b + 24);
 	/* The name ends (NUL) before the code bytes, which end the record. */
-	if (code_size > body - LOAD_FIXED - 1) {
+	if (code_size > body - JITDUMP_LOAD_FIXED - 1) {
 		st->records_bad++;
 		return 0;
 	}
 	name_end = body - code_size;
-	avail = (name_end < have ? name_end : have) - LOAD_FIXED;
+	avail = (name_end < have ? name_end : have) - JITDUMP_LOAD_FIXED;
 	nul = memchr(name, '\0', avail);
 	if (nul)
 		len = (size_t)(nul - name);
@@ -171,80 +96,53 @@ static int add_move(struct jitdump_table *t, const unsigned char *b, uint64_t le
 	const char *name;
 	int r;
 
-	if (len < MOVE_FIXED) {
+	if (len < JITDUMP_MOVE_FIXED) {
 		st->records_bad++;
 		return 0;
 	}
 	st->moves++;
-	name = jitsyms_find(t->syms, u64_at(b + 16));
+	name = jitsyms_find(t->syms, jitdump_u64(b + 16));
 	if (!name)
 		return 0;
-	r = jitsyms_add(t->syms, u64_at(b + 24), u64_at(b + 32), name, strlen(name));
+	r = jitsyms_add(t->syms, jitdump_u64(b + 24), jitdump_u64(b + 32), name, strlen(name));
 	if (r > 0)
 		st->symbols_dropped++;
 	return r < 0 ? r : 0;
 }
 
+/* jitdump_peek_fn: CODE_LOAD's fields and name (not its code), CODE_MOVE's fields. */
+static uint64_t peek(uint32_t id, uint64_t body)
+{
+	(void)body;
+	return id == JITDUMP_LOAD ? JITDUMP_LOAD_FIXED + JITSYMS_MAX_NAME : id == JITDUMP_MOVE ? JITDUMP_MOVE_FIXED : 0;
+}
+
+/* jitdump_record_fn */
+static int record(void *ctx, uint32_t id, uint64_t stamp, const unsigned char *b, uint64_t have, uint64_t body)
+{
+	struct jitdump_table *t = ctx;
+
+	(void)stamp;
+	if (id == JITDUMP_LOAD)
+		return add_load(t, b, have, body, t->st);
+	if (id == JITDUMP_MOVE)
+		return add_move(t, b, have, t->st);
+	return 0;
+}
+
 int jitdump_table_read(struct jitdump_table *t, int fd, struct jitdump_stats *st)
 {
-	uint64_t end, stop;
-	struct stat sb;
-	int err = 0;
+	struct jitdump_file_stats fs = { 0 };
+	int err;
 
-	if (t->bad)
-		return -EINVAL;
-	if (t->closed)
-		return 0;
-	if (fstat(fd, &sb))
-		return -errno;
-	end = (uint64_t)sb.st_size < JITDUMP_MAX_FILE ? (uint64_t)sb.st_size : JITDUMP_MAX_FILE;
-	if (!t->offset && (err = read_header(t, fd, end, st)))
-		return err == -EAGAIN ? 0 : err;
-	stop = t->offset + JITDUMP_READ_BUDGET;
-	t->win_len = 0; /* the file may have grown since the window was read */
-	while (t->offset + RECORD_HEAD <= end && t->offset < stop) {
-		const unsigned char *h = bytes_at(t, fd, t->offset, RECORD_HEAD, end), *b;
-		uint32_t id, size;
-		uint64_t body, need;
-
-		if (!h)
-			return -EIO;
-		id = u32_at(h);
-		size = u32_at(h + 4);
-		if (size < RECORD_HEAD) { /* no way to the next record */
-			st->records_bad++;
-			t->bad = true;
-			return -EINVAL;
-		}
-		if (t->offset + size > end) {
-			if ((uint64_t)sb.st_size >= JITDUMP_MAX_FILE || t->offset + size > JITDUMP_MAX_FILE) {
-				st->files_cut++;
-				t->closed = true;
-			}
-			break; /* not whole yet */
-		}
-		body = size - RECORD_HEAD;
-		/* The part looked at: CODE_LOAD's fields and name (not its code), CODE_MOVE's fields. */
-		need = id == REC_LOAD ? (body < LOAD_FIXED + JITSYMS_MAX_NAME ? body : LOAD_FIXED + JITSYMS_MAX_NAME)
-		     : id == REC_MOVE ? (body < MOVE_FIXED ? body : MOVE_FIXED) : 0;
-		st->records++;
-		if (id == REC_LOAD || id == REC_MOVE) {
-			b = need ? bytes_at(t, fd, t->offset + RECORD_HEAD, need, end) : h;
-			if (!b)
-				return -EIO;
-			if (id == REC_LOAD) {
-				err = add_load(t, b, need, body, st);
-			} else {
-				err = add_move(t, b, need, st);
-			}
-			if (err)
-				return err;
-		} else if (id == REC_CLOSE) {
-			t->closed = true;
-		}
-		t->offset += size;
-	}
-	return 0;
+	t->st = st;
+	err = jitdump_file_read(&t->f, fd, peek, record, t, &fs);
+	st->files_read += fs.files_read;
+	st->files_bad += fs.files_bad;
+	st->records += fs.records;
+	st->records_bad += fs.records_bad;
+	st->files_cut += fs.files_cut;
+	return err;
 }
 
 const char *jitdump_table_find(struct jitdump_table *t, uint64_t addr)
@@ -254,10 +152,10 @@ const char *jitdump_table_find(struct jitdump_table *t, uint64_t addr)
 
 int jitdump_table_header(const struct jitdump_table *t, uint32_t *pid, uint64_t *stamp)
 {
-	if (!t || !t->offset)
+	if (!t || !t->f.offset)
 		return -EAGAIN;
-	*pid = t->pid;
-	*stamp = t->stamp;
+	*pid = t->f.pid;
+	*stamp = t->f.stamp;
 	return 0;
 }
 

@@ -11,11 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "elf/jitdumpfile.h"
 #include "elf/procmaps.h"
 
-#define JITDUMP_MAGIC 0x4A695444u          /* "JiTD" as a little-endian u32 */
-#define JITDUMP_MAX_FILE (512ull << 20)     /* bytes of a file read; the rest is left, counted */
-#define JITDUMP_READ_BUDGET (64u << 20)     /* bytes read per look at a file */
 #define JITDUMP_MAX_SYMBOLS 1000000         /* symbols kept per process */
 
 struct jitdump_stats {
