@@ -28,6 +28,18 @@ uint64_t jitdump_u64(const unsigned char *p)
 	return v;
 }
 
+bool jitdump_path(const char *path)
+{
+	const char *base = strrchr(path, '/'), *p;
+
+	base = base ? base + 1 : path;
+	if (strncmp(base, "jit-", 4))
+		return false;
+	for (p = base + 4; *p >= '0' && *p <= '9'; p++)
+		;
+	return p > base + 4 && !strcmp(p, ".dump");
+}
+
 void jitdump_file_reset(struct jitdump_file *f)
 {
 	free(f->win);

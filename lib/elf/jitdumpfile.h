@@ -61,6 +61,9 @@ typedef int (*jitdump_record_fn)(void *ctx, uint32_t id, uint64_t stamp, const u
 int jitdump_file_read(struct jitdump_file *f, int fd, jitdump_peek_fn peek, jitdump_record_fn fn, void *ctx,
 		      struct jitdump_file_stats *st);
 
+/* Whether path's file name is jit-DIGITS.dump, as runtimes name their jitdump files. */
+bool jitdump_path(const char *path);
+
 /* Frees what f holds (its window), leaving it as if zeroed. */
 void jitdump_file_reset(struct jitdump_file *f);
 

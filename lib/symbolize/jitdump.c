@@ -219,18 +219,6 @@ void jitdump_cache_keep(struct jitdump_cache *c, uint32_t pid)
 	pidcache_keep(&c->procs, pid);
 }
 
-bool jitdump_path(const char *path)
-{
-	const char *base = strrchr(path, '/'), *p;
-
-	base = base ? base + 1 : path;
-	if (strncmp(base, "jit-", 4))
-		return false;
-	for (p = base + 4; *p >= '0' && *p <= '9'; p++)
-		;
-	return p > base + 4 && !strcmp(p, ".dump");
-}
-
 /* Reads on the jitdump file open on fd (path: as the process sees it) into p; closes fd. */
 static void read_fd(struct jitdump_cache *c, struct dumpproc *p, int fd, const char *path)
 {

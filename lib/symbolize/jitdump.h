@@ -48,9 +48,6 @@ const char *jitdump_table_find(struct jitdump_table *t, uint64_t addr);
  * -EAGAIN while the header is not read. */
 int jitdump_table_header(const struct jitdump_table *t, uint32_t *pid, uint64_t *stamp);
 
-/* Whether path's file name is jit-DIGITS.dump, as runtimes name their jitdump files. */
-bool jitdump_path(const char *path);
-
 size_t jitdump_table_count(const struct jitdump_table *t);
 
 /* ---- per process ---- */
