@@ -537,37 +537,6 @@ static __always_inline long table_step(struct walk *w, const struct unwind_row *
 
 #include "python_walk.h"
 
-/* After a native step that stopped the walk (stop 1): when it failed, or ended in code without unwind
- * information (the vDSO, JIT code) whose frame pointer led nowhere, with Python frames (not 3.15's base
- * frame) still to write, they are written after what was walked (their native callers are lost). */
-static __always_inline long native_done(struct walk *w, const struct walk_ctx *wc, long stop)
-{
-	if (stop && (w->done == WALK_FAILED || w->fp_ended) && w->py_frame && w->py_frame != w->py_base && wc->py) {
-		w->py_state = PY_TAIL;
-		stat_inc(STAT_PY_APPENDED);
-		return 0;
-	}
-	return stop;
-}
-
-/* Run once the eval-loop call whose Python frames were just written is unwound (w->sp its CFA). 3.12+
- * push a shim "entry frame" on the call's own C stack frame when it starts and pop it before it
- * returns, so it lies below the CFA. One found above it is a caller's: the call was sampled in its
- * prologue or epilogue, with the thread's current frame still (or again) its caller's. The frames
- * written are then the caller's: taken back, to be written in the caller's eval-loop frame. */
-static __always_inline void shim_check(struct walk *w)
-{
-	w->shim_check = 0;
-	if (w->py_shim < w->sp || w->py_shim - w->sp >= PY_SHIM_REACH || w->py_shim == w->py_base ||
-	    w->py_first_n > w->n)
-		return;
-	w->n = w->py_first_n;
-	w->py_written = w->py_first_written;
-	w->py_frame = w->py_first;
-	w->py_shim = 0;
-	stat_inc(STAT_PY_CALL_EDGE);
-}
-
 /* bpf_loop callback: records the frame at w->ip and unwinds to its caller; in a Python process, writes
  * an eval-loop call's Python frames in its place (one per call). Returns 1 to stop. */
 static long walk_step(__u64 index, void *ctx)

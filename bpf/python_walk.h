@@ -1,6 +1,8 @@
 /* python_walk.h - the Python part of profile.bpf.c's user stack walk (include/python.h): finds the
- * sampled thread's thread state and writes the Python frames of each eval-loop call in its place.
- * Included by profile.bpf.c after struct walk; every read of the process is bounded and checked. */
+ * sampled thread's thread state, writes the Python frames of each eval-loop call in its place (given
+ * back to the caller's when the call was sampled starting or ending), steps over -X perf trampolines and
+ * writes the frames left after a walk that failed. Included by profile.bpf.c after struct walk, struct
+ * walk_ctx and table_step; every read of the process is bounded and checked. */
 #ifndef FLAMED_BPF_PYTHON_WALK_H
 #define FLAMED_BPF_PYTHON_WALK_H
 
@@ -340,6 +342,37 @@ static __always_inline __u32 tramp_leaf_cfa(const struct walk *w, const struct p
 	if (c[0] == 0x48 && c[1] == 0x83 && c[3] == 0x08 && c[2] == 0xc4) /* add $8,%rsp */
 		return 16;
 	return 0;
+}
+
+/* After a native step that stopped the walk (stop 1): when it failed, or ended in code without unwind
+ * information (the vDSO, JIT code) whose frame pointer led nowhere, with Python frames (not 3.15's base
+ * frame) still to write, they are written after what was walked (their native callers are lost). */
+static __always_inline long native_done(struct walk *w, const struct walk_ctx *wc, long stop)
+{
+	if (stop && (w->done == WALK_FAILED || w->fp_ended) && w->py_frame && w->py_frame != w->py_base && wc->py) {
+		w->py_state = PY_TAIL;
+		stat_inc(STAT_PY_APPENDED);
+		return 0;
+	}
+	return stop;
+}
+
+/* Run once the eval-loop call whose Python frames were just written is unwound (w->sp its CFA). 3.12+
+ * push a shim "entry frame" on the call's own C stack frame when it starts and pop it before it
+ * returns, so it lies below the CFA. One found above it is a caller's: the call was sampled in its
+ * prologue or epilogue, with the thread's current frame still (or again) its caller's. The frames
+ * written are then the caller's: taken back, to be written in the caller's eval-loop frame. */
+static __always_inline void shim_check(struct walk *w)
+{
+	w->shim_check = 0;
+	if (w->py_shim < w->sp || w->py_shim - w->sp >= PY_SHIM_REACH || w->py_shim == w->py_base ||
+	    w->py_first_n > w->n)
+		return;
+	w->n = w->py_first_n;
+	w->py_written = w->py_first_written;
+	w->py_frame = w->py_first;
+	w->py_shim = 0;
+	stat_inc(STAT_PY_CALL_EDGE);
 }
 
 #endif
