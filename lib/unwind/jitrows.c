@@ -232,16 +232,80 @@ struct reading {
 	struct jitrows_stats *st;
 };
 
+/* Whether objects o and p share an address. */
+static bool overlap(const struct object *o, uint64_t lo, uint64_t hi)
+{
+	return o->lo <= hi && lo <= o->hi;
+}
+
+/* Adds the object laid out as l, its .eh_frame eh and code read (each NULL when unread), to j. With
+ * newest, the objects it overlaps go first (their code was freed and the address reused). Counted in st.
+ * Returns 0 or -ENOMEM. */
+static int add_object(struct jitrows *j, const struct layout *l, const void *eh, const void *code, bool newest,
+		      struct jitrows_stats *st)
+{
+	uint64_t base = (l->eh_addr && l->eh_addr < l->code_lo ? l->eh_addr : l->code_lo) & ~0xfffULL;
+	uint64_t top = l->code_hi > l->eh_addr + l->eh_size ? l->code_hi : l->eh_addr + l->eh_size;
+	struct unwind_row *rows;
+	struct object o;
+	size_t n;
+	int err;
+
+	if (top - base >= 1ULL << 32 || (!newest && j->n == JITROWS_MAX_OBJECTS)) {
+		st->objects_bad++;
+		return 0;
+	}
+	err = build_rows(l, eh, code, base, &rows, &n);
+	if (err == -ENOMEM)
+		return err;
+	if (err == -ENOENT || (!err && n < 2)) {
+		if (!err)
+			free(rows);
+		st->objects_without++;
+		return 0;
+	}
+	if (err) {
+		st->objects_bad++;
+		return 0;
+	}
+	o = (struct object){ .base = base, .lo = base + rows[0].pc, .hi = base + rows[n - 1].pc, .rows = rows, .n = n };
+	for (size_t i = 0; newest && i < j->n;) {
+		if (overlap(&j->o[i], o.lo, o.hi)) {
+			free(j->o[i].rows);
+			j->o[i] = j->o[--j->n];
+			st->objects_replaced++;
+		} else {
+			i++;
+		}
+	}
+	if (j->n == JITROWS_MAX_OBJECTS) {
+		free(rows);
+		st->objects_bad++;
+		return 0;
+	}
+	if (j->n == j->cap) {
+		size_t cap = j->cap ? 2 * j->cap : 16;
+		struct object *grown = realloc(j->o, cap * sizeof(*grown));
+
+		if (!grown) {
+			free(rows);
+			return -ENOMEM;
+		}
+		j->o = grown;
+		j->cap = cap;
+	}
+	j->o[j->n++] = o;
+	st->objects++;
+	st->rows += n;
+	return 0;
+}
+
 /* jitlist_image_fn: one object's rows into r->j. Only running out of memory stops the walk. */
 static int each_image(void *ctx, const void *image, size_t len)
 {
 	struct reading *r = ctx;
-	struct jitrows *j = r->j;
-	struct unwind_row *rows;
-	struct layout l;
-	uint64_t base, top;
 	void *eh = NULL, *code = NULL;
-	size_t n;
+	struct layout l;
 	int err = image_layout(image, len, &l);
 
 	if (err == -ENOMEM)
@@ -251,22 +315,10 @@ static int each_image(void *ctx, const void *image, size_t len)
 		err = 0;
 		goto out;
 	}
-	base = (l.eh_addr && l.eh_addr < l.code_lo ? l.eh_addr : l.code_lo) & ~0xfffULL;
-	top = l.code_hi > l.eh_addr + l.eh_size ? l.code_hi : l.eh_addr + l.eh_size;
-	if (err || top - base >= 1ULL << 32 || j->n == JITROWS_MAX_OBJECTS) {
+	if (err) {
 		r->st->objects_bad++;
 		err = 0;
 		goto out;
-	}
-	if (j->n == j->cap) {
-		size_t cap = j->cap ? 2 * j->cap : 16;
-		struct object *o = realloc(j->o, cap * sizeof(*o));
-
-		err = -ENOMEM;
-		if (!o)
-			goto out;
-		j->o = o;
-		j->cap = cap;
 	}
 	err = -ENOMEM;
 	if ((l.eh_addr && !(eh = malloc(l.eh_size))) || (l.nfuncs && !(code = malloc(l.code_hi - l.code_lo))))
@@ -280,27 +332,30 @@ static int each_image(void *ctx, const void *image, size_t len)
 		free(code);
 		code = NULL; /* its prologues unread: its FDEs alone */
 	}
-	err = build_rows(&l, eh, code, base, &rows, &n);
-	if (err == -ENOMEM)
-		goto out;
-	if (err == -ENOENT || (!err && n < 2)) {
-		if (!err)
-			free(rows);
-		r->st->objects_without++;
-	} else if (err) {
-		r->st->objects_bad++;
-	} else {
-		j->o[j->n++] = (struct object){ .base = base, .lo = base + rows[0].pc, .hi = base + rows[n - 1].pc,
-						.rows = rows, .n = n };
-		r->st->objects++;
-		r->st->rows += n;
-	}
-	err = 0;
+	err = add_object(r->j, &l, eh, code, false, r->st);
 out:
 	free(eh);
 	free(code);
 	free(l.funcs);
 	return err;
+}
+
+int jitrows_new(struct jitrows **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
+
+int jitrows_add(struct jitrows *j, uint64_t code, uint64_t size, uint64_t eh_addr, const void *eh, size_t eh_size,
+		struct jitrows_stats *st)
+{
+	struct layout l = { .code_lo = code, .code_hi = code + size, .eh_addr = eh_addr, .eh_size = eh_size };
+
+	if (!size || code + size < code || !eh_size || eh_size > JITROWS_MAX_EH_FRAME || eh_addr + eh_size < eh_addr) {
+		st->objects_bad++;
+		return 0;
+	}
+	return add_object(j, &l, eh, NULL, true, st);
 }
 
 void jitrows_free(struct jitrows *j)
@@ -320,7 +375,7 @@ int jitrows_read(jitlist_read_fn rd, void *ctx, uint64_t desc, uint64_t *sig, st
 	int err;
 
 	*out = NULL;
-	if (!(r.j = calloc(1, sizeof(*r.j))))
+	if (jitrows_new(&r.j))
 		return -ENOMEM;
 	err = jitlist_walk(rd, ctx, desc, each_image, &r, sig, &st->list);
 	if (err) {

@@ -28,6 +28,7 @@ struct jitrows_stats {
 	uint64_t objects_without; /* objects with no code, or none giving rows */
 	uint64_t objects_bad;     /* images malformed, their .eh_frame unreadable or corrupt, spread over
 				   * more than 4 GiB, or past JITROWS_MAX_OBJECTS */
+	uint64_t objects_replaced; /* objects dropped for a newer one at their address (jitrows_add) */
 	uint64_t rows;            /* rows of the objects read */
 	struct jitlist_stats list;
 };
@@ -41,6 +42,15 @@ struct jitrows;
  * error; counted in *st. */
 int jitrows_read(jitlist_read_fn rd, void *ctx, uint64_t desc, uint64_t *sig, struct jitrows **out,
 		 struct jitrows_stats *st);
+
+/* An empty set, for jitrows_add. Returns 0 or -ENOMEM. */
+int jitrows_new(struct jitrows **out);
+
+/* Adds to j the rows of the code at [code, code + size) from its .eh_frame (eh_size bytes at eh, laid
+ * out for address eh_addr, as a jitdump file's unwinding information is): an object that replaces those
+ * whose code it overlaps. Returns 0 (counted in *st: with rows, without, bad) or -ENOMEM. */
+int jitrows_add(struct jitrows *j, uint64_t code, uint64_t size, uint64_t eh_addr, const void *eh, size_t eh_size,
+		struct jitrows_stats *st);
 
 /* The rows of the objects whose code lies in [start, end) (a mapping of anonymous memory), their pcs
  * made start-relative, sorted and strictly increasing (an object overlapping one before it is left
