@@ -548,6 +548,8 @@ static long walk_step(__u64 index, void *ctx)
 	struct walk *w = bpf_map_lookup_elem(&walks, &zero);
 	const struct unwind_mapping *m;
 	struct row_cache_slot *c;
+	bool jit_leaf = false;
+	__u32 nrows;
 	__u64 pc;
 	int i;
 
@@ -581,23 +583,23 @@ static long walk_step(__u64 index, void *ctx)
 			w->py_shim = 0;
 			return 0;
 		}
-		if (wc->py->tramp_cfa && (!m || m->table == UNWIND_NO_TABLE) && (w->after_eval || !w->unwound)) {
-			/* A perf trampoline: stood for by the Python frames, not written. At the leaf, its
-			 * instruction tells where its CFA is (or that it is other code). */
-			bool rbp_saved = wc->py->tramp_rbp_saved;
-			__u32 cfa_off = wc->py->tramp_cfa;
-
-			if (!w->unwound)
-				cfa_off = tramp_leaf_cfa(w, wc->py, &rbp_saved);
-			if (cfa_off) {
-				if (!w->unwound)
-					stat_inc(STAT_PY_TRAMP_LEAF);
-				w->after_eval = 0;
-				w->after_tramp = 1;
-				w->unwound++;
-				return native_done(w, wc, tramp_step(w, cfa_off, rbp_saved));
-			}
+		if (w->after_eval && wc->py->tramp_cfa &&
+		    (!m || m->table == UNWIND_NO_TABLE || (m->nrows & UNWIND_JIT_ROWS))) {
+			/* A perf trampoline (anonymous code an eval-loop call returns to; rows from its jitdump
+			 * file, if any, not needed): stood for by the Python frames, not written. */
+			w->after_eval = 0;
+			w->after_tramp = 1;
+			w->unwound++;
+			return native_done(w, wc, tramp_step(w, wc->py->tramp_cfa, wc->py->tramp_rbp_saved));
 		}
+		/* At the leaf, where no rows are (or its JIT's give none), the instruction tells. */
+		if (!w->unwound && wc->py->tramp_cfa && (!m || m->table == UNWIND_NO_TABLE)) {
+			long r = leaf_tramp(w, wc);
+
+			if (r >= 0)
+				return r;
+		}
+		jit_leaf = !w->unwound && wc->py->tramp_cfa && m && (m->nrows & UNWIND_JIT_ROWS);
 	}
 	w->after_eval = w->py_state == PY_EVAL;
 	if (w->py_state == PY_EVAL) {
@@ -617,8 +619,22 @@ static long walk_step(__u64 index, void *ctx)
 	table = m->table;
 	rpc = (__u32)(pc - m->bias);
 	c = &cache->s[(rpc * 0x9e3779b1u ^ table) & (ROW_CACHE - 1)];
-	if ((c->table != table || c->pc != rpc) && row_find(table, m->nrows, rpc, c))
+	nrows = UNWIND_NROWS(m->nrows);
+	if (((c->table != table || c->pc != rpc) && row_find(table, nrows, rpc, c)) ||
+	    UNWIND_CFA_KIND(c->row.kinds) == UNWIND_CFA_NONE) {
+		if (jit_leaf) { /* a trampoline whose rows its JIT has not written yet? */
+			long r;
+
+			w->n = n;
+			w->unwound--;
+			r = leaf_tramp(w, wc);
+			if (r >= 0)
+				return r;
+			w->n = n + 1;
+			w->unwound++;
+		}
 		return native_done(w, wc, fp_step(w));
+	}
 	return native_done(w, wc, table_step(w, &c->row));
 }
 

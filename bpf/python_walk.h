@@ -375,4 +375,21 @@ static __always_inline void shim_check(struct walk *w)
 	stat_inc(STAT_PY_CALL_EDGE);
 }
 
+/* At a sample's leaf in anonymous code of a Python process: a perf trampoline, when the instruction
+ * there is one of its template's; then stepped over (not written). Returns walk_step's answer, or -1
+ * when it is other code. */
+static __always_inline long leaf_tramp(struct walk *w, const struct walk_ctx *wc)
+{
+	bool rbp_saved;
+	__u32 cfa_off = tramp_leaf_cfa(w, wc->py, &rbp_saved);
+
+	if (!cfa_off)
+		return -1;
+	stat_inc(STAT_PY_TRAMP_LEAF);
+	w->after_eval = 0;
+	w->after_tramp = 1;
+	w->unwound++;
+	return native_done(w, wc, tramp_step(w, cfa_off, rbp_saved));
+}
+
 #endif

@@ -54,7 +54,11 @@ _Static_assert(1u << (UNWIND_MAPPING_STEPS - 1) == UNWIND_MAX_MAPPINGS, "UNWIND_
 #define UNWIND_MAX_SLOTS 0x10000u
 
 /* One executable mapping: addresses in [start, end) are ELF address addr - bias of the binary whose
- * rows are inner map UNWIND_SLOT(table) of unwind_tables (nrows rows), or have none (UNWIND_NO_TABLE). */
+ * rows are inner map UNWIND_SLOT(table) of unwind_tables (UNWIND_NROWS(nrows) rows), or have none
+ * (UNWIND_NO_TABLE). nrows also has UNWIND_JIT_ROWS where the mapping is anonymous memory whose rows its
+ * JIT gave (a GDB JIT object's .eh_frame, a jitdump file's unwinding information), not a binary's. */
+#define UNWIND_JIT_ROWS 0x80000000u
+#define UNWIND_NROWS(nrows) ((nrows) & ~UNWIND_JIT_ROWS)
 struct unwind_mapping {
 	__u64 start, end;
 	__u64 bias;

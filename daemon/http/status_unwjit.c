@@ -1,5 +1,6 @@
-/* status_unwjit.c - unwind rows of JIT code registered with the GDB JIT interface (lib/unwind/jitrows.c,
- * read by lib/unwind/unwinder.c): objects read, refused, tables loaded, as JSON, text and metrics. */
+/* status_unwjit.c - unwind rows of JIT code registered with the GDB JIT interface or described by a
+ * jitdump file's unwinding information (lib/unwind/jitrows.c, dumprows.c, read by lib/unwind/unwinder.c):
+ * objects read, refused, tables loaded, as JSON, text and metrics. */
 #include <inttypes.h>
 
 #include "http/http_impl.h"
@@ -15,6 +16,8 @@
 	X(objects_bad, s->unwind.jit.objects_bad, "flamed_unwind_jit_objects_bad_total", "counter",             \
 	  "JIT objects refused: malformed, their .eh_frame unreadable or corrupt, spread over 4 GiB, or past "   \
 	  "4096 in one process.")                                                                               \
+	X(objects_replaced, s->unwind.jit.objects_replaced, "flamed_unwind_jit_objects_replaced_total",         \
+	  "counter", "JIT objects' rows dropped for code a jitdump file loaded later at their address.")       \
 	X(rows, s->unwind.jit.rows, "flamed_unwind_jit_rows_total", "counter", "Unwind rows read from JIT objects.") \
 	X(tables, s->unwind.jit_tables, "flamed_unwind_jit_tables", "gauge",                                   \
 	  "Unwind tables of JIT code loaded: one per mapping of anonymous memory holding JIT objects.")          \
@@ -25,7 +28,16 @@
 	X(lists_cut, s->unwind.jit.list.lists_cut, "flamed_unwind_jit_lists_cut_total", "counter",             \
 	  "JIT object lists cut while read for unwind rows: past 65,536 entries, or looping.")                 \
 	X(reads_failed, s->unwind.jit.list.reads_failed, "flamed_unwind_jit_reads_failed_total", "counter",    \
-	  "GDB JIT descriptors, entries or objects unreadable while read for unwind rows.")
+	  "GDB JIT descriptors, entries or objects unreadable while read for unwind rows.")                    \
+	X(dump_files_read, s->unwind.jitdump.file.files_read, "flamed_unwind_jit_dump_files_read_total",        \
+	  "counter", "jitdump files read for their unwinding information, from their start.")                 \
+	X(dump_unwind_records, s->unwind.jitdump.records, "flamed_unwind_jit_dump_unwind_records_total",        \
+	  "counter", "Unwinding-information records read from jitdump files.")                               \
+	X(dump_unwind_bad, s->unwind.jitdump.bad, "flamed_unwind_jit_dump_unwind_bad_total", "counter",         \
+	  "Unwinding-information records refused: malformed, or past 64 KiB.")                                 \
+	X(dump_files_bad, s->unwind.jitdump.file.files_bad + s->unwind.jitdump.file.records_bad,                \
+	  "flamed_unwind_jit_dump_files_bad_total", "counter",                                                 \
+	  "jitdump files not read further for unwinding information: not one, or a record without a size.")
 
 void status_unwjit_json(FILE *o, const struct daemon_status *s)
 {

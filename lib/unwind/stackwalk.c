@@ -207,7 +207,7 @@ void stackwalk(const struct unwind_proc *p, stackwalk_row_fn row, void *ctx, con
 		m = mapping_find(p, pc);
 		if (w.after_eval)
 			shim_check(&w);
-		if (w.after_eval && py->tramp_cfa && (!m || m->table == UNWIND_NO_TABLE)) {
+		if (w.after_eval && py->tramp_cfa && (!m || m->table == UNWIND_NO_TABLE || (m->nrows & UNWIND_JIT_ROWS))) {
 			w.after_eval = false; /* a perf trampoline: stood for by the Python frames, not written */
 			w.after_tramp = true;
 			if (!tramp_step(&w))
@@ -226,7 +226,7 @@ void stackwalk(const struct unwind_proc *p, stackwalk_row_fn row, void *ctx, con
 		if (!m)
 			out->unknown = true;
 		if (!m || m->table == UNWIND_NO_TABLE || pc - m->bias > 0xffffffffULL ||
-		    row(ctx, m->table, m->nrows, (uint32_t)(pc - m->bias), &rw))
+		    row(ctx, m->table, UNWIND_NROWS(m->nrows), (uint32_t)(pc - m->bias), &rw))
 			on = fp_step(&w);
 		else
 			on = table_step(&w, &rw);

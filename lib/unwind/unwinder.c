@@ -16,6 +16,7 @@
 
 #include "unwind.h"
 #include "unwind/cfi.h"
+#include "unwind/dumprows.h"
 #include "unwind/jitrows.h"
 #include "unwind/prologue.h"
 #include "unwind/unwinder.h"
@@ -414,8 +415,74 @@ static void jit_update(struct unwinder *u, struct proc *p, const struct procmap 
 	p->jit_sig = sig;
 }
 
+/* Opens the jitdump file p maps, as it was found. Returns the descriptor or -errno. */
+static int dump_open(const struct proc *p)
+{
+	const struct procmap *m = p->dump_map;
+	struct bin_source src = { .pid = p->pid, .start = m->start, .end = m->end,
+				  .dev = (uint64_t)m->dev_major << 32 | m->dev_minor, .inode = m->inode,
+				  .path = m->path, .deleted = m->deleted };
+	char root[BIN_ROOT_LEN];
+
+	return bin_open_mapped(&src, root);
+}
+
+static void dump_forget(struct proc *p)
+{
+	procmaps_free(p->dump_map, p->dump_map ? 1 : 0);
+	dumprows_free(p->dump);
+	p->dump_map = NULL;
+	p->dump = NULL;
+}
+
+/* Reads on p's jitdump file, the one of maps (n) named jit-N.dump, for the rows of its unwinding
+ * information; another file than the one read before starts anew. */
+static void dump_update(struct unwinder *u, struct proc *p, const struct procmap *maps, size_t n)
+{
+	const struct procmap *m = NULL;
+	int fd, r;
+
+	for (size_t i = 0; i < n && !m; i++)
+		if (maps[i].path && maps[i].path[0] == '/' && jitdump_path(maps[i].path))
+			m = &maps[i];
+	if (!m)
+		return;
+	if (p->dump_map && (p->dump_map->inode != m->inode || p->dump_map->dev_major != m->dev_major ||
+			    p->dump_map->dev_minor != m->dev_minor || p->dump_map->start != m->start))
+		dump_forget(p);
+	if (!p->dump_map && (procmaps_copy(m, 1, &p->dump_map) || dumprows_new(&p->dump))) {
+		dump_forget(p);
+		return;
+	}
+	fd = dump_open(p);
+	if (fd < 0)
+		return;
+	r = dumprows_read(p->dump, fd, &u->st.jit, &u->st.jitdump);
+	close(fd);
+	if (r > 0)
+		p->dump_gen++;
+}
+
+/* Whether p's jitdump file grew past what was read of it. */
+static bool dump_grew(const struct proc *p)
+{
+	struct stat sb;
+	int fd;
+	bool grew;
+
+	if (!p->dump_map)
+		return false;
+	fd = dump_open(p);
+	if (fd < 0)
+		return false;
+	grew = !fstat(fd, &sb) && (uint64_t)sb.st_size > dumprows_offset(p->dump);
+	close(fd);
+	return grew;
+}
+
 /* The table of p's JIT code in its anonymous mapping m, built from p->jit when p's list changed since
- * (or m did). NULL: no object there, no room for another entry, or out of memory. */
+ * (or m did), else from its jitdump file's rows when they did. NULL: no object there, no room for another
+ * entry, or out of memory. */
 static struct table *jit_table(struct unwinder *u, const struct proc *p, const struct procmap *m)
 {
 	struct unwind_row *rows;
@@ -425,17 +492,19 @@ static struct table *jit_table(struct unwinder *u, const struct proc *p, const s
 	for (size_t i = 0; i < u->ntables; i++) {
 		t = u->tables[i];
 		if (t->jit && t->jit_pid == p->pid && t->jit_start == m->start && t->jit_end == m->end &&
-		    t->jit_sig == p->jit_sig)
+		    t->jit_sig == p->jit_sig && t->jit_dump_gen == p->dump_gen)
 			return t;
 	}
-	if (jitrows_range(p->jit, m->start, m->end, UNWIND_MAX_ROWS, &rows, &n))
+	if (jitrows_range(p->jit, m->start, m->end, UNWIND_MAX_ROWS, &rows, &n) &&
+	    jitrows_range(dumprows_rows(p->dump), m->start, m->end, UNWIND_MAX_ROWS, &rows, &n))
 		return NULL;
 	if ((u->ntables == u->cap_tables && !evict_one(u, false)) || !(t = calloc(1, sizeof(*t)))) {
 		free(rows);
 		return NULL;
 	}
 	*t = (struct table){ .slot = UNWIND_NO_TABLE, .last_used = u->sweeps, .used_at = unwinder_now(), .jit = true,
-			     .jit_pid = p->pid, .jit_start = m->start, .jit_end = m->end, .jit_sig = p->jit_sig };
+			     .jit_pid = p->pid, .jit_start = m->start, .jit_end = m->end, .jit_sig = p->jit_sig,
+			     .jit_dump_gen = p->dump_gen };
 	load_table(u, t, rows, n);
 	free(rows);
 	u->tables[u->ntables++] = t;
@@ -458,6 +527,7 @@ static void forget_proc(struct unwinder *u, struct proc *p)
 {
 	release(p);
 	jitrows_free(p->jit);
+	dump_forget(p);
 	*p = u->procs[--u->nprocs];
 	u->st.processes--;
 }
@@ -484,7 +554,8 @@ static void fill_value(struct unwinder *u, const struct proc *p, const struct pr
 		um->bias = 0;
 		um->table = UNWIND_NO_TABLE;
 		um->nrows = 0;
-		t = maps[i].path ? table_for(u, p->pid, &maps[i], b) : p->jit ? jit_table(u, p, &maps[i]) : NULL;
+		t = maps[i].path ? table_for(u, p->pid, &maps[i], b)
+		    : p->jit || dumprows_rows(p->dump) ? jit_table(u, p, &maps[i]) : NULL;
 		if (!t)
 			continue;
 		t->last_used = u->sweeps;
@@ -500,7 +571,7 @@ static void fill_value(struct unwinder *u, const struct proc *p, const struct pr
 		}
 		um->bias = maps[i].start - vaddr;
 		um->table = t->tag;
-		um->nrows = t->nrows;
+		um->nrows = t->nrows | (t->jit ? UNWIND_JIT_ROWS : 0);
 	}
 }
 
@@ -549,9 +620,12 @@ int unwinder_add_process(struct unwinder *u, uint32_t pid, uint64_t token, struc
 		p->jit = NULL;
 		p->jit_desc = p->jit_sig = 0;
 		p->jit_searched = 0;
+		dump_forget(p);
 	}
-	if (!gone)
+	if (!gone) {
 		jit_update(u, p, maps, n);
+		dump_update(u, p, maps, n);
+	}
 	memset(u->value, 0, sizeof(*u->value));
 	fill_value(u, p, maps, n, used, &nused, b);
 	procmaps_free(live, n);
@@ -595,7 +669,13 @@ void unwinder_jit_changed(struct unwinder *u, void (*ask)(struct unwinder *u, ui
 		const struct proc *p = &u->procs[i];
 		uint64_t sig;
 
-		if (!p->jit_desc || p->gone)
+		if (p->gone)
+			continue;
+		if (dump_grew(p)) {
+			ask(u, p->pid);
+			continue;
+		}
+		if (!p->jit_desc)
 			continue;
 		sig = jitlist_signature(jitlist_read_process, (void *)(uintptr_t)p->pid, p->jit_desc);
 		if (sig && sig != p->jit_sig)
@@ -639,6 +719,7 @@ void unwinder_state_free(struct unwinder *u)
 		bpf_map_delete_elem(u->o.procs_fd, &u->procs[i].pid);
 		release(&u->procs[i]);
 		jitrows_free(u->procs[i].jit);
+		dump_forget(&u->procs[i]);
 	}
 	jitlist_finder_free(u->finder);
 	while (u->ntables)

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "elf/procmaps.h"
+#include "unwind/dumprows.h"
 #include "unwind/jitrows.h"
 #include "unwind/tablecache.h"
 
@@ -53,6 +54,7 @@ struct unwinder_stats {
 	/* JIT code registered with the GDB JIT interface: its objects' .eh_frame read as rows
 	 * (jitrows.h), one table per mapping of anonymous memory holding them */
 	struct jitrows_stats jit;
+	struct dumprows_stats jitdump; /* jitdump files' unwinding information read (dumprows.h) */
 	uint64_t jit_tables;      /* such tables loaded now */
 };
 

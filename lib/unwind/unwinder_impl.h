@@ -44,10 +44,11 @@ struct table {
 	uint64_t last_used; /* sweep count when last used (the least recent goes first for room) */
 	double used_at;     /* when last used (CLOCK_MONOTONIC seconds) */
 	/* JIT code's rows: those of one process's mapping [jit_start, jit_end) as its GDB JIT list of
-	 * signature jit_sig had them; never shared, dropped once unused */
+	 * signature jit_sig had them, else its jitdump file after read jit_dump_gen; never shared, dropped
+	 * once unused */
 	bool jit;
 	uint32_t jit_pid;
-	uint64_t jit_start, jit_end, jit_sig;
+	uint64_t jit_start, jit_end, jit_sig, jit_dump_gen;
 };
 
 /* How many tables one pass over a process may build (of binaries whose mapping is at most max_size
@@ -71,6 +72,11 @@ struct proc {
 	uint64_t jit_desc, jit_sig;
 	size_t jit_searched;
 	struct jitrows *jit;
+	/* Its jitdump file: the mapping it was found as (one, its path owned; NULL: none found), the rows
+	 * of its unwinding information read so far, and how many reads added rows. */
+	struct procmap *dump_map;
+	struct dumprows *dump;
+	uint64_t dump_gen;
 };
 
 /* A process gone by the time its entry was written (from its mappings as read at its first sample) is

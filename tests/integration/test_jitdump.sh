@@ -60,9 +60,9 @@ check "metrics: flamed_jit_dump_named_at_read_total" grep -Eq '^flamed_jit_dump_
 # CPython 3.13's -X perf_jit: a trampoline per Python function (py::fib:PATH), in /tmp/jit-PID.dump.
 pyenv=${PYENV_ROOT:-/root/.pyenv}
 PY313=$(ls -d "$pyenv"/versions/3.1[3-9].*/bin/python3.1[3-9] 2> /dev/null | sort -V | head -1)
-# pyjit_run NAME: runs pyjitfib.py under -X perf_jit for 4 s, its profile into $TMP/NAME.folded.
+# pyjit_run NAME [MORE]: runs pyjitfib.py under -X perf_jit for 4 s, its profile into $TMP/NAME.folded.
 pyjit_run() {
-	"$PY313" -X perf_jit "$W/pyjitfib.py" 4 > "$TMP/$1.out" 2>&1 &
+	"$PY313" -X perf_jit "$W/pyjitfib.py" 4 ${2:-0} > "$TMP/$1.out" 2>&1 &
 	PID=$!
 	wait $PID
 	check "$1: $PY313 -X perf_jit ran" grep -q '^done' "$TMP/$1.out"
@@ -106,9 +106,12 @@ if [ ! -x "$PY313" ]; then
 	skip "CPython -X perf_jit: no CPython 3.13 or later here (pyenv install 3.13)"
 	exit $FAILED
 fi
-# Without the Python walk (--python off) the trampolines are frames of their own, named from the dump.
+# Without the Python walk (--python off) the trampolines are frames of their own, named from the dump, and
+# walked through with the rows of the unwinding information CPython writes for each (no frame pointer).
+# CPython writes the file through a buffer: pyjitfib.py makes 300 more functions after fib's first call, so
+# that fib's records are in the file while it runs.
 run_flamed jitdump-nopython --db "$TMP/nopy.db" --frequency $FREQ --flush-interval 1 --listen 127.0.0.1:0 --python off
-pyjit_run nopython
+pyjit_run nopython 300
 # Trampoline frames: named from the dump (py::...), or stored by address (jit-PID.dump+0x...) and not named
 # when read. ([unknown] is not counted: a walk that lost its way meets it too.)
 tramp=$(sum_samples "$TMP/nopython.folded" "(py::[^;]*_\\[j\\]|jit-$PID\\.dump\\+0x[0-9a-f]+)(;|\$)")
@@ -120,6 +123,19 @@ check "python off: samples through a trampoline (>= 100: $tramp)" [ "$tramp" -ge
 	awk '{ print $NF "\t" $0 }' | sort -rn | head -4 | cut -f2 | cut -c1-400 | sed 's/^/    not named: /'
 check "python off: >= 95% of them name it from the dump, py::fib:...pyjitfib.py_[j] among them ($named of $tramp)" \
 	[ $((100 * named)) -ge $((95 * tramp)) -a "$(sum_samples "$TMP/nopython.folded" "py::fib:[^;]*pyjitfib\\.py_\\[j\\]")" -ge 1 ]
+total=$(sum_samples "$TMP/nopython.folded")
+whole=$(sum_samples "$TMP/nopython.folded" "^[^;]*;_start;.*py::fib")
+echo "# --python off: $whole of $total samples walked through fib's trampolines to _start"
+check "python off: >= 90% of the samples walked through the trampolines to _start, by the dump's rows ($whole of $total)" \
+	[ "$total" -ge 200 -a $((100 * whole)) -ge $((90 * total)) ]
+curl -sf "$URL/api/v1/status" > "$TMP/status.json"
+jq -c '.unwind.jit' "$TMP/status.json"
+check "status: unwinding information read from the dump, none refused" \
+	jq -e '.unwind.jit.dump_unwind_records >= 100 and .unwind.jit.dump_unwind_bad == 0 and
+		.unwind.jit.dump_files_bad == 0 and .unwind.jit.objects >= 100' "$TMP/status.json"
+curl -sf "$URL/metrics" > "$TMP/metrics"
+check "metrics: flamed_unwind_jit_dump_unwind_records_total" \
+	grep -Eq '^flamed_unwind_jit_dump_unwind_records_total [1-9]' "$TMP/metrics"
 stop_flamed
 check "flamed --python off exits 0 on SIGTERM" [ $? -eq 0 ]
 exit $FAILED
