@@ -463,21 +463,24 @@ static void dump_update(struct unwinder *u, struct proc *p, const struct procmap
 		p->dump_gen++;
 }
 
-/* Whether p's jitdump file grew past what was read of it. */
-static bool dump_grew(const struct proc *p)
+/* Reads on p's jitdump file (in a sweep): whether that added rows, for p's entry to be written again. A
+ * file that grew by records without unwinding information (V8's, unless --perf-prof-unwinding-info) asks
+ * for nothing. */
+static bool dump_changed(struct unwinder *u, struct proc *p)
 {
-	struct stat sb;
-	int fd;
-	bool grew;
+	int fd, r;
 
 	if (!p->dump_map)
 		return false;
 	fd = dump_open(p);
 	if (fd < 0)
 		return false;
-	grew = !fstat(fd, &sb) && (uint64_t)sb.st_size > dumprows_offset(p->dump);
+	r = dumprows_read(p->dump, fd, &u->st.jit, &u->st.jitdump);
 	close(fd);
-	return grew;
+	if (r <= 0)
+		return false;
+	p->dump_gen++;
+	return true;
 }
 
 /* The table of p's JIT code in its anonymous mapping m, built from p->jit when p's list changed since
@@ -666,12 +669,12 @@ int unwinder_add_maps(struct unwinder *u, uint32_t pid, uint64_t token, const st
 void unwinder_jit_changed(struct unwinder *u, void (*ask)(struct unwinder *u, uint32_t pid))
 {
 	for (size_t i = 0; i < u->nprocs; i++) {
-		const struct proc *p = &u->procs[i];
+		struct proc *p = &u->procs[i];
 		uint64_t sig;
 
 		if (p->gone)
 			continue;
-		if (dump_grew(p)) {
+		if (dump_changed(u, p)) {
 			ask(u, p->pid);
 			continue;
 		}

@@ -135,7 +135,7 @@ int unwinder_state_new(const struct unwinder_opts *opts, struct unwinder **out);
 void unwinder_state_free(struct unwinder *u);
 
 /* Calls ask for each process whose GDB JIT list changed since it was read (code compiled since, freed),
- * for it to be read again. */
+ * for it to be read again, or whose jitdump file, read on, gave more rows. */
 void unwinder_jit_changed(struct unwinder *u, void (*ask)(struct unwinder *u, uint32_t pid));
 
 #endif
