@@ -47,6 +47,22 @@ static void head(uint32_t id, uint32_t size)
 	put(&stamp, 8);
 }
 
+/* The file's header: the magic, version 1, 40 bytes, x86-64, pid 42, a timestamp, no flags. */
+static void file_header(void)
+{
+	uint32_t magic = JITDUMP_MAGIC, version = 1, hsize = 40, mach = 62, pad = 0, pid = 42;
+	uint64_t stamp = 7, flags = 0;
+
+	put(&magic, 4);
+	put(&version, 4);
+	put(&hsize, 4);
+	put(&mach, 4);
+	put(&pad, 4);
+	put(&pid, 4);
+	put(&stamp, 8);
+	put(&flags, 8);
+}
+
 /* An UNWINDING_INFO record: the .eh_frame, then the header (hdr_len bytes of it; 0: none). */
 static void unwind_record(size_t hdr_len)
 {
@@ -102,20 +118,11 @@ int main(void)
 	struct dumprows_stats st = { 0 };
 	struct unwind_row *rows = NULL;
 	struct dumprows *d;
-	uint32_t magic = JITDUMP_MAGIC, version = 1, hsize = 40, mach = 62, pad = 0, pid = 42;
-	uint64_t stamp = 7, flags = 0;
 	size_t n = 0, half;
 	int fd = memfd_create("test-dumprows", MFD_CLOEXEC), r;
 
 	CHECK(fd >= 0, "a file to write");
-	put(&magic, 4);
-	put(&version, 4);
-	put(&hsize, 4);
-	put(&mach, 4);
-	put(&pad, 4);
-	put(&pid, 4);
-	put(&stamp, 8);
-	put(&flags, 8);
+	file_header();
 	unwind_record(sizeof(hdr));
 	load_record(ARENA + 0x110, "py::fib:x.py");
 	half = len;
@@ -150,14 +157,7 @@ int main(void)
 		struct dumprows *e;
 
 		len = 0;
-		put(&magic, 4);
-		put(&version, 4);
-		put(&hsize, 4);
-		put(&mach, 4);
-		put(&pad, 4);
-		put(&pid, 4);
-		put(&stamp, 8);
-		put(&flags, 8);
+		file_header();
 		unwind_record(sizeof(hdr));
 		load_record(ARENA + 0x110, "py::fib:x.py");
 		unwind_record(sizeof(hdr));
