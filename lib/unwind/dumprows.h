@@ -16,7 +16,8 @@
 #define DUMPROWS_MAX_UNWIND (64u << 10) /* bytes of one record's unwinding information; more: counted bad */
 
 struct dumprows_stats {
-	uint64_t records; /* unwinding-information records read */
+	uint64_t records; /* unwinding-information records read (V8 writes one with no .eh_frame for code
+			   * without: counted here, nothing more) */
 	uint64_t bad;     /* records malformed or past the bound, or not followed by a code load */
 	struct jitdump_file_stats file;
 };

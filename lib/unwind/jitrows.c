@@ -244,6 +244,7 @@ static bool overlap(const struct object *o, uint64_t lo, uint64_t hi)
 static int add_object(struct jitrows *j, const struct layout *l, const void *eh, const void *code, bool newest,
 		      struct jitrows_stats *st)
 {
+	bool fp = false;
 	uint64_t base = (l->eh_addr && l->eh_addr < l->code_lo ? l->eh_addr : l->code_lo) & ~0xfffULL;
 	uint64_t top = l->code_hi > l->eh_addr + l->eh_size ? l->code_hi : l->eh_addr + l->eh_size;
 	struct unwind_row *rows;
@@ -266,6 +267,15 @@ static int add_object(struct jitrows *j, const struct layout *l, const void *eh,
 	}
 	if (err) {
 		st->objects_bad++;
+		return 0;
+	}
+	/* Code given by a jitdump file that keeps a frame pointer is walked by it, as before: V8's (its
+	 * records reach the file late, and rows of freed code must not stand for new code at its place). */
+	for (size_t i = 0; newest && i < n && !fp; i++)
+		fp = UNWIND_CFA_KIND(rows[i].kinds) == UNWIND_CFA_RBP;
+	if (fp) {
+		free(rows);
+		st->objects_fp++;
 		return 0;
 	}
 	o = (struct object){ .base = base, .lo = base + rows[0].pc, .hi = base + rows[n - 1].pc, .rows = rows, .n = n };

@@ -29,6 +29,8 @@ struct jitrows_stats {
 	uint64_t objects_bad;     /* images malformed, their .eh_frame unreadable or corrupt, spread over
 				   * more than 4 GiB, or past JITROWS_MAX_OBJECTS */
 	uint64_t objects_replaced; /* objects dropped for a newer one at their address (jitrows_add) */
+	uint64_t objects_fp;      /* jitrows_add's objects whose rows take the CFA from rbp: left to the
+				   * frame pointer walk they keep */
 	uint64_t rows;            /* rows of the objects read */
 	struct jitlist_stats list;
 };
@@ -48,7 +50,8 @@ int jitrows_new(struct jitrows **out);
 
 /* Adds to j the rows of the code at [code, code + size) from its .eh_frame (eh_size bytes at eh, laid
  * out for address eh_addr, as a jitdump file's unwinding information is): an object that replaces those
- * whose code it overlaps. Returns 0 (counted in *st: with rows, without, bad) or -ENOMEM. */
+ * whose code it overlaps, unless its rows take the CFA from rbp (code keeping a frame pointer, walked by
+ * it). Returns 0 (counted in *st: with rows, without, kept to frame pointers, bad) or -ENOMEM. */
 int jitrows_add(struct jitrows *j, uint64_t code, uint64_t size, uint64_t eh_addr, const void *eh, size_t eh_size,
 		struct jitrows_stats *st);
 

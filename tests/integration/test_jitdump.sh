@@ -55,6 +55,11 @@ check "status: frames named from the dump, at ingest or when read" \
 	jq -e '.jit.jitdump.named + .debuginfod.jit_named_at_read >= 1' "$TMP/status.json"
 curl -sf "$URL/metrics" > "$TMP/metrics"
 check "metrics: flamed_jit_dump_loads_total" grep -Eq '^flamed_jit_dump_loads_total [1-9]' "$TMP/metrics"
+# V8 writes an unwinding-information record before each code load, most with no .eh_frame; its code keeps
+# frame pointers and is walked by them, not by rows from the dump.
+check "status: V8's unwinding records read, none refused, no JIT table from them" \
+	jq -e '.unwind.jit.dump_unwind_records >= 1 and .unwind.jit.dump_unwind_bad == 0 and .unwind.jit.objects == 0' \
+	"$TMP/status.json"
 check "metrics: flamed_jit_dump_named_at_read_total" grep -Eq '^flamed_jit_dump_named_at_read_total [0-9]' "$TMP/metrics"
 
 # CPython 3.13's -X perf_jit: a trampoline per Python function (py::fib:PATH), in /tmp/jit-PID.dump.
