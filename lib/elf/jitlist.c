@@ -152,9 +152,7 @@ void jitlist_finder_free(struct jitlist_finder *f)
 /* The binary mapped at m: looked at once (by device and inode), then remembered. NULL: unreadable. */
 static const struct jitbin *binary_of(struct jitlist_finder *c, uint32_t pid, const struct procmap *m)
 {
-	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
-	struct bin_source src = { .pid = pid, .start = m->start, .end = m->end, .dev = dev, .inode = m->inode,
-				  .path = m->path, .deleted = m->deleted };
+	struct bin_source src = bin_source_of(pid, m);
 	char root[BIN_ROOT_LEN];
 	struct elf_file *f;
 	struct jitbin *b;
@@ -162,7 +160,7 @@ static const struct jitbin *binary_of(struct jitlist_finder *c, uint32_t pid, co
 	int fd, nsegs;
 
 	for (size_t i = 0; i < c->nbins; i++)
-		if (c->bins[i].dev == dev && c->bins[i].inode == m->inode)
+		if (c->bins[i].dev == src.dev && c->bins[i].inode == m->inode)
 			return &c->bins[i];
 	fd = bin_open_mapped(&src, root);
 	if (fd < 0 || elf_file_from_fd(fd, &f))
@@ -174,7 +172,7 @@ static const struct jitbin *binary_of(struct jitlist_finder *c, uint32_t pid, co
 		c->next_bin = (c->next_bin + 1) % MAX_BINARIES;
 	}
 	memset(b, 0, sizeof(*b));
-	b->dev = dev;
+	b->dev = src.dev;
 	b->inode = m->inode;
 	if (!elf_file_symbol(f, true, JITLIST_SYMBOL, &sym) || !elf_file_symbol(f, false, JITLIST_SYMBOL, &sym))
 		b->vaddr = sym.st_value;

@@ -1,6 +1,7 @@
 /* mapped.c - opens or stats the file a process maps, from outside the process: through
  * /proc/PID/map_files, else its path under the process's root, else its plain path. */
 #include "elf/mapped.h"
+#include "elf/procmaps.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -43,6 +44,13 @@ static int open_inode(const char *path, uint64_t inode)
 		return -ESTALE;
 	}
 	return fd;
+}
+
+struct bin_source bin_source_of(uint32_t pid, const struct procmap *m)
+{
+	return (struct bin_source){ .pid = pid, .start = m->start, .end = m->end,
+				    .dev = (uint64_t)m->dev_major << 32 | m->dev_minor, .inode = m->inode,
+				    .path = m->path, .deleted = m->deleted };
 }
 
 int bin_open_mapped(const struct bin_source *src, char *root)

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct procmap;
 struct stat;
 
 /* Where a binary is mapped: how to open it and its cache key. */
@@ -16,6 +17,9 @@ struct bin_source {
 	const char *path;      /* as the process sees it, without " (deleted)" */
 	bool deleted;          /* the path no longer names the mapped file */
 };
+
+/* The source of the file pid maps as m (a line of its maps: elf/procmaps.h). */
+struct bin_source bin_source_of(uint32_t pid, const struct procmap *m);
 
 #define BIN_ROOT_LEN 64 /* room for the root bin_open_mapped returns */
 

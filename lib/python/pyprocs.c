@@ -140,8 +140,7 @@ static int inspect(struct pyprocs *p, int fd, const char *root, const char *path
 /* The entry of the file mapped at m in pid, inspected on first sight. NULL: not a file, unreadable. */
 static const struct bin_entry *binary_for(struct pyprocs *p, uint32_t pid, const struct procmap *m)
 {
-	struct bin_source src = { .pid = pid, .start = m->start, .end = m->end, .inode = m->inode,
-				  .path = m->path, .deleted = m->deleted };
+	struct bin_source src = bin_source_of(pid, m);
 	char root[BIN_ROOT_LEN];
 	struct bin_entry *e = NULL;
 	struct file_key key;

@@ -246,9 +246,7 @@ static void read_fd(struct jitdump_cache *c, struct dumpproc *p, int fd, const c
 /* Reads on pid's jitdump file (mapped at m) into p. */
 static void read_on(struct jitdump_cache *c, struct dumpproc *p, uint32_t pid, const struct procmap *m)
 {
-	struct bin_source src = { .pid = pid, .start = m->start, .end = m->end,
-				  .dev = (uint64_t)m->dev_major << 32 | m->dev_minor, .inode = m->inode,
-				  .path = m->path, .deleted = m->deleted };
+	struct bin_source src = bin_source_of(pid, m);
 	char root[BIN_ROOT_LEN];
 	int fd = bin_open_mapped(&src, root);
 

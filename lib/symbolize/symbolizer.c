@@ -314,13 +314,7 @@ static int name_in_mapping(struct symbolizer *s, uint32_t pid, const struct proc
 			kind = name_jit_late(s, pid, addr, buf, len, origin);
 		return kind >= 0 ? kind : put_name(buf, len, UNKNOWN_FRAME, FRAME_UNKNOWN);
 	}
-	src.pid = pid;
-	src.start = m->start;
-	src.end = m->end;
-	src.dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
-	src.inode = m->inode;
-	src.path = m->path;
-	src.deleted = m->deleted;
+	src = bin_source_of(pid, m);
 	b = bincache_get(s->bins, &src);
 	if (b && origin)
 		frame_copy_str(origin->build_id, sizeof(origin->build_id), binary_build_id(b));
@@ -427,15 +421,7 @@ int symbolizer_snapshot(struct symbolizer *s, uint32_t pid)
 
 	for (size_t i = 0; i < n; i++) {
 		const struct procmap *m = &maps[i];
-		struct bin_source src = {
-			.pid = pid,
-			.start = m->start,
-			.end = m->end,
-			.dev = (uint64_t)m->dev_major << 32 | m->dev_minor,
-			.inode = m->inode,
-			.path = m->path,
-			.deleted = m->deleted,
-		};
+		struct bin_source src = bin_source_of(pid, m);
 
 		if (m->path && m->path[0] == '/' && m->inode && jitdump_path(m->path)) {
 			jitdump_cache_find(s->jitdump, pid, maps, n, 0); /* read while the process lives */

@@ -309,8 +309,7 @@ out:
  * in b->missing). NULL: none (not a file, unreadable, out of memory, or not built now). */
 static struct table *table_for(struct unwinder *u, uint32_t pid, const struct procmap *m, struct budget *b)
 {
-	struct bin_source src = { .pid = pid, .start = m->start, .end = m->end, .inode = m->inode,
-				  .path = m->path, .deleted = m->deleted };
+	struct bin_source src = bin_source_of(pid, m);
 	char root[BIN_ROOT_LEN];
 	struct file_id id;
 	struct stat st;
@@ -418,10 +417,7 @@ static void jit_update(struct unwinder *u, struct proc *p, const struct procmap 
 /* Opens the jitdump file p maps, as it was found. Returns the descriptor or -errno. */
 static int dump_open(const struct proc *p)
 {
-	const struct procmap *m = p->dump_map;
-	struct bin_source src = { .pid = p->pid, .start = m->start, .end = m->end,
-				  .dev = (uint64_t)m->dev_major << 32 | m->dev_minor, .inode = m->inode,
-				  .path = m->path, .deleted = m->deleted };
+	struct bin_source src = bin_source_of(p->pid, p->dump_map);
 	char root[BIN_ROOT_LEN];
 
 	return bin_open_mapped(&src, root);
