@@ -87,7 +87,7 @@ static void take_unwind(struct dumprows *d, const unsigned char *b, uint64_t hav
 	}
 	size = jitdump_u64(b);
 	hdr = jitdump_u64(b + 8);
-	if (size <= body - JITDUMP_UNWIND_FIXED && hdr <= size && size == hdr)
+	if (size == hdr && size <= body - JITDUMP_UNWIND_FIXED)
 		return; /* a header alone: no .eh_frame (V8 writes one so for code without unwinding info) */
 	if (size > body - JITDUMP_UNWIND_FIXED || hdr > size || size - hdr < 8 || size - hdr > DUMPROWS_MAX_UNWIND) {
 		d->st->bad++;

@@ -431,38 +431,10 @@ static void dump_forget(struct proc *p)
 	p->dump = NULL;
 }
 
-/* Reads on p's jitdump file, the one of maps (n) named jit-N.dump, for the rows of its unwinding
- * information; another file than the one read before starts anew. */
-static void dump_update(struct unwinder *u, struct proc *p, const struct procmap *maps, size_t n)
-{
-	const struct procmap *m = NULL;
-	int fd, r;
-
-	for (size_t i = 0; i < n && !m; i++)
-		if (maps[i].path && maps[i].path[0] == '/' && jitdump_path(maps[i].path))
-			m = &maps[i];
-	if (!m)
-		return;
-	if (p->dump_map && (p->dump_map->inode != m->inode || p->dump_map->dev_major != m->dev_major ||
-			    p->dump_map->dev_minor != m->dev_minor || p->dump_map->start != m->start))
-		dump_forget(p);
-	if (!p->dump_map && (procmaps_copy(m, 1, &p->dump_map) || dumprows_new(&p->dump))) {
-		dump_forget(p);
-		return;
-	}
-	fd = dump_open(p);
-	if (fd < 0)
-		return;
-	r = dumprows_read(p->dump, fd, &u->st.jit, &u->st.jitdump);
-	close(fd);
-	if (r > 0)
-		p->dump_gen++;
-}
-
-/* Reads on p's jitdump file (in a sweep): whether that added rows, for p's entry to be written again. A
- * file that grew by records without unwinding information (V8's, unless --perf-prof-unwinding-info) asks
- * for nothing. */
-static bool dump_changed(struct unwinder *u, struct proc *p)
+/* Reads on p's jitdump file, if it has one: whether that added rows (p->dump_gen counts them), for p's
+ * entry to be written again. A file that grew by records without unwinding information (V8's, unless
+ * --perf-prof-unwinding-info) adds none. */
+static bool dump_read_on(struct unwinder *u, struct proc *p)
 {
 	int fd, r;
 
@@ -477,6 +449,27 @@ static bool dump_changed(struct unwinder *u, struct proc *p)
 		return false;
 	p->dump_gen++;
 	return true;
+}
+
+/* Reads on p's jitdump file, the one of maps (n) named jit-N.dump, for the rows of its unwinding
+ * information; another file than the one read before starts anew. */
+static void dump_update(struct unwinder *u, struct proc *p, const struct procmap *maps, size_t n)
+{
+	const struct procmap *m = NULL;
+
+	for (size_t i = 0; i < n && !m; i++)
+		if (maps[i].path && maps[i].path[0] == '/' && jitdump_path(maps[i].path))
+			m = &maps[i];
+	if (!m)
+		return;
+	if (p->dump_map && (p->dump_map->inode != m->inode || p->dump_map->dev_major != m->dev_major ||
+			    p->dump_map->dev_minor != m->dev_minor || p->dump_map->start != m->start))
+		dump_forget(p);
+	if (!p->dump_map && (procmaps_copy(m, 1, &p->dump_map) || dumprows_new(&p->dump))) {
+		dump_forget(p);
+		return;
+	}
+	dump_read_on(u, p);
 }
 
 /* The table of p's JIT code in its anonymous mapping m, built from p->jit when p's list changed since
@@ -670,7 +663,7 @@ void unwinder_jit_changed(struct unwinder *u, void (*ask)(struct unwinder *u, ui
 
 		if (p->gone)
 			continue;
-		if (dump_changed(u, p)) {
+		if (dump_read_on(u, p)) {
 			ask(u, p->pid);
 			continue;
 		}
