@@ -101,6 +101,13 @@ int elf_file_memfd(const char *name, const void *buf, size_t len)
 	return fd;
 }
 
+bool elf_file_has_magic(int fd)
+{
+	char magic[SELFMAG];
+
+	return pread(fd, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) && !memcmp(magic, ELFMAG, SELFMAG);
+}
+
 int elf_file_from_fd(int fd, struct elf_file **out)
 {
 	struct elf_file *f;

@@ -22,6 +22,10 @@ struct elf_segment {
  * Returns the descriptor or -errno (-EINVAL: not a regular file). */
 int elf_file_open_fd(const char *path);
 
+/* Whether the file open on fd starts with ELF's magic: a file a process maps executable that is none (a
+ * jitdump file, which perf's readers find by its mapping) is told apart without parsing it. */
+bool elf_file_has_magic(int fd);
+
 /* Parses the ELF file open on fd, taking ownership of fd (closed by elf_file_free, or here on failure).
  * The ELF header and the program and section header tables must lie inside the file.
  * Returns 0 or -errno (-EINVAL: not ELF, truncated or corrupt); *out is set only on success. */

@@ -258,24 +258,24 @@ static struct table *same_build(struct unwinder *u, const uint8_t *id, int len)
 
 /* The table of the binary open on fd (taken over), file id: another file of a build already loaded
  * shares its table; else a new entry is built. Returns it (its slot UNWIND_NO_TABLE when it has no
- * usable rows or no room) or NULL (not ELF, out of memory). */
+ * usable rows, no room, or the file does not parse as ELF: remembered, not tried again) or NULL (out of
+ * memory, or no room for another binary). */
 static struct table *new_table(struct unwinder *u, int fd, const struct file_id *id, const char *root,
 			       const char *path)
 {
 	uint8_t bid[ELF_BUILD_ID_MAX];
-	struct elf_file *ef;
+	struct elf_file *ef = NULL;
 	struct table *t;
-	int cfd = dup(fd), nsegs, bid_len;
+	int cfd = dup(fd), nsegs, bid_len = 0;
 
 	if (cfd < 0) {
 		close(fd);
 		return NULL;
 	}
-	if (elf_file_from_fd(fd, &ef)) { /* takes fd over */
-		close(cfd);
-		return NULL;
-	}
-	bid_len = elf_file_build_id(ef, bid, sizeof(bid));
+	if (elf_file_from_fd(fd, &ef)) /* takes fd over */
+		ef = NULL;
+	if (ef)
+		bid_len = elf_file_build_id(ef, bid, sizeof(bid));
 	t = same_build(u, bid, bid_len);
 	if (t) {
 		t->ids[t->nids++] = *id;
@@ -295,13 +295,29 @@ static struct table *new_table(struct unwinder *u, int fd, const struct file_id 
 	t->slot = UNWIND_NO_TABLE;
 	t->last_used = u->sweeps;
 	t->used_at = unwinder_now();
-	nsegs = elf_file_segments(ef, t->segs, ELF_MAX_SEGMENTS);
-	t->nsegs = nsegs > 0 ? (size_t)nsegs : 0;
-	fill_table(u, t, cfd, ef, root, path);
+	if (ef) {
+		nsegs = elf_file_segments(ef, t->segs, ELF_MAX_SEGMENTS);
+		t->nsegs = nsegs > 0 ? (size_t)nsegs : 0;
+		fill_table(u, t, cfd, ef, root, path);
+	} else {
+		u->st.binaries_without++; /* with its ELF magic, but broken: frame pointers there */
+	}
 	u->tables[u->ntables++] = t;
 out:
 	elf_file_free(ef);
 	close(cfd);
+	return t;
+}
+
+/* new_table, as one of b's builds: a build that gives no table is counted in b->failed. */
+static struct table *build(struct unwinder *u, int fd, const struct file_id *id, const char *root, const char *path,
+			   struct budget *b)
+{
+	struct table *t;
+
+	b->builds--;
+	t = new_table(u, fd, id, root, path);
+	b->failed += !t;
 	return t;
 }
 
@@ -333,13 +349,18 @@ static struct table *table_for(struct unwinder *u, uint32_t pid, const struct pr
 			if (memcmp(&t->ids[j], &id, sizeof(id)))
 				continue;
 			if (t->refused && !t->users && b->builds > 0) { /* try again: room may have come */
-				b->builds--;
 				drop_table(u, i);
-				return new_table(u, fd, &id, root, m->path);
+				return build(u, fd, &id, root, m->path, b);
 			}
 			close(fd);
 			return t;
 		}
+	}
+	/* No binary: no table will ever come, so none is waited for (a jitdump file, which grows, would
+	 * be a new file at each look). */
+	if (!elf_file_has_magic(fd)) {
+		close(fd);
+		return NULL;
 	}
 	if (b->builds <= 0 || m->end - m->start > b->max_size) {
 		b->missing++;
@@ -348,8 +369,7 @@ static struct table *table_for(struct unwinder *u, uint32_t pid, const struct pr
 		close(fd);
 		return NULL;
 	}
-	b->builds--;
-	return new_table(u, fd, &id, root, m->path);
+	return build(u, fd, &id, root, m->path, b);
 }
 
 static struct proc *find_proc(struct unwinder *u, uint32_t pid)
@@ -630,7 +650,7 @@ int unwinder_add_process(struct unwinder *u, uint32_t pid, uint64_t token, struc
 	if (token)
 		p->token = token;
 	u->value->token = p->token;
-	u->value->flags = b->missing ? UNWIND_PROC_PENDING : 0;
+	u->value->flags = b->missing && !b->failed ? UNWIND_PROC_PENDING : 0;
 	if (bpf_map_update_elem(u->o.procs_fd, &pid, u->value, BPF_ANY)) {
 		err = -errno;
 		u->st.processes_refused++;

@@ -58,6 +58,7 @@ struct budget {
 	uint64_t max_size;
 	int missing;
 	uint64_t smallest;
+	int failed; /* builds tried that gave no table (no room for another binary, or no memory) */
 };
 
 struct proc {

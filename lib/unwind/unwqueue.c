@@ -111,7 +111,9 @@ static void *worker(void *arg)
 		b = (struct budget){ .builds = fast ? 0 : 1, .max_size = fast ? 0 : rq.cost };
 		int err = unwinder_add_process(u, rq.pid, rq.token, &b, rq.maps, rq.nmaps);
 		pthread_mutex_lock(&u->mu);
-		if (!err && b.missing && !ring_put(&u->slow, rq.pid, 0, b.smallest, rq.since, &rq.maps, rq.nmaps))
+		/* Again for the binaries left, unless a build failed (no room for another binary, or no
+		 * memory): the next would fail too, turn after turn, its samples waiting all along. */
+		if (!err && b.missing && !b.failed && !ring_put(&u->slow, rq.pid, 0, b.smallest, rq.since, &rq.maps, rq.nmaps))
 			u->dropped++;
 		procmaps_free(rq.maps, rq.nmaps); /* unless the slow queue took it over */
 		u->busy = false;

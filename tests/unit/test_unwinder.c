@@ -1,8 +1,8 @@
 /* test_unwinder.c - the unwinder against real BPF maps (root): a process's mappings and biases, rows in
  * the kernel equal to cfi_build's, tables shared by build-id, the byte and process budgets, sweeping
- * exited processes and unused tables, the request thread, tables kept on disk (tablecache.c), a process gone before its request (its
- * mappings read before), and the maps
- * emptied at the end. */
+ * exited processes and unused tables, the request thread, tables kept on disk (tablecache.c), a process
+ * gone before its request (its mappings read before), a file mapped executable that is no ELF file, and
+ * the maps emptied at the end. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -396,6 +396,73 @@ out:
 	free(v);
 }
 
+/* A file mapped executable that is no ELF file (CPython's -X perf_jit maps its jitdump file so), or one
+ * with ELF's magic that does not parse, gets no table and is not waited for: the request thread,
+ * starting with no table built, builds every binary of the process one turn at a time and then rests,
+ * and the process's entry is not left pending. (Such a file once took every turn, so that the binaries
+ * mapped above it were never built, and the thread ran on in a loop.) */
+static void test_not_elf(const struct maps *m, const char *dir)
+{
+	struct unwinder *u = new_unwinder(m, 64, 8, 64 << 20);
+	struct unwind_proc *v = calloc(1, sizeof(*v));
+	struct unwinder_stats st = { 0 };
+	const struct unwind_mapping *um;
+	__u32 pid = (__u32)getpid();
+	char path[PATH_MAX], broken[PATH_MAX];
+	void *at = MAP_FAILED, *bat = MAP_FAILED;
+	long page = sysconf(_SC_PAGESIZE);
+	int fd = -1, bfd = -1, i;
+
+	snprintf(path, sizeof(path), "%s/jit-1.dump", dir);
+	snprintf(broken, sizeof(broken), "%s/broken.so", dir);
+	if (!u || !v || run("head -c 8192 /dev/urandom > %s && { printf '\\177ELF'; head -c 8188 /dev/urandom; } > %s",
+			    path, broken))
+		goto out;
+	/* Mapped last, so below the libraries: the first of the process's files from there on. */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		at = mmap(NULL, (size_t)page, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	bfd = open(broken, O_RDONLY | O_CLOEXEC);
+	if (bfd >= 0)
+		bat = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_EXEC, MAP_PRIVATE, bfd, 0);
+	CHECK(at != MAP_FAILED && bat != MAP_FAILED,
+	      "not ELF: a page of random bytes, and two of ELF's magic and random bytes, mapped executable");
+	if (at == MAP_FAILED || bat == MAP_FAILED)
+		goto out;
+	unwinder_request(u, pid, 12);
+	for (i = 0; i < 2000; i++) {
+		usleep(10 * 1000);
+		unwinder_get_stats(u, &st);
+		if (st.processes == 1 && !st.requests_pending)
+			break;
+	}
+	CHECK(st.processes == 1 && !st.requests_pending,
+	      "not ELF: the thread rests within 20 s, all built (%" PRIu64 " tables, %" PRIu64 " requests pending)",
+	      st.tables, st.requests_pending);
+	CHECK(bpf_map_lookup_elem(m->procs, &pid, v) == 0 && !(v->flags & UNWIND_PROC_PENDING),
+	      "not ELF: the process's entry is written, nothing left pending");
+	um = mapping_of(v, (uintptr_t)at);
+	CHECK(um && um->table == UNWIND_NO_TABLE, "not ELF: the file's mapping has no table");
+	um = mapping_of(v, (uintptr_t)bat);
+	CHECK(um && um->table == UNWIND_NO_TABLE && st.binaries_without == 1,
+	      "not ELF: nor the broken one's, counted without (%" PRIu64 ")", st.binaries_without);
+	um = mapping_of(v, (uintptr_t)&printf);
+	CHECK(um && um->table != UNWIND_NO_TABLE, "not ELF: libc, mapped above it, has its table");
+	um = mapping_of(v, (uintptr_t)&probe_function);
+	CHECK(um && um->table != UNWIND_NO_TABLE, "not ELF: this test's own code has its table");
+out:
+	if (at != MAP_FAILED)
+		munmap(at, (size_t)page);
+	if (bat != MAP_FAILED)
+		munmap(bat, 2 * (size_t)page);
+	if (fd >= 0)
+		close(fd);
+	if (bfd >= 0)
+		close(bfd);
+	unwinder_free(u);
+	free(v);
+}
+
 int main(int argc, char **argv)
 {
 	char dir[] = "/tmp/test_unwinder.XXXXXX";
@@ -433,6 +500,9 @@ int main(int argc, char **argv)
 	close_maps(&m);
 	make_maps(&m, 64, 8);
 	test_gone(&m);
+	close_maps(&m);
+	make_maps(&m, 64, 8);
+	test_not_elf(&m, dir);
 	close_maps(&m);
 	run("rm -rf %s", dir);
 	return CHECK_EXIT();
