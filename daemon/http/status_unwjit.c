@@ -20,6 +20,8 @@
 	  "counter", "JIT objects' rows dropped for code a jitdump file loaded later at their address.")       \
 	X(objects_fp, s->unwind.jit.objects_fp, "flamed_unwind_jit_objects_fp_total", "counter",                \
 	  "Code a jitdump file gave unwinding information for that keeps a frame pointer: walked by it.")      \
+	X(objects_kept, s->unwind.jit.objects_kept, "flamed_unwind_jit_objects_kept_total", "counter",          \
+	  "JIT objects of a GDB JIT list read again whose rows were kept, not built again.")                    \
 	X(rows, s->unwind.jit.rows, "flamed_unwind_jit_rows_total", "counter", "Unwind rows read from JIT objects.") \
 	X(tables, s->unwind.jit_tables, "flamed_unwind_jit_tables", "gauge",                                   \
 	  "Unwind tables of JIT code loaded: one per mapping of anonymous memory holding JIT objects.")          \

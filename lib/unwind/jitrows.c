@@ -21,11 +21,14 @@
 #define SHT_X86_64_UNWIND 0x70000001 /* LLVM's type for .eh_frame on x86-64 */
 #endif
 
-/* One object: rows with pcs relative to base; lo and hi the first and last row's address. */
+/* One object: rows with pcs relative to base; lo and hi the first and last row's address; image_key and
+ * image_len its image's (a GDB JIT object's: 0 for a jitdump file's code). */
 struct object {
 	uint64_t base, lo, hi;
 	struct unwind_row *rows;
 	size_t n;
+	uint64_t image_key;
+	size_t image_len;
 };
 
 struct jitrows {
@@ -227,9 +230,13 @@ static int build_rows(const struct layout *l, const void *eh, const void *code, 
 
 struct reading {
 	struct jitrows *j;
+	struct jitrows *prev; /* the list's objects as read last: their rows taken over where unchanged */
+	size_t next;          /* where in prev the next object is looked for first (the lists keep order) */
 	jitlist_read_fn rd;
 	void *ctx;
 	struct jitrows_stats *st;
+	uint64_t image_key;   /* of the image being read */
+	size_t image_len;
 };
 
 /* Whether objects o and p share an address. */
@@ -238,11 +245,27 @@ static bool overlap(const struct object *o, uint64_t lo, uint64_t hi)
 	return o->lo <= hi && lo <= o->hi;
 }
 
-/* Adds the object laid out as l, its .eh_frame eh and code read (each NULL when unread), to j. With
- * newest, the objects it overlaps go first (their code was freed and the address reused). Counted in st.
- * Returns 0 or -ENOMEM. */
+/* Appends o to j. Returns 0 or -ENOMEM. */
+static int append(struct jitrows *j, const struct object *o)
+{
+	if (j->n == j->cap) {
+		size_t cap = j->cap ? 2 * j->cap : 16;
+		struct object *grown = realloc(j->o, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		j->o = grown;
+		j->cap = cap;
+	}
+	j->o[j->n++] = *o;
+	return 0;
+}
+
+/* Adds the object laid out as l, its .eh_frame eh and code read (each NULL when unread), to j, its image
+ * known by key and key_len (0: none). With newest, the objects it overlaps go first (their code was
+ * freed and the address reused). Counted in st. Returns 0 or -ENOMEM. */
 static int add_object(struct jitrows *j, const struct layout *l, const void *eh, const void *code, bool newest,
-		      struct jitrows_stats *st)
+		      uint64_t key, size_t key_len, struct jitrows_stats *st)
 {
 	bool fp = false;
 	uint64_t base = (l->eh_addr && l->eh_addr < l->code_lo ? l->eh_addr : l->code_lo) & ~0xfffULL;
@@ -278,7 +301,8 @@ static int add_object(struct jitrows *j, const struct layout *l, const void *eh,
 		st->objects_fp++;
 		return 0;
 	}
-	o = (struct object){ .base = base, .lo = base + rows[0].pc, .hi = base + rows[n - 1].pc, .rows = rows, .n = n };
+	o = (struct object){ .base = base, .lo = base + rows[0].pc, .hi = base + rows[n - 1].pc, .rows = rows, .n = n,
+			     .image_key = key, .image_len = key_len };
 	for (size_t i = 0; newest && i < j->n;) {
 		if (overlap(&j->o[i], o.lo, o.hi)) {
 			free(j->o[i].rows);
@@ -293,21 +317,49 @@ static int add_object(struct jitrows *j, const struct layout *l, const void *eh,
 		st->objects_bad++;
 		return 0;
 	}
-	if (j->n == j->cap) {
-		size_t cap = j->cap ? 2 * j->cap : 16;
-		struct object *grown = realloc(j->o, cap * sizeof(*grown));
-
-		if (!grown) {
-			free(rows);
-			return -ENOMEM;
-		}
-		j->o = grown;
-		j->cap = cap;
+	err = append(j, &o);
+	if (err) {
+		free(rows);
+		return err;
 	}
-	j->o[j->n++] = o;
 	st->objects++;
 	st->rows += n;
 	return 0;
+}
+
+/* Copies into *out the object of r->prev whose image was the one r is reading (by its key and length),
+ * with a copy of its rows; prev is left as it was (a read that fails keeps it). Looked for from where
+ * the last one was found: a list read again has the same objects in the same order, new ones first.
+ * Returns 0, -ENOENT (none) or -ENOMEM. */
+static int copy_kept(struct reading *r, struct object *out)
+{
+	const struct jitrows *prev = r->prev;
+
+	for (size_t k = 0; prev && k < prev->n; k++) {
+		size_t i = (r->next + k) % prev->n;
+		const struct object *o = &prev->o[i];
+
+		if (o->image_len != r->image_len || o->image_key != r->image_key)
+			continue;
+		*out = *o;
+		out->rows = malloc(o->n * sizeof(*o->rows));
+		if (!out->rows)
+			return -ENOMEM;
+		memcpy(out->rows, o->rows, o->n * sizeof(*o->rows));
+		r->next = i + 1;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* FNV-1a over an image's bytes: what tells an object read again from another at its place. */
+static uint64_t image_key(const unsigned char *b, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ b[i]) * 0x100000001b3ULL;
+	return h;
 }
 
 /* jitlist_image_fn: one object's rows into r->j. Only running out of memory stops the walk. */
@@ -315,9 +367,22 @@ static int each_image(void *ctx, const void *image, size_t len)
 {
 	struct reading *r = ctx;
 	void *eh = NULL, *code = NULL;
+	struct object kept;
 	struct layout l;
-	int err = image_layout(image, len, &l);
+	int err;
 
+	r->image_key = image_key(image, len);
+	r->image_len = len;
+	/* Unchanged since the list was read last (the same image, so the same code at the same place):
+	 * its rows as built then. */
+	err = r->j->n < JITROWS_MAX_OBJECTS ? copy_kept(r, &kept) : -ENOENT;
+	if (err != -ENOENT) {
+		if (!err && (err = append(r->j, &kept)))
+			free(kept.rows);
+		r->st->objects_kept += !err;
+		return err;
+	}
+	err = image_layout(image, len, &l);
 	if (err == -ENOMEM)
 		goto out;
 	if (err == -ENOENT) {
@@ -342,7 +407,7 @@ static int each_image(void *ctx, const void *image, size_t len)
 		free(code);
 		code = NULL; /* its prologues unread: its FDEs alone */
 	}
-	err = add_object(r->j, &l, eh, code, false, r->st);
+	err = add_object(r->j, &l, eh, code, false, r->image_key, r->image_len, r->st);
 out:
 	free(eh);
 	free(code);
@@ -365,7 +430,7 @@ int jitrows_add(struct jitrows *j, uint64_t code, uint64_t size, uint64_t eh_add
 		st->objects_bad++;
 		return 0;
 	}
-	return add_object(j, &l, eh, NULL, true, st);
+	return add_object(j, &l, eh, NULL, true, 0, 0, st);
 }
 
 void jitrows_free(struct jitrows *j)
@@ -378,10 +443,10 @@ void jitrows_free(struct jitrows *j)
 	free(j);
 }
 
-int jitrows_read(jitlist_read_fn rd, void *ctx, uint64_t desc, uint64_t *sig, struct jitrows **out,
-		 struct jitrows_stats *st)
+int jitrows_read(jitlist_read_fn rd, void *ctx, uint64_t desc, uint64_t *sig, struct jitrows *prev,
+		 struct jitrows **out, struct jitrows_stats *st)
 {
-	struct reading r = { .rd = rd, .ctx = ctx, .st = st };
+	struct reading r = { .prev = prev, .rd = rd, .ctx = ctx, .st = st };
 	int err;
 
 	*out = NULL;

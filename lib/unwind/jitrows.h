@@ -31,6 +31,7 @@ struct jitrows_stats {
 	uint64_t objects_replaced; /* objects dropped for a newer one at their address (jitrows_add) */
 	uint64_t objects_fp;      /* jitrows_add's objects whose rows take the CFA from rbp: left to the
 				   * frame pointer walk they keep */
+	uint64_t objects_kept;    /* objects of a list read again whose rows were kept, not built again */
 	uint64_t rows;            /* rows of the objects read */
 	struct jitlist_stats list;
 };
@@ -38,12 +39,14 @@ struct jitrows_stats {
 /* One process's JIT objects with rows. */
 struct jitrows;
 
-/* Walks the list headed by the descriptor at desc (read through rd) and builds the rows of each object.
+/* Walks the list headed by the descriptor at desc (read through rd) and builds the rows of each object;
+ * an object whose image is one of prev's (the list as read before; NULL: none) takes its rows over from
+ * prev instead of building them again (a JIT that adds one function a time does not rebuild them all).
  * *sig gets the descriptor's signature (jitlist_walk's). Returns 0 with *out set (perhaps with no
  * object), -ENOENT (an empty list), -EINVAL (a descriptor of another version), -ENOMEM, or the read's
- * error; counted in *st. */
-int jitrows_read(jitlist_read_fn rd, void *ctx, uint64_t desc, uint64_t *sig, struct jitrows **out,
-		 struct jitrows_stats *st);
+ * error; counted in *st. prev is left as it was, for the caller to free. */
+int jitrows_read(jitlist_read_fn rd, void *ctx, uint64_t desc, uint64_t *sig, struct jitrows *prev,
+		 struct jitrows **out, struct jitrows_stats *st);
 
 /* An empty set, for jitrows_add. Returns 0 or -ENOMEM. */
 int jitrows_new(struct jitrows **out);

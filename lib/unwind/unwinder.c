@@ -426,7 +426,7 @@ static void jit_update(struct unwinder *u, struct proc *p, const struct procmap 
 	sig = jitlist_signature(jitlist_read_process, ctx, p->jit_desc);
 	if (!sig || sig == p->jit_sig)
 		return;
-	err = jitrows_read(jitlist_read_process, ctx, p->jit_desc, &sig, &j, &u->st.jit);
+	err = jitrows_read(jitlist_read_process, ctx, p->jit_desc, &sig, p->jit, &j, &u->st.jit);
 	if (err && err != -ENOENT)
 		return;
 	jitrows_free(p->jit);

@@ -33,12 +33,12 @@ static int read_image(void *ctx, uint64_t addr, void *buf, size_t len)
 static void unwind_rows(struct image *m)
 {
 	struct jitrows_stats st = { 0 };
-	struct jitrows *j = NULL;
+	struct jitrows *j = NULL, *again = NULL;
 	struct unwind_row *rows;
 	uint64_t sig;
 	size_t n;
 
-	if (jitrows_read(read_image, m, BASE, &sig, &j, &st) != 0) {
+	if (jitrows_read(read_image, m, BASE, &sig, NULL, &j, &st) != 0) {
 		FUZZ_ASSERT(j == NULL);
 		return;
 	}
@@ -47,6 +47,12 @@ static void unwind_rows(struct image *m)
 		for (size_t i = 1; i < n; i++)
 			FUZZ_ASSERT(rows[i].pc > rows[i - 1].pc);
 		free(rows);
+	}
+	/* Read again over the first read: every object with rows kept, as many as before. */
+	memset(&st, 0, sizeof(st));
+	if (jitrows_read(read_image, m, BASE, &sig, j, &again, &st) == 0) {
+		FUZZ_ASSERT(jitrows_count(again) == jitrows_count(j) && st.objects == 0);
+		jitrows_free(again);
 	}
 	jitrows_free(j);
 }

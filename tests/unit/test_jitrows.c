@@ -209,7 +209,7 @@ int main(void)
 	/* One object. */
 	sizes[0] = flen;
 	set_list(sizes, 1);
-	err = jitrows_read(rd, NULL, DESC, &sig, &j, &st);
+	err = jitrows_read(rd, NULL, DESC, &sig, NULL, &j, &st);
 	CHECK(err == 0 && jitrows_count(j) == 1 && st.objects == 1 && st.objects_bad == 0 && sig,
 	      "one object read with rows (%d, %" PRIu64 " objects, %" PRIu64 " bad)", err, st.objects, st.objects_bad);
 	err = jitrows_range(j, LOAD, LOAD + mlen, UNWIND_MAX_ROWS, &rows, &n);
@@ -243,6 +243,36 @@ int main(void)
 	CHECK(jitrows_range(j, LOAD, LOAD + (4ULL << 30), UNWIND_MAX_ROWS, &rows, &n) == -E2BIG,
 	      "a mapping of 4 GiB: -E2BIG (rows keep 32-bit pcs)");
 	CHECK(jitrows_range(j, LOAD, LOAD + mlen, 2, &rows, &n) == -E2BIG, "more rows than asked for: -E2BIG");
+	/* The list read again, unchanged: the object's rows are kept, not built again; the same rows. */
+	{
+		struct jitrows_stats st2 = { 0 };
+		struct jitrows *again = NULL;
+		struct unwind_row *rows2 = NULL;
+		size_t n2 = 0;
+
+		err = jitrows_read(rd, NULL, DESC, &sig, j, &again, &st2);
+		CHECK(err == 0 && jitrows_count(again) == 1 && st2.objects_kept == 1 && st2.objects == 0 && st2.rows == 0,
+		      "read again unchanged: its rows kept, none built (%" PRIu64 " kept, %" PRIu64 " built)",
+		      st2.objects_kept, st2.objects);
+		if (!err && !jitrows_range(j, LOAD, LOAD + mlen, UNWIND_MAX_ROWS, &rows, &n) &&
+		    !jitrows_range(again, LOAD, LOAD + mlen, UNWIND_MAX_ROWS, &rows2, &n2)) {
+			CHECK(n == n2 && !memcmp(rows, rows2, n * sizeof(*rows)),
+			      "the rows kept are those built, and the list read before keeps its own");
+			free(rows);
+			free(rows2);
+		}
+		jitrows_free(again);
+		again = NULL;
+		/* An image that differs (its code placed 64 bytes on): built, not taken for the one before. */
+		memset(&st2, 0, sizeof(st2));
+		memcpy(bad, image, flen);
+		relocate(bad, 64);
+		regions[1].data = bad;
+		err = jitrows_read(rd, NULL, DESC, &sig, j, &again, &st2);
+		CHECK(err == 0 && st2.objects_kept == 0, "an image that changed is not kept (%" PRIu64 ")", st2.objects_kept);
+		regions[1].data = image;
+		jitrows_free(again);
+	}
 	jitrows_free(j);
 	j = NULL;
 
@@ -253,7 +283,7 @@ int main(void)
 	regions[nregions++] = (struct region){ IMAGES + (16ULL << 20), bad, flen };
 	sizes[0] = sizes[1] = flen;
 	set_list(sizes, 2);
-	err = jitrows_read(rd, NULL, DESC, &sig, &j, &st);
+	err = jitrows_read(rd, NULL, DESC, &sig, NULL, &j, &st);
 	CHECK(err == 0 && jitrows_count(j) == 1 && st.objects == 1 && st.objects_bad == 1,
 	      "not ELF: counted bad, the other object still read (%" PRIu64 " bad)", st.objects_bad);
 	jitrows_free(j);
@@ -276,7 +306,7 @@ int main(void)
 		memset(&st, 0, sizeof(st));
 		hole = eh_addr;
 		set_list(sizes, 1);
-		err = jitrows_read(rd, NULL, DESC, &sig, &j, &st);
+		err = jitrows_read(rd, NULL, DESC, &sig, NULL, &j, &st);
 		CHECK(err == 0 && jitrows_count(j) == 0 && st.objects_bad == 1,
 		      "its .eh_frame unreadable where the image says it was loaded: counted bad");
 		jitrows_free(j);
@@ -286,7 +316,7 @@ int main(void)
 		((Elf64_Shdr *)(bad + eh->e_shoff + ndx * sizeof(Elf64_Shdr)))->sh_addr += 5ULL << 30;
 		regions[1].data = bad;
 		memset(&st, 0, sizeof(st));
-		err = jitrows_read(rd, NULL, DESC, &sig, &j, &st);
+		err = jitrows_read(rd, NULL, DESC, &sig, NULL, &j, &st);
 		CHECK(err == 0 && jitrows_count(j) == 0 && st.objects_bad == 1,
 		      "an .eh_frame 5 GiB from its code: counted bad");
 		jitrows_free(j);
@@ -294,9 +324,9 @@ int main(void)
 		regions[1].data = image;
 	}
 	set_list(sizes, 0);
-	CHECK(jitrows_read(rd, NULL, DESC, &sig, &j, &st) == -ENOENT && !j && sig, "an empty list: -ENOENT, signed");
+	CHECK(jitrows_read(rd, NULL, DESC, &sig, NULL, &j, &st) == -ENOENT && !j && sig, "an empty list: -ENOENT, signed");
 	list.version = 2;
-	CHECK(jitrows_read(rd, NULL, DESC, &sig, &j, &st) == -EINVAL && !j, "a descriptor of version 2: -EINVAL");
+	CHECK(jitrows_read(rd, NULL, DESC, &sig, NULL, &j, &st) == -EINVAL && !j, "a descriptor of version 2: -EINVAL");
 
 	run("rm -rf %s", dir);
 	free(file);
