@@ -97,6 +97,8 @@ if [ -x "$PY313" ]; then
 		"$TMP/python.folded"
 	curl -sf "$URL/api/v1/status" > "$TMP/status.json"
 	jq -c '.python | {calls_starting_or_ending, trampoline_leaves}' "$TMP/status.json"
+	jq -c '{deferred: .deferred | {received, walked, given_up, dropped}, pending: .unwind.requests_pending}' \
+		"$TMP/status.json"
 	check "status: eval-loop calls sampled starting or ending counted" \
 		jq -e '.python.calls_starting_or_ending > 0' "$TMP/status.json"
 fi
