@@ -10,8 +10,9 @@
 
 struct jsym {
 	uint64_t start, end;
-	uint32_t name; /* offset in the pool */
-	uint32_t seq;  /* order of addition: the newest of overlapping ones wins */
+	uint64_t stamp; /* when the code was made, in its JIT's clock (0: unknown) */
+	uint32_t name;  /* offset in the pool */
+	uint32_t seq;   /* order of addition: the newest of overlapping ones wins */
 };
 
 struct jitsyms {
@@ -47,6 +48,11 @@ static size_t grown(size_t cap, size_t need, size_t first)
 
 int jitsyms_add(struct jitsyms *t, uint64_t start, uint64_t size, const char *name, size_t len)
 {
+	return jitsyms_add_at(t, start, size, 0, name, len);
+}
+
+int jitsyms_add_at(struct jitsyms *t, uint64_t start, uint64_t size, uint64_t stamp, const char *name, size_t len)
+{
 	const char *nul = memchr(name, '\0', len);
 
 	if (nul)
@@ -76,7 +82,7 @@ int jitsyms_add(struct jitsyms *t, uint64_t start, uint64_t size, const char *na
 	}
 	memcpy(t->pool + t->pool_len, name, len);
 	t->pool[t->pool_len + len] = '\0';
-	t->syms[t->n] = (struct jsym){ start, start + size, (uint32_t)t->pool_len, (uint32_t)t->n };
+	t->syms[t->n] = (struct jsym){ start, start + size, stamp, (uint32_t)t->pool_len, (uint32_t)t->n };
 	t->n++;
 	t->pool_len += len + 1;
 	t->sorted = false;
@@ -93,6 +99,25 @@ static int by_start(const void *a, const void *b)
 }
 
 const char *jitsyms_find(struct jitsyms *t, uint64_t addr)
+{
+	return jitsyms_find_before(t, addr, 0);
+}
+
+/* Whether a, holding the address looked up, names it better than b (NULL: none yet): made by before
+ * (0: any time), the newest of those; else, when none was, the earliest (the code closest to the time). */
+static bool better(const struct jsym *a, const struct jsym *b, uint64_t before)
+{
+	bool a_in = !before || a->stamp <= before, b_in;
+
+	if (!b)
+		return true;
+	b_in = !before || b->stamp <= before;
+	if (a_in != b_in)
+		return a_in;
+	return a_in ? a->seq > b->seq : a->stamp < b->stamp;
+}
+
+const char *jitsyms_find_before(struct jitsyms *t, uint64_t addr, uint64_t before)
 {
 	const struct jsym *best = NULL;
 	size_t lo = 0, hi;
@@ -114,7 +139,7 @@ const char *jitsyms_find(struct jitsyms *t, uint64_t addr)
 	for (size_t i = lo; i > 0 && lo - i < OVERLAP_SCAN; i--) {
 		const struct jsym *s = &t->syms[i - 1];
 
-		if (addr < s->end && (!best || s->seq > best->seq))
+		if (addr < s->end && better(s, best, before))
 			best = s;
 	}
 	return best ? t->pool + best->name : NULL;

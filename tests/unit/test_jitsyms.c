@@ -40,5 +40,28 @@ int main(void)
 		      jitsyms_add(t, 0x2000, 1, "abcdefghij", 10) == 1,
 	      "past max_name_bytes: not added");
 	jitsyms_free(t);
+
+	/* Code freed and its memory reused, told apart by when each was made. */
+	CHECK(jitsyms_new(100, 4096, &t) == 0 && jitsyms_add_at(t, 0x1000, 0x100, 100, "old", 3) == 0 &&
+		      jitsyms_add_at(t, 0x1000, 0x80, 200, "new", 3) == 0 &&
+		      jitsyms_add_at(t, 0x1040, 0x10, 300, "newest", 6) == 0,
+	      "three loads at one place, at times 100, 200, 300");
+	n = jitsyms_find_before(t, 0x1010, 150);
+	CHECK(n && !strcmp(n, "old"), "at 150: the code made at 100 (%s)", n ? n : "NULL");
+	n = jitsyms_find_before(t, 0x1010, 250);
+	CHECK(n && !strcmp(n, "new"), "at 250: the code made at 200 (%s)", n ? n : "NULL");
+	n = jitsyms_find_before(t, 0x1044, 250);
+	CHECK(n && !strcmp(n, "new"), "at 250, inside the code made later at 300: still 200's (%s)", n ? n : "NULL");
+	n = jitsyms_find_before(t, 0x1044, 300);
+	CHECK(n && !strcmp(n, "newest"), "at 300: 300's (%s)", n ? n : "NULL");
+	n = jitsyms_find_before(t, 0x1090, 250);
+	CHECK(n && !strcmp(n, "old"), "at 250 past the newer code's end: the old code's (%s)", n ? n : "NULL");
+	n = jitsyms_find_before(t, 0x1010, 50);
+	CHECK(n && !strcmp(n, "old"), "before any was made: the earliest (%s)", n ? n : "NULL");
+	n = jitsyms_find_before(t, 0x1044, 0);
+	CHECK(n && !strcmp(n, "newest") && !strcmp(jitsyms_find(t, 0x1044), "newest"),
+	      "with no time: the newest, as jitsyms_find");
+	CHECK(jitsyms_find_before(t, 0x1100, 250) == NULL, "past them all: nothing");
+	jitsyms_free(t);
 	return CHECK_EXIT();
 }
