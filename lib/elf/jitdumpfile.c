@@ -84,6 +84,7 @@ static int read_header(struct jitdump_file *f, int fd, uint64_t end, struct jitd
 	f->offset = size;
 	f->pid = jitdump_u32(h + 20);
 	f->stamp = jitdump_u64(h + 24);
+	f->flags = jitdump_u64(h + 32);
 	st->files_read++;
 	return 0;
 }

@@ -50,7 +50,7 @@ void jitdump_table_free(struct jitdump_table *t)
 
 /* Adds the code a CODE_LOAD record names: its body is body bytes long, of which the first have (its
  * fields and at most JITSYMS_MAX_NAME bytes of name) are at b. */
-static int add_load(struct jitdump_table *t, const unsigned char *b, uint64_t have, uint64_t body,
+static int add_load(struct jitdump_table *t, uint64_t stamp, const unsigned char *b, uint64_t have, uint64_t body,
 		    struct jitdump_stats *st)
 {
 	uint64_t code_addr, code_size, name_end, avail;
@@ -80,7 +80,7 @@ static int add_load(struct jitdump_table *t, const unsigned char *b, uint64_t ha
 		st->records_bad++;
 		return 0;
 	}
-	r = jitsyms_add(t->syms, code_addr, code_size, (const char *)name, len);
+	r = jitsyms_add_at(t->syms, code_addr, code_size, stamp, (const char *)name, len);
 	if (r < 0)
 		return r;
 	if (r)
@@ -90,8 +90,9 @@ static int add_load(struct jitdump_table *t, const unsigned char *b, uint64_t ha
 	return 0;
 }
 
-/* Names the code a CODE_MOVE record moved as it was named where it was. */
-static int add_move(struct jitdump_table *t, const unsigned char *b, uint64_t len, struct jitdump_stats *st)
+/* Names the code a CODE_MOVE record moved (at stamp) as it was named where it was then. */
+static int add_move(struct jitdump_table *t, uint64_t stamp, const unsigned char *b, uint64_t len,
+		    struct jitdump_stats *st)
 {
 	const char *name;
 	int r;
@@ -101,10 +102,10 @@ static int add_move(struct jitdump_table *t, const unsigned char *b, uint64_t le
 		return 0;
 	}
 	st->moves++;
-	name = jitsyms_find(t->syms, jitdump_u64(b + 16));
+	name = jitsyms_find_before(t->syms, jitdump_u64(b + 16), stamp);
 	if (!name)
 		return 0;
-	r = jitsyms_add(t->syms, jitdump_u64(b + 24), jitdump_u64(b + 32), name, strlen(name));
+	r = jitsyms_add_at(t->syms, jitdump_u64(b + 24), jitdump_u64(b + 32), stamp, name, strlen(name));
 	if (r > 0)
 		st->symbols_dropped++;
 	return r < 0 ? r : 0;
@@ -122,11 +123,10 @@ static int record(void *ctx, uint32_t id, uint64_t stamp, const unsigned char *b
 {
 	struct jitdump_table *t = ctx;
 
-	(void)stamp;
 	if (id == JITDUMP_LOAD)
-		return add_load(t, b, have, body, t->st);
+		return add_load(t, stamp, b, have, body, t->st);
 	if (id == JITDUMP_MOVE)
-		return add_move(t, b, have, t->st);
+		return add_move(t, stamp, b, have, t->st);
 	return 0;
 }
 
@@ -145,9 +145,13 @@ int jitdump_table_read(struct jitdump_table *t, int fd, struct jitdump_stats *st
 	return err;
 }
 
-const char *jitdump_table_find(struct jitdump_table *t, uint64_t addr)
+const char *jitdump_table_find(struct jitdump_table *t, uint64_t addr, uint64_t mono_ns)
 {
-	return t ? jitsyms_find(t->syms, addr) : NULL;
+	if (!t)
+		return NULL;
+	if (t->f.flags & JITDUMP_FLAGS_ARCH_TIMESTAMP)
+		mono_ns = 0; /* the CPU's counter: no time of ours compares with it */
+	return jitsyms_find_before(t->syms, addr, mono_ns);
 }
 
 int jitdump_table_header(const struct jitdump_table *t, uint32_t *pid, uint64_t *stamp)
@@ -278,7 +282,7 @@ static void read_default(struct jitdump_cache *c, struct dumpproc *p, uint32_t p
 }
 
 const char *jitdump_cache_find(struct jitdump_cache *c, uint32_t pid, const struct procmap *maps, size_t n,
-			       uint64_t addr)
+			       uint64_t addr, uint64_t mono_ns)
 {
 	struct dumpproc *p = (struct dumpproc *)pidcache_get(&c->procs, pid);
 
@@ -297,7 +301,14 @@ const char *jitdump_cache_find(struct jitdump_cache *c, uint32_t pid, const stru
 		if (i == n && !p->t && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
 			read_default(c, p, pid);
 	}
-	return jitdump_table_find(p->t, addr);
+	return jitdump_table_find(p->t, addr, mono_ns);
+}
+
+bool jitdump_cache_has(struct jitdump_cache *c, uint32_t pid)
+{
+	const struct dumpproc *p = (const struct dumpproc *)pidcache_find(&c->procs, pid);
+
+	return p && p->t && p->t->f.offset;
 }
 
 int jitdump_cache_file(struct jitdump_cache *c, uint32_t pid, char *path, size_t cap, uint64_t *stamp)

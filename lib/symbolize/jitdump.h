@@ -41,8 +41,10 @@ void jitdump_table_free(struct jitdump_table *t);
  * read from it), -ENOMEM or -errno of pread; counted in *st. */
 int jitdump_table_read(struct jitdump_table *t, int fd, struct jitdump_stats *st);
 
-/* The name of the newest code holding addr, or NULL. Valid until the next call on t. */
-const char *jitdump_table_find(struct jitdump_table *t, uint64_t addr);
+/* The name of the code that held addr at mono_ns (CLOCK_MONOTONIC, the records' clock; 0, or a file
+ * of the CPU's timestamps: the newest code), or NULL. Code freed and its memory reused is told apart by
+ * its load records' times. Valid until the next call on t. */
+const char *jitdump_table_find(struct jitdump_table *t, uint64_t addr, uint64_t mono_ns);
 
 /* The header's pid and timestamp (what tells this file from another of the same name). Returns 0, or
  * -EAGAIN while the header is not read. */
@@ -67,10 +69,14 @@ void jitdump_cache_begin_flush(struct jitdump_cache *c);
  * elsewhere to be named). */
 void jitdump_cache_keep(struct jitdump_cache *c, uint32_t pid);
 
-/* The name of pid's JIT code holding addr, from the jitdump file among maps (pid's executable mappings:
- * one whose file is named jit-N.dump), or NULL. When the process is gone, what was read stays. */
+/* The name of pid's JIT code holding addr at mono_ns (see jitdump_table_find), from the jitdump file
+ * among maps (pid's executable mappings: one whose file is named jit-N.dump), or NULL. When the process
+ * is gone, what was read stays. */
 const char *jitdump_cache_find(struct jitdump_cache *c, uint32_t pid, const struct procmap *maps, size_t n,
-			       uint64_t addr);
+			       uint64_t addr, uint64_t mono_ns);
+
+/* Whether a jitdump file of pid's has been read (its header at least). */
+bool jitdump_cache_has(struct jitdump_cache *c, uint32_t pid);
 
 /* The jitdump file pid maps, as jitdump_cache_find last read it: its path as the process sees it (copied
  * into path) and its header's timestamp. Returns 0, or -ENOENT (none, or its header not read yet). */

@@ -254,7 +254,7 @@ static const char *jit_name(struct latenames *l, const char *path, const char *i
 		return NULL;
 	d->used = ++l->tick;
 	snprintf(hex, sizeof(hex), "%016" PRIx64, stamp);
-	return strcmp(hex, id) ? NULL : jitdump_table_find(d->t, addr);
+	return strcmp(hex, id) ? NULL : jitdump_table_find(d->t, addr, 0);
 }
 
 int latenames_name(void *ctx, const char *module, const char *build_id, uint64_t addr, char *buf, size_t cap)

@@ -37,7 +37,7 @@ static void read_all(int fd, const uint8_t *data, size_t size, size_t first)
 		const char *name;
 
 		memcpy(&addr, data + i, sizeof(addr));
-		name = jitdump_table_find(t, addr);
+		name = jitdump_table_find(t, addr, addr * 7919);
 		FUZZ_ASSERT(!name || strlen(name) < (64u << 20));
 	}
 	FUZZ_ASSERT(st.loads <= st.records && st.moves <= st.records);
