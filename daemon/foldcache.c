@@ -56,14 +56,15 @@ void foldcache_reset(struct foldcache *c)
 
 static size_t slot_of(const struct foldcache *c, const struct fold_key *k)
 {
-	uint64_t v[3] = { (uint64_t)k->pid << 32 | k->flags, k->ustack, k->kstack };
+	uint64_t v[3] = { (uint64_t)k->pid << 32 | k->flags, k->ustack ^ k->sec, k->kstack };
 
 	return hash_words(v, 3) & (c->nslots - 1);
 }
 
 static bool same(const struct fold_key *a, const struct fold_key *b)
 {
-	return a->pid == b->pid && a->flags == b->flags && a->ustack == b->ustack && a->kstack == b->kstack;
+	return a->pid == b->pid && a->flags == b->flags && a->ustack == b->ustack && a->kstack == b->kstack &&
+	       a->sec == b->sec;
 }
 
 const struct folded *foldcache_get(struct foldcache *c, const struct fold_key *k)

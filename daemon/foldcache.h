@@ -14,6 +14,8 @@ struct foldcache;
 struct fold_key {
 	uint32_t pid, flags; /* struct sample_key's */
 	uint64_t ustack, kstack;
+	uint32_t sec; /* the sample's second, where its names depend on the time (JIT code from a jitdump
+		       * file: memory reused); else 0 */
 };
 
 /* A folded stack: its text and its frames, root first. */

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ingest.h"
 #include "store/store.h"
@@ -57,8 +58,18 @@ struct ingest {
 	unsigned nframes;
 	uint64_t samples, keys, rejected;
 	uint64_t offcpu_keys, offcpu_us; /* off-CPU keys drained this flush, and their time */
+	int64_t boot_to_mono;      /* CLOCK_MONOTONIC - CLOCK_BOOTTIME (ns) at this flush's start */
 	int store_err;
 };
+
+/* The clock's time now, in ns. */
+static int64_t clock_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 /* Copies a kernel comm into dst as a printable name ("?" for control characters, "[unknown]" if empty). */
 static void clean_comm(char *dst, const char *src)
@@ -252,6 +263,9 @@ int ingest_sample(const struct sampler_sample *s, void *ctx)
 
 	struct fold_key k = { .pid = s->key->pid, .flags = s->key->flags, .ustack = s->key->ustack,
 			      .kstack = s->key->kstack };
+	/* JIT code from a jitdump file is named as it was at the end of the sample's second (its memory
+	 * may hold other code since): its stacks are folded per second. */
+	int64_t mono = ((int64_t)s->key->boot_sec + 1) * 1000000000LL + f->boot_to_mono;
 	const struct folded *done;
 	struct folded fresh;
 
@@ -266,8 +280,11 @@ int ingest_sample(const struct sampler_sample *s, void *ctx)
 	}
 	if (f->store_err)
 		return 0; /* the transaction failed; keep draining so the maps empty */
-	done = foldcache_get(f->folds, &k); /* the same stack in another thread or second */
+	if (s->nu && symbolizer_names_by_time(f->sym, s->key->pid))
+		k.sec = s->key->boot_sec + 1;
+	done = foldcache_get(f->folds, &k); /* the same stack in another thread (or second) */
 	if (!done) {
+		symbolizer_set_time(f->sym, mono > 0 ? (uint64_t)mono : 0);
 		fold(f, s);
 		fresh = (struct folded){ .text = f->folded, .frames = f->frames, .nframes = f->nframes };
 		foldcache_put(f->folds, &k, &fresh);
@@ -329,6 +346,7 @@ void ingest_begin(struct ingest *in)
 	in->samples = in->keys = in->rejected = in->offcpu_keys = in->offcpu_us = 0;
 	in->store_err = store_begin(in->store);
 	symbolizer_begin_flush(in->sym);
+	in->boot_to_mono = clock_ns(CLOCK_MONOTONIC) - clock_ns(CLOCK_BOOTTIME);
 	foldcache_reset(in->folds);
 	if (in->pynames)
 		pynames_begin_flush(in->pynames);

@@ -32,6 +32,7 @@ struct symbolizer {
 	struct perfmap_cache *jit;    /* perf maps (JIT symbols) of the processes that need them */
 	struct gdbjit_cache *gdbjit;  /* JIT objects registered with the GDB JIT interface (LLVM's MCJIT) */
 	struct jitdump_cache *jitdump; /* jitdump files (jit-PID.dump) the processes map */
+	uint64_t sample_mono;         /* symbolizer_set_time's */
 	struct bincache *bins;
 	uint64_t user_hits, user_misses, kernel_hits, kernel_misses;
 	uint64_t snapshots;
@@ -169,6 +170,16 @@ void symbolizer_keep(struct symbolizer *s, uint32_t pid)
 	jitdump_cache_keep(s->jitdump, pid);
 }
 
+void symbolizer_set_time(struct symbolizer *s, uint64_t mono_ns)
+{
+	s->sample_mono = mono_ns;
+}
+
+bool symbolizer_names_by_time(struct symbolizer *s, uint32_t pid)
+{
+	return jitdump_cache_has(s->jitdump, pid);
+}
+
 void symbolizer_begin_flush(struct symbolizer *s)
 {
 	proccache_begin_flush(s->procs);
@@ -246,7 +257,7 @@ static int name_jit(struct symbolizer *s, uint32_t pid, uint64_t addr, char *buf
 
 	if (!name) {
 		maps = proccache_maps(s->procs, pid, &n); /* read this flush already: the caller looked addr up */
-		name = jitdump_cache_find(s->jitdump, pid, maps, n, addr);
+		name = jitdump_cache_find(s->jitdump, pid, maps, n, addr, s->sample_mono);
 		s->jitdump_hits += name != NULL;
 		if (!name) {
 			name = gdbjit_cache_find(s->gdbjit, pid, maps, n, addr);
@@ -424,7 +435,7 @@ int symbolizer_snapshot(struct symbolizer *s, uint32_t pid)
 		struct bin_source src = bin_source_of(pid, m);
 
 		if (m->path && m->path[0] == '/' && m->inode && jitdump_path(m->path)) {
-			jitdump_cache_find(s->jitdump, pid, maps, n, 0); /* read while the process lives */
+			jitdump_cache_find(s->jitdump, pid, maps, n, 0, 0); /* read while the process lives */
 		} else if (m->path && m->path[0] == '/' && m->inode) {
 			bincache_get(s->bins, &src);
 		} else if (!jit_read) { /* JIT code: read the perf map while its owner can be checked */

@@ -74,6 +74,13 @@ void symbolizer_free(struct symbolizer *s);
  * get named. */
 void symbolizer_begin_flush(struct symbolizer *s);
 
+/* The time the frames named next were sampled at (CLOCK_MONOTONIC ns; 0: now): JIT code named from a
+ * jitdump file is named as it was then, where its records tell code freed and its memory reused apart. */
+void symbolizer_set_time(struct symbolizer *s, uint64_t mono_ns);
+
+/* Whether pid's JIT code has been named from a jitdump file: its frames' names depend on the time. */
+bool symbolizer_names_by_time(struct symbolizer *s, uint32_t pid);
+
 /* Names user address addr of process pid into buf (always NUL-terminated, truncated to len).
  * is_return_addr: addr is a return address (every frame but the sampled one), looked up at addr-1.
  * The name has no ';' and no control characters: "func", "libfoo.so+0x1a2b" (mapping known, no
