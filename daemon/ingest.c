@@ -263,9 +263,10 @@ int ingest_sample(const struct sampler_sample *s, void *ctx)
 
 	struct fold_key k = { .pid = s->key->pid, .flags = s->key->flags, .ustack = s->key->ustack,
 			      .kstack = s->key->kstack };
-	/* JIT code from a jitdump file is named as it was at the end of the sample's second (its memory
-	 * may hold other code since): its stacks are folded per second. */
-	int64_t mono = ((int64_t)s->key->boot_sec + 1) * 1000000000LL + f->boot_to_mono;
+	/* JIT code from a jitdump file is named as it was in the middle of the sample's second (its memory
+	 * may hold other code since; the sample's time is known to the second): its stacks are folded per
+	 * second. */
+	int64_t mono = (int64_t)s->key->boot_sec * 1000000000LL + 500000000LL + f->boot_to_mono;
 	const struct folded *done;
 	struct folded fresh;
 

@@ -3,8 +3,9 @@
 # JIT (tests/workloads/jitreuse.c) loads "jit_first" and runs it for 2 s, then loads "jit_second" at the
 # same address and runs it for 2 s, writing each load to its jitdump file as it happens. Both phases fall
 # in one flush (--flush-interval 8), so by the time the samples are named the file holds both loads: only
-# the records' times tell which code each sample ran. Each name gets at least 35% of the samples in JIT
-# code (the samples are timed to the second: those of the second the load fell in go to the new code).
+# the records' times tell which code each sample ran. Each name gets at least 30% of the samples in JIT
+# code: a sample is timed to its second, so those of the second the load fell in all take the code that
+# was there at its middle (at most half a second of the 4 s named for the other).
 . "$(dirname "$0")/lib.sh"
 FREQ=199
 
@@ -24,9 +25,9 @@ second=$(sum_samples "$TMP/jit.folded" ";jit_second_\\[j\\]\$")
 inside=$((first + second + $(sum_samples "$TMP/jit.folded" ";(jit-$PID\\.dump\\+0x[0-9a-f]+|\\[unknown\\])\$")))
 echo "# samples in JIT code: $inside; named jit_first $first, jit_second $second"
 check "enough samples in JIT code (>= 300: $inside)" [ "$inside" -ge 300 ]
-check "the first code named in >= 35% of them, though the second was loaded at its address since ($first)" \
-	[ $((100 * first)) -ge $((35 * inside)) ]
-check "the second code named in >= 35% of them ($second)" [ $((100 * second)) -ge $((35 * inside)) ]
+check "the first code named in >= 30% of them, though the second was loaded at its address since ($first)" \
+	[ $((100 * first)) -ge $((30 * inside)) ]
+check "the second code named in >= 30% of them ($second)" [ $((100 * second)) -ge $((30 * inside)) ]
 stop_flamed
 check "flamed exits 0 on SIGTERM" [ $? -eq 0 ]
 exit $FAILED
