@@ -35,13 +35,13 @@ struct jitdump_file_stats {
 	uint64_t files_cut;  /* files past JITDUMP_MAX_FILE, or a record whose size runs past it */
 };
 
-/* A file being read. Zeroed: nothing read yet. */
 #define JITDUMP_FLAGS_ARCH_TIMESTAMP 1ull /* header flag: timestamps are the CPU's (TSC), not CLOCK_MONOTONIC */
 
+/* A file being read. Zeroed: nothing read yet. */
 struct jitdump_file {
 	uint32_t pid;     /* the header's */
 	uint64_t stamp;
-	uint64_t flags;
+	uint64_t flags;   /* the header's: JITDUMP_FLAGS_* */
 	uint64_t offset;  /* of the next record; 0: the header is still to read */
 	bool bad, closed; /* nothing more is read */
 	unsigned char *win;

@@ -307,8 +307,10 @@ const char *jitdump_cache_find(struct jitdump_cache *c, uint32_t pid, const stru
 bool jitdump_cache_has(struct jitdump_cache *c, uint32_t pid)
 {
 	const struct dumpproc *p = (const struct dumpproc *)pidcache_find(&c->procs, pid);
+	uint64_t stamp;
+	uint32_t hpid;
 
-	return p && p->t && p->t->f.offset;
+	return p && jitdump_table_header(p->t, &hpid, &stamp) == 0;
 }
 
 int jitdump_cache_file(struct jitdump_cache *c, uint32_t pid, char *path, size_t cap, uint64_t *stamp)
