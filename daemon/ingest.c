@@ -71,6 +71,15 @@ static int64_t clock_ns(clockid_t clock)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* When sample s was taken, as CLOCK_MONOTONIC ns: the middle of its second (it is known to the second),
+ * or 0 where that would come before the clock's start. */
+static uint64_t sample_mono(const struct ingest *f, const struct sampler_sample *s)
+{
+	int64_t mono = (int64_t)s->key->boot_sec * 1000000000LL + 500000000LL + f->boot_to_mono;
+
+	return mono > 0 ? (uint64_t)mono : 0;
+}
+
 /* Copies a kernel comm into dst as a printable name ("?" for control characters, "[unknown]" if empty). */
 static void clean_comm(char *dst, const char *src)
 {
@@ -263,10 +272,6 @@ int ingest_sample(const struct sampler_sample *s, void *ctx)
 
 	struct fold_key k = { .pid = s->key->pid, .flags = s->key->flags, .ustack = s->key->ustack,
 			      .kstack = s->key->kstack };
-	/* JIT code from a jitdump file is named as it was in the middle of the sample's second (its memory
-	 * may hold other code since; the sample's time is known to the second): its stacks are folded per
-	 * second. */
-	int64_t mono = (int64_t)s->key->boot_sec * 1000000000LL + 500000000LL + f->boot_to_mono;
 	const struct folded *done;
 	struct folded fresh;
 
@@ -281,11 +286,13 @@ int ingest_sample(const struct sampler_sample *s, void *ctx)
 	}
 	if (f->store_err)
 		return 0; /* the transaction failed; keep draining so the maps empty */
+	/* JIT code from a jitdump file is named as it was in the sample's second (its memory may hold other
+	 * code since): such a process's stacks are folded per second (+1: 0 is "not by time"). */
 	if (s->nu && symbolizer_names_by_time(f->sym, s->key->pid))
 		k.sec = s->key->boot_sec + 1;
 	done = foldcache_get(f->folds, &k); /* the same stack in another thread (or second) */
 	if (!done) {
-		symbolizer_set_time(f->sym, mono > 0 ? (uint64_t)mono : 0);
+		symbolizer_set_time(f->sym, sample_mono(f, s));
 		fold(f, s);
 		fresh = (struct folded){ .text = f->folded, .frames = f->frames, .nframes = f->nframes };
 		foldcache_put(f->folds, &k, &fresh);
