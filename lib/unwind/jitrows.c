@@ -235,8 +235,6 @@ struct reading {
 	jitlist_read_fn rd;
 	void *ctx;
 	struct jitrows_stats *st;
-	uint64_t image_key;   /* of the image being read */
-	size_t image_len;
 };
 
 /* Whether objects o and p share an address. */
@@ -327,11 +325,11 @@ static int add_object(struct jitrows *j, const struct layout *l, const void *eh,
 	return 0;
 }
 
-/* Copies into *out the object of r->prev whose image was the one r is reading (by its key and length),
- * with a copy of its rows; prev is left as it was (a read that fails keeps it). Looked for from where
- * the last one was found: a list read again has the same objects in the same order, new ones first.
- * Returns 0, -ENOENT (none) or -ENOMEM. */
-static int copy_kept(struct reading *r, struct object *out)
+/* Copies into *out the object of r->prev whose image was key and len bytes long, with a copy of its
+ * rows; prev is left as it was (a read that fails keeps it). Looked for from where the last one was
+ * found: a list read again has the same objects in the same order, new ones first. Returns 0, -ENOENT
+ * (none) or -ENOMEM. */
+static int copy_kept(struct reading *r, uint64_t key, size_t len, struct object *out)
 {
 	const struct jitrows *prev = r->prev;
 
@@ -339,7 +337,7 @@ static int copy_kept(struct reading *r, struct object *out)
 		size_t i = (r->next + k) % prev->n;
 		const struct object *o = &prev->o[i];
 
-		if (o->image_len != r->image_len || o->image_key != r->image_key)
+		if (o->image_len != len || o->image_key != key)
 			continue;
 		*out = *o;
 		out->rows = malloc(o->n * sizeof(*o->rows));
@@ -367,15 +365,14 @@ static int each_image(void *ctx, const void *image, size_t len)
 {
 	struct reading *r = ctx;
 	void *eh = NULL, *code = NULL;
+	uint64_t key = image_key(image, len);
 	struct object kept;
 	struct layout l;
 	int err;
 
-	r->image_key = image_key(image, len);
-	r->image_len = len;
 	/* Unchanged since the list was read last (the same image, so the same code at the same place):
 	 * its rows as built then. */
-	err = r->j->n < JITROWS_MAX_OBJECTS ? copy_kept(r, &kept) : -ENOENT;
+	err = r->j->n < JITROWS_MAX_OBJECTS ? copy_kept(r, key, len, &kept) : -ENOENT;
 	if (err != -ENOENT) {
 		if (!err && (err = append(r->j, &kept)))
 			free(kept.rows);
@@ -407,7 +404,7 @@ static int each_image(void *ctx, const void *image, size_t len)
 		free(code);
 		code = NULL; /* its prologues unread: its FDEs alone */
 	}
-	err = add_object(r->j, &l, eh, code, false, r->image_key, r->image_len, r->st);
+	err = add_object(r->j, &l, eh, code, false, key, len, r->st);
 out:
 	free(eh);
 	free(code);
