@@ -1,8 +1,9 @@
 #!/bin/bash
 # run.sh - make bench: flamed's overhead next to perf, ingest rate, off-CPU profiling's cost next to perf and bpftrace, query latency, storage and memory; prints one table and writes docs/BENCHMARKS.md.
-# Usage: [QUICK=1] [BENCH_PARTS="overhead python firstsamples debuginfod jit cgroups ingest offcpu query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] [BPFTRACE=PATH] [PYTHON=PATH [PYROOT=DIR]] bench/run.sh
+# Usage: [QUICK=1] [BENCH_REPEAT=N] [BENCH_PARTS="overhead python firstsamples debuginfod jit cgroups ingest offcpu query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] [BPFTRACE=PATH] [PYTHON=PATH [PYROOT=DIR]] bench/run.sh
 #        (root; `make bench` builds first). BENCH_PARTS runs only the parts named (query, storage and
-#        memory share one generated history); the report says which ran. PYROOT runs the python part's
+#        memory share one generated history); the report says which ran. BENCH_REPEAT sets the rounds
+#        of the parts that compare medians (3 by default): more where two medians sit within noise. PYROOT runs the python part's
 #        PYTHON inside that root (scripts/python-root.sh makes one with sid's 3.13 and 3.14 and
 #        experimental's 3.15: `PYROOT=$(scripts/python-root.sh --print) PYTHON=/usr/bin/python3.14`).
 # shellcheck disable=SC2154 # G_* (gen_history) and Q_* (query_bench) are set by parse_kv
@@ -39,6 +40,8 @@ else
 	T=30 INGEST_T=30 INGEST_HZ="999 1999 4999 9999" HISTORY=25h RETENTION=24h WINDOW_H=24 REPEAT=3 PY_T=20 PY_ROUNDS=3
 	OFFCPU_T=10 OFFCPU_ROUNDS=5 OFFCPU_MEM_FLUSHES=3
 fi
+REPEAT=${BENCH_REPEAT:-$REPEAT}
+[[ "$REPEAT" =~ ^[1-9][0-9]?$ ]] || die "BENCH_REPEAT: a number of rounds, 1 to 99 (got '$REPEAT')"
 OVERHEAD_HZ="19 99"
 FLUSH_INTERVAL=10   # flamed's default, used by every run
 INGEST_MAX_KEYS=1048576
@@ -944,7 +947,7 @@ header() {
 	echo "- Date: $(date -u +%Y-%m-%dT%H:%M:%SZ) (the run took $(((SECONDS + 59) / 60)) min)"
 	echo "- Machine: $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) memory; load average before the run: $LOAD_BEFORE"
 	echo "- Kernel: $(uname -r)"
-	echo "- Command: \`$([ "$PARTS" != "$ALL_PARTS" ] && echo "BENCH_PARTS=\"$PARTS\" ")make bench$([ "$QUICK" = 1 ] && echo " QUICK=1")\` ($("$BUILD/flamed" --version), commit $commit$(command -v perf > /dev/null && echo "; $(perf --version)")$(want offcpu && command -v "$BPFTRACE" > /dev/null && echo "; bpftrace $("$BPFTRACE" --version | sed 's/^bpftrace //')"))"
+	echo "- Command: \`$([ -n "${BENCH_REPEAT:-}" ] && echo "BENCH_REPEAT=$REPEAT ")$([ "$PARTS" != "$ALL_PARTS" ] && echo "BENCH_PARTS=\"$PARTS\" ")make bench$([ "$QUICK" = 1 ] && echo " QUICK=1")\` ($("$BUILD/flamed" --version), commit $commit$(command -v perf > /dev/null && echo "; $(perf --version)")$(want offcpu && command -v "$BPFTRACE" > /dev/null && echo "; bpftrace $("$BPFTRACE" --version | sed 's/^bpftrace //')"))"
 	[ "$PARTS" != "$ALL_PARTS" ] && echo "- Parts run: $PARTS (BENCH_PARTS); the others were not run now"
 	echo
 }
@@ -1029,7 +1032,8 @@ As root, on a host with nothing else running: \`make bench\` (about 40 minutes o
 generating the 24 h history and about 6 the offcpu part; \`make bench QUICK=1\` takes about 7 minutes and
 checks the harness; \`BENCH_PARTS="query storage memory"\` runs only those parts, of
 $ALL_PARTS, and keeps the other rows of this file, marked
-with the run that measured them). It needs
+with the run that measured them; \`BENCH_REPEAT=N\` gives the parts that compare medians N rounds instead of
+3). It needs
 perf, bpftool, jq, curl and GNU time (\`apt-get install linux-perf bpftool jq curl time\`), and bpftrace for the
 offcpu part's bpftrace row (\`apt-get install bpftrace\`; without it that row says skipped), prints the table
 and writes this file. Scratch files, 1.5 GB at most, go to /var/tmp (\`BENCH_TMP=DIR\` to change,
