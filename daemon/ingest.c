@@ -268,6 +268,7 @@ int ingest_sample(const struct sampler_sample *s, void *ctx)
 {
 	struct ingest *f = ctx;
 	char comm[PROFILE_COMM_LEN + 16], thread[PROFILE_COMM_LEN + 16];
+	uint64_t mono;
 	int err;
 
 	struct fold_key k = { .pid = s->key->pid, .flags = s->key->flags, .ustack = s->key->ustack,
@@ -286,13 +287,14 @@ int ingest_sample(const struct sampler_sample *s, void *ctx)
 	}
 	if (f->store_err)
 		return 0; /* the transaction failed; keep draining so the maps empty */
-	/* JIT code from a jitdump file is named as it was in the sample's second (its memory may hold other
-	 * code since): such a process's stacks are folded per second (+1: 0 is "not by time"). */
-	if (s->nu && symbolizer_names_by_time(f->sym, s->key->pid))
+	/* JIT code from a jitdump file is named as it was in the sample's second: where code was loaded over
+	 * other code since, the process's stacks are folded per second (+1: 0 is "not by time"). */
+	mono = sample_mono(f, s);
+	if (s->nu && symbolizer_names_by_time(f->sym, s->key->pid, mono))
 		k.sec = s->key->boot_sec + 1;
 	done = foldcache_get(f->folds, &k); /* the same stack in another thread (or second) */
 	if (!done) {
-		symbolizer_set_time(f->sym, sample_mono(f, s));
+		symbolizer_set_time(f->sym, mono);
 		fold(f, s);
 		fresh = (struct folded){ .text = f->folded, .frames = f->frames, .nframes = f->nframes };
 		foldcache_put(f->folds, &k, &fresh);

@@ -154,6 +154,13 @@ const char *jitdump_table_find(struct jitdump_table *t, uint64_t addr, uint64_t 
 	return jitsyms_find_before(t->syms, addr, mono_ns);
 }
 
+uint64_t jitdump_table_replaced_at(struct jitdump_table *t)
+{
+	if (!t || t->f.flags & JITDUMP_FLAGS_ARCH_TIMESTAMP)
+		return 0; /* looked up without times */
+	return jitsyms_replaced_at(t->syms);
+}
+
 int jitdump_table_header(const struct jitdump_table *t, uint32_t *pid, uint64_t *stamp)
 {
 	if (!t || !t->f.offset)
@@ -281,6 +288,25 @@ static void read_default(struct jitdump_cache *c, struct dumpproc *p, uint32_t p
 	}
 }
 
+/* Reads on p's file (pid's, among maps), once a flush. */
+static void read_once(struct jitdump_cache *c, struct dumpproc *p, uint32_t pid, const struct procmap *maps,
+		      size_t n)
+{
+	size_t i;
+
+	if (p->read && p->read_gen == c->procs.gen)
+		return;
+	p->read = true;
+	p->read_gen = c->procs.gen;
+	for (i = 0; i < n; i++)
+		if (maps[i].path && maps[i].path[0] == '/' && jitdump_path(maps[i].path)) {
+			read_on(c, p, pid, &maps[i]);
+			break;
+		}
+	if (i == n && !p->t && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		read_default(c, p, pid);
+}
+
 const char *jitdump_cache_find(struct jitdump_cache *c, uint32_t pid, const struct procmap *maps, size_t n,
 			       uint64_t addr, uint64_t mono_ns)
 {
@@ -288,20 +314,19 @@ const char *jitdump_cache_find(struct jitdump_cache *c, uint32_t pid, const stru
 
 	if (!p)
 		return NULL;
-	if (!p->read || p->read_gen != c->procs.gen) { /* once a flush */
-		size_t i;
-
-		p->read = true;
-		p->read_gen = c->procs.gen;
-		for (i = 0; i < n; i++)
-			if (maps[i].path && maps[i].path[0] == '/' && jitdump_path(maps[i].path)) {
-				read_on(c, p, pid, &maps[i]);
-				break;
-			}
-		if (i == n && !p->t && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
-			read_default(c, p, pid);
-	}
+	read_once(c, p, pid, maps, n);
 	return jitdump_table_find(p->t, addr, mono_ns);
+}
+
+bool jitdump_cache_by_time(struct jitdump_cache *c, uint32_t pid, const struct procmap *maps, size_t n,
+			   uint64_t mono_ns)
+{
+	struct dumpproc *p = (struct dumpproc *)pidcache_find(&c->procs, pid);
+
+	if (!p)
+		return false;
+	read_once(c, p, pid, maps, n);
+	return jitdump_table_replaced_at(p->t) > mono_ns;
 }
 
 bool jitdump_cache_has(struct jitdump_cache *c, uint32_t pid)

@@ -46,6 +46,10 @@ int jitdump_table_read(struct jitdump_table *t, int fd, struct jitdump_stats *st
  * its load records' times. Valid until the next call on t. */
 const char *jitdump_table_find(struct jitdump_table *t, uint64_t addr, uint64_t mono_ns);
 
+/* The newest time (mono_ns) at which code was loaded over other code: jitdump_table_find at any time
+ * after it names as it does now (0: at any time, or the CPU's timestamps; UINT64_MAX: unknown). */
+uint64_t jitdump_table_replaced_at(struct jitdump_table *t);
+
 /* The header's pid and timestamp (what tells this file from another of the same name). Returns 0, or
  * -EAGAIN while the header is not read. */
 int jitdump_table_header(const struct jitdump_table *t, uint32_t *pid, uint64_t *stamp);
@@ -77,6 +81,11 @@ const char *jitdump_cache_find(struct jitdump_cache *c, uint32_t pid, const stru
 
 /* Whether a jitdump file of pid's has been read (its header at least). */
 bool jitdump_cache_has(struct jitdump_cache *c, uint32_t pid);
+
+/* Whether pid's JIT code found at mono_ns may be named otherwise than now (code was loaded over other
+ * code after it), with its file read on as jitdump_cache_find does. False for a pid never looked up. */
+bool jitdump_cache_by_time(struct jitdump_cache *c, uint32_t pid, const struct procmap *maps, size_t n,
+			   uint64_t mono_ns);
 
 /* The jitdump file pid maps, as jitdump_cache_find last read it: its path as the process sees it (copied
  * into path) and its header's timestamp. Returns 0, or -ENOENT (none, or its header not read yet). */

@@ -21,6 +21,8 @@ struct jitsyms {
 	char *pool;
 	size_t pool_len, pool_cap, pool_max;
 	bool sorted;
+	uint32_t checked;     /* symbols (by seq) looked at for code they replaced */
+	uint64_t replaced_at; /* the newest stamp of those that replaced other code (UINT64_MAX: unknown) */
 };
 
 int jitsyms_new(size_t max_symbols, size_t max_name_bytes, struct jitsyms **out)
@@ -98,6 +100,69 @@ static int by_start(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* The index of the first symbol starting past addr (t sorted). */
+static size_t first_past(const struct jitsyms *t, uint64_t addr)
+{
+	size_t lo = 0, hi = t->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->syms[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Whether s was added over older code of another name (a symbol added before it whose range meets its
+ * own), and is not the same code logged again (an older one of its range and name); among the
+ * OVERLAP_SCAN symbols starting nearest below its end. */
+static bool replaces(const struct jitsyms *t, const struct jsym *s)
+{
+	size_t hi = first_past(t, s->end - 1);
+	bool other = false;
+
+	for (size_t i = hi; i > 0 && hi - i < OVERLAP_SCAN; i--) {
+		const struct jsym *x = &t->syms[i - 1];
+		bool same_name;
+
+		if (x->seq > s->seq || x == s || x->end <= s->start || x->start >= s->end)
+			continue;
+		same_name = !strcmp(t->pool + x->name, t->pool + s->name);
+		if (same_name && x->start == s->start && x->end == s->end)
+			return false;
+		other |= !same_name;
+	}
+	return other;
+}
+
+/* Sorts t by start after additions, and takes the new symbols' replacements into replaced_at. */
+static void sort(struct jitsyms *t)
+{
+	if (t->sorted)
+		return;
+	qsort(t->syms, t->n, sizeof(*t->syms), by_start);
+	t->sorted = true;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct jsym *s = &t->syms[i];
+		uint64_t at = s->stamp ? s->stamp : UINT64_MAX;
+
+		if (s->seq >= t->checked && at > t->replaced_at && replaces(t, s))
+			t->replaced_at = at;
+	}
+	t->checked = (uint32_t)t->n;
+}
+
+uint64_t jitsyms_replaced_at(struct jitsyms *t)
+{
+	if (!t)
+		return 0;
+	sort(t);
+	return t->replaced_at;
+}
+
 const char *jitsyms_find(struct jitsyms *t, uint64_t addr)
 {
 	return jitsyms_find_before(t, addr, 0);
@@ -120,22 +185,12 @@ static bool better(const struct jsym *a, const struct jsym *b, uint64_t before)
 const char *jitsyms_find_before(struct jitsyms *t, uint64_t addr, uint64_t before)
 {
 	const struct jsym *best = NULL;
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!t || !t->n)
 		return NULL;
-	if (!t->sorted) {
-		qsort(t->syms, t->n, sizeof(*t->syms), by_start);
-		t->sorted = true;
-	}
-	for (hi = t->n; lo < hi;) { /* the first symbol starting past addr */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->syms[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	sort(t);
+	lo = first_past(t, addr);
 	for (size_t i = lo; i > 0 && lo - i < OVERLAP_SCAN; i--) {
 		const struct jsym *s = &t->syms[i - 1];
 

@@ -31,6 +31,11 @@ const char *jitsyms_find(struct jitsyms *t, uint64_t addr);
  * the earliest. Of the symbols that overlap at addr, the 16 starting nearest below it are looked at. */
 const char *jitsyms_find_before(struct jitsyms *t, uint64_t addr, uint64_t before);
 
+/* The newest time (stamp) at which code was added over other code of another name: before it, every
+ * address names as now; 0: never; UINT64_MAX: such code had no stamp. Of the symbols a new one meets,
+ * the 16 starting nearest below its end are looked at. */
+uint64_t jitsyms_replaced_at(struct jitsyms *t);
+
 size_t jitsyms_count(const struct jitsyms *t);
 
 /* NULL is safe. */

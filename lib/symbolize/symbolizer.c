@@ -175,9 +175,15 @@ void symbolizer_set_time(struct symbolizer *s, uint64_t mono_ns)
 	s->sample_mono = mono_ns;
 }
 
-bool symbolizer_names_by_time(struct symbolizer *s, uint32_t pid)
+bool symbolizer_names_by_time(struct symbolizer *s, uint32_t pid, uint64_t mono_ns)
 {
-	return jitdump_cache_has(s->jitdump, pid);
+	const struct procmap *maps;
+	size_t n;
+
+	if (!jitdump_cache_has(s->jitdump, pid))
+		return false;
+	maps = proccache_maps(s->procs, pid, &n);
+	return jitdump_cache_by_time(s->jitdump, pid, maps, n, mono_ns);
 }
 
 void symbolizer_begin_flush(struct symbolizer *s)

@@ -78,8 +78,9 @@ void symbolizer_begin_flush(struct symbolizer *s);
  * jitdump file is named as it was then, where its records tell code freed and its memory reused apart. */
 void symbolizer_set_time(struct symbolizer *s, uint64_t mono_ns);
 
-/* Whether pid's JIT code has been named from a jitdump file: its frames' names depend on the time. */
-bool symbolizer_names_by_time(struct symbolizer *s, uint32_t pid);
+/* Whether pid's frames sampled at mono_ns may be named otherwise than those of another time: its JIT
+ * code is named from a jitdump file, and code was loaded over other code since mono_ns. */
+bool symbolizer_names_by_time(struct symbolizer *s, uint32_t pid, uint64_t mono_ns);
 
 /* Names user address addr of process pid into buf (always NUL-terminated, truncated to len).
  * is_return_addr: addr is a return address (every frame but the sampled one), looked up at addr-1.

@@ -1,5 +1,6 @@
 /* test_jitsyms.c - JIT symbols by address: found inside their range and not past it, the newest of
- * overlapping ones wins (memory reused for other code), names cut, the bounds held and counted. */
+ * overlapping ones wins (memory reused for other code), names cut, the bounds held and counted; when
+ * code last replaced other code. */
 #include <string.h>
 
 #include "check.h"
@@ -62,6 +63,24 @@ int main(void)
 	CHECK(n && !strcmp(n, "newest") && !strcmp(jitsyms_find(t, 0x1044), "newest"),
 	      "with no time: the newest, as jitsyms_find");
 	CHECK(jitsyms_find_before(t, 0x1100, 250) == NULL, "past them all: nothing");
+	CHECK(jitsyms_replaced_at(t) == 300, "replaced last at 300 (%llu)", (unsigned long long)jitsyms_replaced_at(t));
+	CHECK(jitsyms_add_at(t, 0x2000, 0x10, 400, "elsewhere", 9) == 0 && jitsyms_replaced_at(t) == 300,
+	      "code at new memory at 400: still 300");
+	CHECK(jitsyms_add_at(t, 0x1040, 0x10, 500, "newest", 6) == 0 && jitsyms_replaced_at(t) == 300,
+	      "the same code logged again at 500 (its name unchanged): still 300");
+	CHECK(jitsyms_add_at(t, 0x1fff, 0x2, 600, "across", 6) == 0 && jitsyms_replaced_at(t) == 600,
+	      "code over the last byte of the old code's memory at 600: 600");
+	CHECK(jitsyms_add(t, 0x2008, 0x4, "unstamped", 9) == 0 && jitsyms_replaced_at(t) == UINT64_MAX,
+	      "code over other code with no time: unknown (UINT64_MAX)");
+	jitsyms_free(t);
+
+	/* Loads at separate places, none over another, in any order: never replaced. */
+	CHECK(jitsyms_new(100, 4096, &t) == 0, "jitsyms_new");
+	for (int i = 0; t && i < 50; i++)
+		jitsyms_add_at(t, 0x10000 + (uint64_t)((i * 37) % 50) * 0x100, 0x100, 1000 + (uint64_t)i, "f", 1);
+	CHECK(jitsyms_replaced_at(t) == 0, "50 loads side by side: never replaced (%llu)",
+	      (unsigned long long)jitsyms_replaced_at(t));
+	CHECK(jitsyms_replaced_at(NULL) == 0, "no table: 0");
 	jitsyms_free(t);
 	return CHECK_EXIT();
 }
