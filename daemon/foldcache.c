@@ -12,6 +12,7 @@
 struct entry {
 	struct fold_key key;
 	struct folded f;
+	int64_t stack_id; /* f.stack_id's */
 	struct store_frame frames[];
 };
 
@@ -99,7 +100,7 @@ static const char *str(const char *s)
 	return s ? s : "";
 }
 
-int foldcache_put(struct foldcache *c, const struct fold_key *k, const struct folded *f)
+int foldcache_put(struct foldcache *c, const struct fold_key *k, const struct folded *f, const struct folded **kept)
 {
 	size_t bytes = sizeof(struct entry) + f->nframes * sizeof(struct store_frame) + strlen(f->text) + 1, i;
 	struct entry *e;
@@ -129,10 +130,14 @@ int foldcache_put(struct foldcache *c, const struct fold_key *k, const struct fo
 	}
 	e->f.frames = e->frames;
 	e->f.nframes = f->nframes;
+	e->stack_id = 0;
+	e->f.stack_id = &e->stack_id;
 	for (i = slot_of(c, k); c->slots[i]; i = (i + 1) & (c->nslots - 1))
 		;
 	c->slots[i] = e;
 	c->count++;
+	if (kept)
+		*kept = &e->f;
 	return 0;
 }
 

@@ -23,6 +23,7 @@ struct folded {
 	const char *text;
 	const struct store_frame *frames;
 	unsigned nframes;
+	int64_t *stack_id; /* NULL, or the store's id of the stack in this flush (struct store_sample's) */
 };
 
 struct foldcache_stats {
@@ -40,9 +41,9 @@ void foldcache_reset(struct foldcache *c);
 /* The stack folded from k in this flush, or NULL. Valid until the next reset. */
 const struct folded *foldcache_get(struct foldcache *c, const struct fold_key *k);
 
-/* Keeps a copy of f under k; when the cache is full it keeps nothing (counted). Returns 0, -ENOSPC or
- * -ENOMEM. */
-int foldcache_put(struct foldcache *c, const struct fold_key *k, const struct folded *f);
+/* Keeps a copy of f under k, with a stack_id of its own (0), in *kept when kept is not NULL; when the
+ * cache is full it keeps nothing (counted). Returns 0, -ENOSPC or -ENOMEM. */
+int foldcache_put(struct foldcache *c, const struct fold_key *k, const struct folded *f, const struct folded **kept);
 
 /* Copies the counters. */
 void foldcache_get_stats(const struct foldcache *c, struct foldcache_stats *out);

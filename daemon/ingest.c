@@ -297,8 +297,8 @@ int ingest_sample(const struct sampler_sample *s, void *ctx)
 		symbolizer_set_time(f->sym, mono);
 		fold(f, s);
 		fresh = (struct folded){ .text = f->folded, .frames = f->frames, .nframes = f->nframes };
-		foldcache_put(f->folds, &k, &fresh);
-		done = &fresh;
+		if (foldcache_put(f->folds, &k, &fresh, &done))
+			done = &fresh; /* not kept: stored without an id kept for the next keys */
 	}
 	clean_comm(comm, s->key->pcomm);
 	clean_comm(thread, s->key->comm);
@@ -314,6 +314,7 @@ int ingest_sample(const struct sampler_sample *s, void *ctx)
 		.nframes = done->nframes,
 		.kind = offcpu ? STORE_OFFCPU : STORE_CPU,
 		.cgroup = f->cgroups ? cgroups_path(f->cgroups, s->key->pid, s->key->cgroup) : NULL,
+		.stack_id = done->stack_id,
 	};
 	err = store_add(f->store, &row);
 	if (err == -EINVAL) {

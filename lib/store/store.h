@@ -69,6 +69,9 @@ struct store_sample {
 	enum store_kind kind;             /* STORE_CPU (0) or STORE_OFFCPU */
 	const char *cgroup; /* NULL or "": not known; else the cgroup v2 path it ran in ("/system.slice/x.service",
 			     * at most STORE_CGROUP_MAX_BYTES, cleaned: no control character) */
+	int64_t *stack_id;  /* NULL, or where the caller keeps this stack's id for its other samples in this
+			     * transaction (the same folded and frames only): 0 at first, set by store_add;
+			     * its stack is then neither hashed nor looked up again */
 };
 
 #define STORE_CGROUP_MAX_BYTES 511 /* longest cgroup path accepted */

@@ -640,7 +640,13 @@ int store_add(struct store *st, const struct store_sample *s)
 	r = (struct pending_row){ .ts = s->ts, .pid = s->pid, .tid = s->tid, .count = s->count, .kind = s->kind };
 	err = name_id(st, s->comm, &r.comm_id);
 	err = err ?: name_id(st, s->thread, &r.thread_id);
-	err = err ?: stack_id(st, s, &r.stack_id);
+	if (s->stack_id && *s->stack_id > 0) {
+		r.stack_id = *s->stack_id;
+	} else {
+		err = err ?: stack_id(st, s, &r.stack_id);
+		if (!err && s->stack_id)
+			*s->stack_id = r.stack_id;
+	}
 	err = err ?: cgroup_id(st, s->cgroup, &r.cg);
 	if (!err) {
 		err = store_pending_add(&st->pending, &r);

@@ -24,9 +24,13 @@ static void test_found_again(void)
 
 	CHECK(foldcache_new(16, 1 << 20, &c) == 0, "found: created");
 	CHECK(foldcache_get(c, &k) == NULL, "found: nothing before a put");
-	CHECK(foldcache_put(c, &k, &f) == 0, "found: put");
+	const struct folded *kept = NULL;
+
+	CHECK(foldcache_put(c, &k, &f, &kept) == 0, "found: put");
 	text[0] = 'X'; /* the cache holds a copy */
 	got = foldcache_get(c, &k);
+	CHECK(got && got == kept && got->stack_id && *got->stack_id == 0,
+	      "found: the copy put is the one found, with a stack id of its own, 0 until the store sets it");
 	CHECK(got && !strcmp(got->text, "main;work;vfs_read_[k]") && got->nframes == 3 &&
 		      !strcmp(got->frames[1].name, "work") && !strcmp(got->frames[2].module, "[kernel]") &&
 		      !strcmp(got->frames[2].build_id, "") && !strcmp(got->frames[0].build_id, "ab12"),
@@ -56,7 +60,7 @@ static void test_bounds(void)
 	for (uint64_t i = 0; i < 20; i++) {
 		struct fold_key k = { .pid = 1, .ustack = i + 1 };
 
-		err = foldcache_put(c, &k, &f);
+		err = foldcache_put(c, &k, &f, NULL);
 		kept += err == 0;
 	}
 	foldcache_get_stats(c, &st);
@@ -71,10 +75,10 @@ static void test_bounds(void)
 	}
 	CHECK(err != 1, "bounds: the 8 kept are found");
 	foldcache_reset(c);
-	CHECK(foldcache_put(c, &(struct fold_key){ .pid = 2 }, &f) == 0, "bounds: room again after a reset");
+	CHECK(foldcache_put(c, &(struct fold_key){ .pid = 2 }, &f, NULL) == 0, "bounds: room again after a reset");
 	foldcache_free(c);
 	CHECK(foldcache_new(100, 64, &c) == 0, "bytes: 64 bytes");
-	CHECK(foldcache_put(c, &(struct fold_key){ .pid = 3 }, &f) == -ENOSPC, "bytes: a stack over the bytes refused");
+	CHECK(foldcache_put(c, &(struct fold_key){ .pid = 3 }, &f, NULL) == -ENOSPC, "bytes: a stack over the bytes refused");
 	foldcache_free(c);
 	foldcache_free(NULL);
 }

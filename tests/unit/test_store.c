@@ -425,6 +425,43 @@ static void test_collision(const char *dir)
 	CHECK(sql_value(path, sql) == 2, "two rows share the hash");
 }
 
+/* A stack's id kept by the caller (struct store_sample's stack_id): set by the first sample, then used
+ * as it is, the stack not looked up again. */
+static void test_stack_memo(const char *dir)
+{
+	char path[512];
+	struct store *st = NULL;
+	struct collect c;
+	int64_t memo = 0, other = 0;
+	struct store_sample a = SAMPLE(T0, 7, 7, "m", "m", "main;work", 2), b = a;
+	struct store_sample z = SAMPLE(T0, 8, 8, "m", "m", "main;rest", 1);
+	int err;
+
+	snprintf(path, sizeof(path), "%s/memo.db", dir);
+	err = store_open(path, STORE_READ_WRITE, &st);
+	err = err ?: store_begin(st);
+	z.stack_id = &other;
+	err = err ?: store_add(st, &z);
+	a.stack_id = &memo;
+	err = err ?: store_add(st, &a);
+	CHECK(err == 0 && memo > 0 && other > 0 && memo != other, "the first samples set their stacks' ids (%" PRId64
+	      ", %" PRId64 ")", memo, other);
+	b.ts = T0 + 1;
+	b.stack_id = &memo;
+	err = err ?: store_add(st, &b);
+	/* The memo is taken as given: a sample whose memo holds another stack's id is stored as that stack. */
+	b.ts = T0 + 2;
+	b.folded = "ignored;text";
+	b.stack_id = &other;
+	err = err ?: store_add(st, &b);
+	err = err ?: store_commit(st);
+	CHECK(err == 0, "stored with the ids kept");
+	err = err ?: query(st, 7, -1, INT64_MIN, INT64_MAX, &c);
+	CHECK(err == 0 && strstr(c.buf, "m|main;work|4\n") && strstr(c.buf, "m|main;rest|2\n") && !strstr(c.buf, "ignored"),
+	      "the second sample under the kept id, the third under the id it was given (%s)", c.buf);
+	store_close(st);
+}
+
 /* More rows than one flush merges in memory: they are written out early, and totals stay right. */
 static void test_big_flush(const char *dir)
 {
@@ -1609,8 +1646,8 @@ static void test_render(void)
 /* Removes the files the tests made in dir, then dir. */
 static void cleanup(const char *dir)
 {
-	static const char *const names[] = { "prune.db", "fixture.db", "invalid.db", "rollback.db", "collision.db", "big.db",
-					     "concurrent.db", "missing.db", "garbage.db", "corrupt.db", "other.db",
+	static const char *const names[] = { "prune.db", "fixture.db", "invalid.db", "rollback.db", "collision.db",
+					     "memo.db", "big.db", "concurrent.db", "missing.db", "garbage.db", "corrupt.db", "other.db",
 					     "newer.db", "empty.db", "frames.db", "demangle.db", "frames_invalid.db", "frames_later.db",
 					     "frames_rollback.db", "frames_many.db", "names.db", "queries.db",
 					     "empty_range.db", "v1.db", "v2.db", "rollup.db",
@@ -2395,6 +2432,7 @@ int main(int argc, char **argv)
 	test_invalid(dir);
 	test_rollback(dir);
 	test_collision(dir);
+	test_stack_memo(dir);
 	test_big_flush(dir);
 	test_prefetch(dir);
 	test_prefetch_range(dir);
