@@ -43,10 +43,10 @@ static void make_store(void)
 	};
 	int64_t t = (int64_t)time(NULL) - 60;
 	const struct store_sample samples[] = {
-		{ t, 100, 100, "server", "server", "main;handle;read_k", 5, frames, 3, STORE_CPU, SERVER_CG },
-		{ t, 100, 101, "server", "worker", "main;handle", 3, NULL, 0, STORE_CPU, SERVER_CG },
-		{ t - 600, 100, 101, "server", "worker", "main;idle", 2, NULL, 0, STORE_CPU, SERVER_CG },
-		{ t - 1200, 200, 200, "batch", "batch", "main;crunch;[unknown]", 7, NULL, 0, STORE_CPU, BATCH_CG },
+		{ t, 100, 100, "server", "server", "main;handle;read_k", 5, frames, 3, STORE_CPU, SERVER_CG, NULL },
+		{ t, 100, 101, "server", "worker", "main;handle", 3, NULL, 0, STORE_CPU, SERVER_CG, NULL },
+		{ t - 600, 100, 101, "server", "worker", "main;idle", 2, NULL, 0, STORE_CPU, SERVER_CG, NULL },
+		{ t - 1200, 200, 200, "batch", "batch", "main;crunch;[unknown]", 7, NULL, 0, STORE_CPU, BATCH_CG, NULL },
 	};
 	struct store *st;
 

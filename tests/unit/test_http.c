@@ -266,12 +266,12 @@ static int make_db(const char *path)
 {
 	const int64_t recent = (int64_t)time(NULL) - 60;
 	const struct store_sample samples[] = {
-		{ T0 + 0, 100, 100, "server", "server", "main;handle;parse", 5, NULL, 0, STORE_CPU, SERVER_CG },
-		{ T0 + 0, 100, 101, "server", "worker", "main;handle;parse", 3, NULL, 0, STORE_CPU, SERVER_CG },
-		{ T0 + 10, 100, 101, "server", "worker", "main;idle", 2, NULL, 0, STORE_CPU, SERVER_CG },
-		{ T0 + 20, 200, 200, "batch", "batch", "main;crunch", 7, NULL, 0, STORE_CPU, BATCH_CG },
-		{ T0 - 50, 100, 100, "server", "server", "main;handle;parse", 1, NULL, 0, STORE_CPU, SERVER_CG },
-		{ recent, 300, 300, "recent", "recent", "main;recent", 9, NULL, 0, STORE_CPU, NULL },
+		{ T0 + 0, 100, 100, "server", "server", "main;handle;parse", 5, NULL, 0, STORE_CPU, SERVER_CG, NULL },
+		{ T0 + 0, 100, 101, "server", "worker", "main;handle;parse", 3, NULL, 0, STORE_CPU, SERVER_CG, NULL },
+		{ T0 + 10, 100, 101, "server", "worker", "main;idle", 2, NULL, 0, STORE_CPU, SERVER_CG, NULL },
+		{ T0 + 20, 200, 200, "batch", "batch", "main;crunch", 7, NULL, 0, STORE_CPU, BATCH_CG, NULL },
+		{ T0 - 50, 100, 100, "server", "server", "main;handle;parse", 1, NULL, 0, STORE_CPU, SERVER_CG, NULL },
+		{ recent, 300, 300, "recent", "recent", "main;recent", 9, NULL, 0, STORE_CPU, NULL, NULL },
 	};
 	struct store *st = NULL;
 	int err = store_open(path, STORE_READ_WRITE, &st);
