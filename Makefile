@@ -9,6 +9,7 @@
 # make bench QUICK=1   the same in a few minutes (5 s runs, a 1-hour history): to check the harness
 # make bench BENCH_PARTS="query storage memory"   only those parts (of overhead python ingest offcpu query storage memory)
 # make bench BENCH_PARTS=python PYTHON=/usr/bin/python3.14 PYROOT=/var/tmp/flamed-pyroot   the Python part on a Python of that root
+# make bench BENCH_REPEAT=7   7 rounds instead of 3 in the parts whose rows compare medians
 # make install    install into $(DESTDIR)$(PREFIX), the unit into $(DESTDIR)$(UNITDIR)
 
 PREFIX   ?= /usr/local
