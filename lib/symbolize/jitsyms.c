@@ -128,7 +128,7 @@ static bool replaces(const struct jitsyms *t, const struct jsym *s)
 		const struct jsym *x = &t->syms[i - 1];
 		bool same_name;
 
-		if (x->seq > s->seq || x == s || x->end <= s->start || x->start >= s->end)
+		if (x->seq >= s->seq || x->end <= s->start || x->start >= s->end)
 			continue;
 		same_name = !strcmp(t->pool + x->name, t->pool + s->name);
 		if (same_name && x->start == s->start && x->end == s->end)
