@@ -3,9 +3,10 @@
 # Usage: [QUICK=1] [BENCH_REPEAT=N] [BENCH_PARTS="overhead python firstsamples debuginfod jit cgroups ingest offcpu query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] [BPFTRACE=PATH] [PYTHON=PATH [PYROOT=DIR]] bench/run.sh
 #        (root; `make bench` builds first). BENCH_PARTS runs only the parts named (query, storage and
 #        memory share one generated history); the report says which ran. BENCH_REPEAT sets the rounds
-#        of the parts that compare medians (3 by default): more where two medians sit within noise. PYROOT runs the python part's
-#        PYTHON inside that root (scripts/python-root.sh makes one with sid's 3.13 and 3.14 and
-#        experimental's 3.15: `PYROOT=$(scripts/python-root.sh --print) PYTHON=/usr/bin/python3.14`).
+#        of the parts that compare medians (3 by default): more where two medians sit within noise.
+#        PYROOT runs the python part's PYTHON inside that root (scripts/python-root.sh makes one with
+#        sid's 3.13 and 3.14 and experimental's 3.15:
+#        `PYROOT=$(scripts/python-root.sh --print) PYTHON=/usr/bin/python3.14`).
 # shellcheck disable=SC2154 # G_* (gen_history) and Q_* (query_bench) are set by parse_kv
 set -euo pipefail
 export LC_ALL=C

@@ -175,8 +175,8 @@ if command -v prometheus > /dev/null; then
 	if command -v wrk > /dev/null; then
 		rss() { awk '/^VmRSS/ { print $2 }' "/proc/$FLAMED_PID/status"; }
 		# Prometheus's connections closed on flamed's side too (each holds one of the 64 of the limit until
-		# then), and 62 for wrk: a connection flamed has closed holds its slot a moment longer (CI once
-		# saw one handshake refused at 64).
+		# then), and 62 for wrk: a connection flamed has closed holds its slot a moment longer (a make
+		# test run once saw one handshake refused at 64).
 		for _ in $(seq 50); do
 			[ -z "$(ss -Htn state established "( sport = :${URL##*:} )" 2> /dev/null)" ] && break
 			sleep 0.1
