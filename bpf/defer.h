@@ -78,10 +78,11 @@ static __always_inline __u32 py_defer_frames(const struct py_proc *py, __u32 pid
 }
 
 /* Sends the sample of key (its user registers r; its process as first seen: known) to the daemon to be
- * walked later. Returns whether it did: then the sample is the daemon's to count. The kernel stack is
- * read again here (into the record) when key has one. */
+ * walked later, with_py (a constant: the Python walker's) its Python frames read now. Returns whether it
+ * did: then the sample is the daemon's to count. The kernel stack is read again here (into the record)
+ * when key has one. */
 static __always_inline bool defer_sample(void *ctx, const struct uregs *r, const struct sample_key *key,
-					 const struct seen_process *known)
+					 const struct seen_process *known, const bool with_py)
 {
 	__u64 token = known->token; /* also when the process was first seen */
 	struct deferred_sample *d;
@@ -117,7 +118,7 @@ static __always_inline bool defer_sample(void *ctx, const struct uregs *r, const
 	}
 	d->copied = off;
 	d->npy = 0;
-	if (python_walk && !test_refused(REFUSE_PYTHON)) {
+	if (with_py && python_walk && !test_refused(REFUSE_PYTHON)) {
 		const struct py_proc *py = bpf_map_lookup_elem(&py_procs, &key->pid);
 
 		if (py && py->token == token)

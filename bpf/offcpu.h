@@ -151,7 +151,7 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, __
 			where = 0;
 		offcpu_flush(prev, s, gen); /* what it gathered belongs to its old stacks */
 		key.kstack = capture(ctx, gen, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key, true);
-		key.ustack = prev->mm ? user_stack(ctx, &r, prev, gen, &key, true) : 0;
+		key.ustack = prev->mm ? user_stack(ctx, &r, prev, gen, &key, true, true) : 0;
 		if (key.ustack)
 			note_process(prev, key.pid);
 		if (key.flags & SAMPLE_WALK_PARTIAL)

@@ -331,6 +331,15 @@ static __always_inline __u64 capture(void *ctx, __u32 gen, __u64 flags, __u32 lo
 
 #include "walk.h"
 
+/* The walker programs by enum walker, filled by the daemon after the load (bpfload.c): profile_tick
+ * tail-calls the one a sample's process needs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, WALKER_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} cpu_walkers SEC(".maps");
+
 static __always_inline void count(void *counts, struct sample_key *key)
 {
 	key->flags &= ~SAMPLE_WALK_PARTIAL;
@@ -345,6 +354,7 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 	struct sample_key key = {};
 	__u32 gen = *(volatile __u32 *)&active_gen;
 	struct uregs r;
+	__u32 zero = 0;
 	void *counts;
 	bool kernel;
 
@@ -380,10 +390,64 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 	key.kstack = kernel ? capture(ctx, gen, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key, false) : 0;
 	if (task->mm) /* first: a deferred sample carries the token it names the image by */
 		note_process(task, key.pid);
-	key.ustack = user_stack(ctx, &r, task, gen, &key, false);
+	/* With unwind tables, the user stack is the walker program's that the process needs: handed over
+	 * with the key, the generation and the registers in this CPU's walk. */
+	if (unwind_mode != UNWIND_MODE_FP && task->mm) {
+		struct walk *w = bpf_map_lookup_elem(&walks, &zero);
+		__u32 which = WALKER_NATIVE;
+
+		if (w) {
+			w->key = key;
+			w->r = r;
+			w->gen = gen;
+			if (python_walk && bpf_map_lookup_elem(&py_procs, &key.pid))
+				which = WALKER_PYTHON;
+			bpf_tail_call(ctx, &cpu_walkers, which);
+		}
+		stat_inc(STAT_WALKER_MISSING); /* reached only when there was no program to go to */
+	}
+	key.ustack = capture(ctx, gen, BPF_F_USER_STACK, SAMPLE_USTACK_LOST, STAT_USTACK_ERROR, &key, false);
+	count(counts, &key);
+	return 0;
+}
+
+/* A walker program: the user stack of the CPU sample profile_tick left in this CPU's walk, walked
+ * (with_py: with Python frames) or deferred, and the sample counted. */
+static __always_inline int walk_sample(struct bpf_perf_event_data *ctx, enum walker which, const bool with_py)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct sample_key key;
+	struct uregs r;
+	struct walk *w;
+	__u32 zero = 0, gen;
+	void *counts;
+
+	stat_inc(STAT_WALKER + which);
+	w = bpf_map_lookup_elem(&walks, &zero);
+	if (!w)
+		return 0;
+	key = w->key; /* the walk reuses w: the input is copied out first */
+	r = w->r;
+	gen = w->gen;
+	counts = bpf_map_lookup_elem(&counts_gen, &gen);
+	if (!counts)
+		return 0;
+	key.ustack = user_stack(ctx, &r, task, gen, &key, false, with_py);
 	if (!(key.flags & SAMPLE_DEFERRED))
 		count(counts, &key);
 	return 0;
+}
+
+SEC("perf_event")
+int walk_native(struct bpf_perf_event_data *ctx)
+{
+	return walk_sample(ctx, WALKER_NATIVE, false);
+}
+
+SEC("perf_event")
+int walk_python(struct bpf_perf_event_data *ctx)
+{
+	return walk_sample(ctx, WALKER_PYTHON, true);
 }
 
 /* A process that calls execve() has new mappings: forget it, so its next sample reports it as new and

@@ -347,9 +347,9 @@ static __always_inline __u32 tramp_leaf_cfa(const struct walk *w, const struct p
 /* After a native step that stopped the walk (stop 1): when it failed, or ended in code without unwind
  * information (the vDSO, JIT code) whose frame pointer led nowhere, with Python frames (not 3.15's base
  * frame) still to write, they are written after what was walked (their native callers are lost). */
-static __always_inline long native_done(struct walk *w, const struct walk_ctx *wc, long stop)
+static __always_inline long native_done(struct walk *w, const struct walk_ctx *wc, long stop, const bool with_py)
 {
-	if (stop && (w->done == WALK_FAILED || w->fp_ended) && w->py_frame && w->py_frame != w->py_base && wc->py) {
+	if (with_py && stop && (w->done == WALK_FAILED || w->fp_ended) && w->py_frame && w->py_frame != w->py_base && wc->py) {
 		w->py_state = PY_TAIL;
 		stat_inc(STAT_PY_APPENDED);
 		return 0;
@@ -389,7 +389,7 @@ static __always_inline long leaf_tramp(struct walk *w, const struct walk_ctx *wc
 	w->after_eval = 0;
 	w->after_tramp = 1;
 	w->unwound++;
-	return native_done(w, wc, tramp_step(w, cfa_off, rbp_saved));
+	return native_done(w, wc, tramp_step(w, cfa_off, rbp_saved), true);
 }
 
 #endif

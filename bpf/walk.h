@@ -14,8 +14,20 @@
  * program's time over bench/burn at 99 Hz. */
 #define STACK_COPY 4096
 
-/* A user stack walk in progress, shared with walk_step(). */
+/* The user registers a walk starts from: where user code was interrupted, or where it entered the
+ * kernel (and then for which system call: off-CPU's blocks are told apart by it). */
+struct uregs {
+	__u64 ip, sp, bp;
+	__u64 syscall; /* orig_ax; 0 where user code was interrupted */
+};
+
+/* A user stack walk in progress, shared with walk_step(); and what profile_tick hands the walker
+ * program it tail-calls (the sample's key, its generation and user registers). */
 struct walk {
+	struct sample_key key; /* the CPU sample being walked, from profile_tick */
+	struct uregs r;
+	__u32 gen;
+	__u32 key_pad;
 	__u64 ip, sp, bp; /* registers of the frame being unwound */
 	__u32 pid;
 	__u32 n;          /* frames written to scratch */
@@ -213,9 +225,10 @@ static __always_inline long table_step(struct walk *w, const struct unwind_row *
 
 #include "python_walk.h"
 
-/* bpf_loop callback: records the frame at w->ip and unwinds to its caller; in a Python process, writes
- * an eval-loop call's Python frames in its place (one per call). Returns 1 to stop. */
-static long walk_step(__u64 index, void *ctx)
+/* One step of a walk: records the frame at w->ip and unwinds to its caller; with_py (a constant: the
+ * native walker is compiled without it), in a Python process, writes an eval-loop call's Python frames
+ * in its place (one per call). Returns 1 to stop. */
+static __always_inline long walk_step_impl(void *ctx, const bool with_py)
 {
 	const struct walk_ctx *wc = ctx;
 	__u32 zero = 0, n, table, rpc;
@@ -229,28 +242,27 @@ static long walk_step(__u64 index, void *ctx)
 	__u64 pc;
 	int i;
 
-	(void)index;
 	if (!st || !cache || !w || !wc->proc)
 		return 1;
-	if (w->py_state == PY_EMIT || w->py_state == PY_TAIL) {
+	if (with_py && (w->py_state == PY_EMIT || w->py_state == PY_TAIL)) {
 		if (!wc->py)
 			return 1;
 		py_step(w, wc->py, st);
 		return w->py_state == PY_DONE;
 	}
-	if (w->shim_check)
+	if (with_py && w->shim_check)
 		shim_check(w);
 	n = w->n;
-	if (w->py_state == PY_DONE || n >= PROFILE_MAX_DEPTH)
+	if ((with_py && w->py_state == PY_DONE) || n >= PROFILE_MAX_DEPTH)
 		return 1;
 	if (w->ip >= USER_TOP) { /* no user code is there: a frame pointer (or a stack) that lied */
 		w->done = WALK_FAILED;
-		return native_done(w, wc, 1);
+		return native_done(w, wc, 1, with_py);
 	}
 	pc = w->unwound ? w->ip - 1 : w->ip; /* a return address may be past the end of its call's function */
 	i = mapping_find(wc->proc, pc);
 	m = i >= 0 ? &wc->proc->m[i & (UNWIND_MAX_MAPPINGS - 1)] : NULL;
-	if (wc->py && w->py_state == PY_NATIVE) {
+	if (with_py && wc->py && w->py_state == PY_NATIVE) {
 		if (w->py_frame && py_in_eval(wc->py, pc)) {
 			w->py_state = PY_EMIT; /* its Python frames go in its place */
 			w->py_first = w->py_frame;
@@ -266,7 +278,7 @@ static long walk_step(__u64 index, void *ctx)
 			w->after_eval = 0;
 			w->after_tramp = 1;
 			w->unwound++;
-			return native_done(w, wc, tramp_step(w, wc->py->tramp_cfa, wc->py->tramp_rbp_saved));
+			return native_done(w, wc, tramp_step(w, wc->py->tramp_cfa, wc->py->tramp_rbp_saved), true);
 		}
 		/* At the leaf, where no rows are (or its JIT's give none), the instruction tells. */
 		if (!w->unwound && wc->py->tramp_cfa && (!m || m->table == UNWIND_NO_TABLE)) {
@@ -277,11 +289,12 @@ static long walk_step(__u64 index, void *ctx)
 		}
 		jit_leaf = !w->unwound && wc->py->tramp_cfa && m && (m->nrows & UNWIND_JIT_ROWS);
 	}
-	w->after_eval = w->py_state == PY_EVAL;
-	if (w->py_state == PY_EVAL) {
+	if (with_py)
+		w->after_eval = w->py_state == PY_EVAL;
+	if (with_py && w->py_state == PY_EVAL) {
 		w->shim_check = w->py_shim != 0;
 		w->py_state = PY_NATIVE;
-	} else if (w->after_tramp) {
+	} else if (with_py && w->after_tramp) {
 		w->after_tramp = 0;
 	} else {
 		st->ips[n] = w->ip;
@@ -291,14 +304,14 @@ static long walk_step(__u64 index, void *ctx)
 	if (!m)
 		w->used |= USED_UNKNOWN; /* ask for the mappings again */
 	if (!m || m->table == UNWIND_NO_TABLE || pc - m->bias > 0xffffffffULL)
-		return native_done(w, wc, fp_step(w));
+		return native_done(w, wc, fp_step(w), with_py);
 	table = m->table;
 	rpc = (__u32)(pc - m->bias);
 	c = &cache->s[(rpc * 0x9e3779b1u ^ table) & (ROW_CACHE - 1)];
 	nrows = UNWIND_NROWS(m->nrows);
 	if (((c->table != table || c->pc != rpc) && row_find(table, nrows, rpc, c)) ||
 	    UNWIND_CFA_KIND(c->row.kinds) == UNWIND_CFA_NONE) {
-		if (jit_leaf) { /* a trampoline whose rows its JIT has not written yet? */
+		if (with_py && jit_leaf) { /* a trampoline whose rows its JIT has not written yet? */
 			long r;
 
 			w->n = n;
@@ -309,19 +322,25 @@ static long walk_step(__u64 index, void *ctx)
 			w->n = n + 1;
 			w->unwound++;
 		}
-		return native_done(w, wc, fp_step(w));
+		return native_done(w, wc, fp_step(w), with_py);
 	}
-	return native_done(w, wc, table_step(w, &c->row));
+	return native_done(w, wc, table_step(w, &c->row), with_py);
+}
+
+/* bpf_loop callbacks: the native walker's step, and the Python walker's. */
+static long walk_step_native(__u64 index, void *ctx)
+{
+	(void)index;
+	return walk_step_impl(ctx, false);
+}
+
+static long walk_step_python(__u64 index, void *ctx)
+{
+	(void)index;
+	return walk_step_impl(ctx, true);
 }
 
 #include "events.h"
-
-/* The user registers a walk starts from: where user code was interrupted, or where it entered the
- * kernel (and then for which system call: off-CPU's blocks are told apart by it). */
-struct uregs {
-	__u64 ip, sp, bp;
-	__u64 syscall; /* orig_ax; 0 where user code was interrupted */
-};
 
 /* The registers task (the current one) saved when it entered the kernel. */
 static __always_inline void task_uregs(struct task_struct *task, struct uregs *r)
@@ -336,10 +355,10 @@ static __always_inline void task_uregs(struct task_struct *task, struct uregs *r
 
 /* Walks the current task's user stack from the registers r with the unwind tables of its process p
  * (and frame pointers where they have none) into generation gen's stacks map (and offcpu_frames, for
- * an off-CPU block). Returns its key, or 0 (none, or lost); the SAMPLE_* flags the walk sets are left
- * in the walk's key_flags. A global function: the verifier checks it once per program, with any
- * arguments, however many places call it. */
-__noinline __u64 walk_user(const struct uregs *r, const struct unwind_proc *p, __u32 gen, __u32 block)
+ * an off-CPU block); with_py, a Python process's frames in place of its eval loop. Returns its key, or
+ * 0 (none, or lost); the SAMPLE_* flags the walk sets are left in the walk's key_flags. */
+static __always_inline __u64 walk_user_impl(const struct uregs *r, const struct unwind_proc *p, __u32 gen,
+					    __u32 block, const bool with_py)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 zero = 0, pid = id >> 32, tid = (__u32)id, copy, n;
@@ -354,14 +373,15 @@ __noinline __u64 walk_user(const struct uregs *r, const struct unwind_proc *p, _
 	w->key_flags = 0;
 	w->n = w->done = w->used = w->unwound = 0;
 	w->fp_ended = 0;
-	py_walk_start(w);
+	if (with_py)
+		py_walk_start(w);
 	w->ip = r->ip;
 	w->sp = r->sp;
 	w->bp = r->bp;
 	if (!w->ip)
 		return 0;
 	/* A Python process: its interpreter (read for this image) and the thread's innermost frame. */
-	if (python_walk) {
+	if (with_py && python_walk) {
 		if (test_refused(REFUSE_PYTHON))
 			return 0;
 		wc.py = bpf_map_lookup_elem(&py_procs, &pid);
@@ -378,10 +398,10 @@ __noinline __u64 walk_user(const struct uregs *r, const struct unwind_proc *p, _
 	w->copy_at = w->sp;
 	w->copied = bpf_probe_read_user(w->copy, copy, (void *)w->sp) ? 0 : copy;
 	/* Each step writes at most one frame; eval-loop frames and shims take a step and write none. */
-	bpf_loop(3 * PROFILE_MAX_DEPTH, walk_step, &wc, 0);
-	if (w->py_written)
+	bpf_loop(3 * PROFILE_MAX_DEPTH, with_py ? walk_step_python : walk_step_native, &wc, 0);
+	if (with_py && w->py_written)
 		stat_inc(STAT_PY_STACKS);
-	if (w->py_frame && w->py_frame != w->py_base && w->py_state == PY_NATIVE && w->done == WALK_END)
+	if (with_py && w->py_frame && w->py_frame != w->py_base && w->py_state == PY_NATIVE && w->done == WALK_END)
 		stat_inc(STAT_PY_UNMATCHED); /* an eval-loop call not recognised, or a thread state that lies */
 	n = w->n;
 	if (!n || n > PROFILE_MAX_DEPTH)
@@ -406,12 +426,25 @@ __noinline __u64 walk_user(const struct uregs *r, const struct unwind_proc *p, _
 	return h;
 }
 
+/* The native walker's walk and the Python walker's: global functions, each checked once by the verifier
+ * in the programs that call it, with any arguments. */
+__noinline __u64 walk_user_native(const struct uregs *r, const struct unwind_proc *p, __u32 gen, __u32 block)
+{
+	return walk_user_impl(r, p, gen, block, false);
+}
+
+__noinline __u64 walk_user_python(const struct uregs *r, const struct unwind_proc *p, __u32 gen, __u32 block)
+{
+	return walk_user_impl(r, p, gen, block, true);
+}
+
 #include "defer.h"
 
 /* The user stack from r: walked with unwind tables when the process has them (and the mode allows),
- * else with bpf_get_stack(ctx). The current task's, in generation gen (and offcpu_frames with block). */
+ * else with bpf_get_stack(ctx). The current task's, in generation gen (and offcpu_frames with block);
+ * with_py (a constant), with a Python process's frames. */
 static __always_inline __u64 user_stack(void *ctx, const struct uregs *r, struct task_struct *task, __u32 gen,
-					struct sample_key *key, bool block)
+					struct sample_key *key, bool block, const bool with_py)
 {
 	const struct seen_process *known;
 	const struct unwind_proc *p;
@@ -425,17 +458,17 @@ static __always_inline __u64 user_stack(void *ctx, const struct uregs *r, struct
 		/* Only tables read for this image: not those of the program it exec'd from, or of a process
 		 * that had the pid before. */
 		if (p && known && known->token == p->token) {
-			if (defer_pending(p, block) && defer_sample(ctx, r, key, known)) {
+			if (defer_pending(p, block) && defer_sample(ctx, r, key, known, with_py)) {
 				key->flags |= SAMPLE_DEFERRED;
 				return 0;
 			}
-			h = walk_user(r, p, gen, block);
+			h = with_py ? walk_user_python(r, p, gen, block) : walk_user_native(r, p, gen, block);
 			w = bpf_map_lookup_elem(&walks, &zero);
 			if (!w)
 				return h;
 			/* An address in none of its mappings (a library mapped since they were read): the
 			 * mappings are read again; the sample waits for them, not stored short. */
-			if ((w->used & USED_UNKNOWN) && !block && defer_sample(ctx, r, key, known)) {
+			if ((w->used & USED_UNKNOWN) && !block && defer_sample(ctx, r, key, known, with_py)) {
 				key->flags |= SAMPLE_DEFERRED;
 				return 0;
 			}
@@ -443,7 +476,7 @@ static __always_inline __u64 user_stack(void *ctx, const struct uregs *r, struct
 			return h;
 		}
 		key->flags |= SAMPLE_WALK_PARTIAL; /* its tables are not built yet (or not all) */
-		if (!block && known && defer_sample(ctx, r, key, known)) {
+		if (!block && known && defer_sample(ctx, r, key, known, with_py)) {
 			key->flags |= SAMPLE_DEFERRED;
 			return 0;
 		}

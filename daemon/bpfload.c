@@ -30,6 +30,8 @@ static const struct {
 } programs[] = {
 	{ "profile_tick", BPF_FEATURE_MAX, REFUSE_PROFILE_TICK },
 	{ "process_exec", BPF_FEATURE_MAX, REFUSE_PROCESS_EXEC },
+	{ "walk_native", BPF_FEATURE_UNWIND, 0 },
+	{ "walk_python", BPF_FEATURE_PYTHON, 0 }, /* refused for tests by "python" (REFUSE_PYTHON) */
 	{ "process_fork", BPF_FEATURE_FORKS, REFUSE_PROCESS_FORK },
 	{ "offcpu_switch", BPF_FEATURE_OFFCPU, REFUSE_OFFCPU_SWITCH },
 	{ "offcpu_exit", BPF_FEATURE_OFFCPU, REFUSE_OFFCPU_EXIT },
@@ -111,6 +113,10 @@ static int configure(struct profile *skel, const struct sampler_opts *opts, cons
 		return err;
 	/* Off-CPU: its programs load only when asked for, its maps take room only then. */
 	skel->rodata->offcpu_min_ns = opts->off_cpu_min_ns;
+	/* The walkers profile_tick hands user stacks to: only those their features need. */
+	if ((err = bpf_program__set_autoload(skel->progs.walk_native, f[BPF_FEATURE_UNWIND].on)) ||
+	    (err = bpf_program__set_autoload(skel->progs.walk_python, f[BPF_FEATURE_PYTHON].on)))
+		return err;
 	if ((err = bpf_program__set_autoload(skel->progs.process_fork, f[BPF_FEATURE_FORKS].on)) ||
 	    (err = bpf_program__set_autoload(skel->progs.offcpu_switch, off_cpu)) ||
 	    (err = bpf_program__set_autoload(skel->progs.offcpu_exit, off_cpu)) ||
@@ -232,6 +238,25 @@ static void note_programs(struct profile *skel, struct bpfload_report *rep)
 	}
 }
 
+/* Puts each walker program that loaded in its slot of cpu_walkers, where profile_tick tail-calls it.
+ * Returns 0 or -errno. */
+static int fill_walkers(struct profile *skel)
+{
+	const struct bpf_program *walkers[WALKER_MAX] = {
+		[WALKER_NATIVE] = skel->progs.walk_native,
+		[WALKER_PYTHON] = skel->progs.walk_python,
+	};
+	int map = bpf_map__fd(skel->maps.cpu_walkers);
+
+	for (__u32 i = 0; i < WALKER_MAX; i++) {
+		int fd = bpf_program__fd(walkers[i]);
+
+		if (fd >= 0 && bpf_map_update_elem(map, &i, &fd, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
 /* One load as rep has it now. Returns 0, or -errno with *refused the program refused (-1: none known). */
 static int load_once(const struct sampler_opts *opts, struct bpfload_report *rep, char *const logs[],
 		     struct profile **out, int *refused)
@@ -258,6 +283,9 @@ static int load_once(const struct sampler_opts *opts, struct bpfload_report *rep
 		if (err)
 			*refused = refused_program(logs);
 	}
+	/* 4. Link: the walkers where profile_tick finds them. */
+	if (!err)
+		err = fill_walkers(skel);
 	for (int i = 0; i < 3; i++)
 		if (templates[i] >= 0)
 			close(templates[i]);

@@ -33,6 +33,15 @@
 #define REFUSE_OFFCPU_EXIT 16u
 #define REFUSE_OFFCPU_ONGOING 32u
 #define REFUSE_PYTHON 64u   /* the Python walk, in the programs that walk stacks */
+/* The programs a CPU sample's user stack is handed to by tail call (the BPF program's cpu_walkers array),
+ * one per unwinder: a sample runs, and the verifier checks apart, only the one its process needs. The
+ * next runtimes add theirs before WALKER_MAX. */
+enum walker {
+	WALKER_NATIVE = 0, /* unwind tables and frame pointers (walk_native) */
+	WALKER_PYTHON,     /* the same, with CPython's frames in place of its eval loop (walk_python) */
+	WALKER_MAX,
+};
+
 /* How user stacks are walked (the BPF program's unwind_mode). */
 enum unwind_mode {
 	UNWIND_MODE_FP = 0,    /* frame pointers only (bpf_get_stack) */
@@ -146,6 +155,9 @@ enum profile_stat {
 	STAT_OFFCPU_COUNTS_FULL, /* off-CPU waits lost: the offcpu counts map was full */
 	STAT_DEFERRED,           /* CPU samples deferred: their process's unwind tables were not ready */
 	STAT_DEFER_LOST,         /* ... not deferred (walked by frame pointers): deferred ring buffer full */
+	STAT_WALKER,             /* CPU samples handed to each walker program: STAT_WALKER + enum walker */
+	STAT_WALKER_LAST = STAT_WALKER + WALKER_MAX - 1,
+	STAT_WALKER_MISSING,     /* ... not: the tail call failed (no program there); read by frame pointers */
 	STAT_MAX,
 };
 

@@ -10,6 +10,12 @@
 #include "http/status_bpf.h"
 #include "render/json.h"
 
+/* The walker programs by enum walker, as the status and the metrics name them. */
+static const char *const walker_names[WALKER_MAX] = {
+	[WALKER_NATIVE] = "native",
+	[WALKER_PYTHON] = "python",
+};
+
 /* The kernel's error as its symbol ("E2BIG"), or its number when it has none. */
 static const char *error_name(int err, char *buf, size_t len)
 {
@@ -52,7 +58,11 @@ void status_bpf_json(FILE *o, const struct daemon_status *s)
 		json_write_string(o, r->prog[i].name);
 		fprintf(o, ", \"verified_insns\": %u, \"insns\": %u}", r->prog[i].verified_insns, r->prog[i].insns);
 	}
-	fputs("], \"features\": {", o);
+	/* CPU samples each walker program was handed (a process runs only the walker it needs). */
+	fputs("], \"walkers\": {", o);
+	for (int w = 0; w < WALKER_MAX; w++)
+		fprintf(o, "%s\"%s\": %" PRIu64, w ? ", " : "", walker_names[w], s->lost[STAT_WALKER + w]);
+	fprintf(o, ", \"missing\": %" PRIu64 "}, \"features\": {", s->lost[STAT_WALKER_MISSING]);
 	for (int f = 0; f < BPF_FEATURE_MAX; f++) {
 		fprintf(o, "%s\"%s\": ", f ? ", " : "", bpfload_feature_name(f));
 		feature_json(o, &r->feature[f]);
@@ -79,6 +89,9 @@ void status_bpf_text(FILE *o, const struct daemon_status *s)
 
 	for (unsigned i = 0; i < r->nprogs; i++)
 		fprintf(o, "bpf_verified_insns_%s %u\n", r->prog[i].name, r->prog[i].verified_insns);
+	for (int w = 0; w < WALKER_MAX; w++)
+		fprintf(o, "bpf_walker_%s_samples %" PRIu64 "\n", walker_names[w], s->lost[STAT_WALKER + w]);
+	fprintf(o, "bpf_walker_missing %" PRIu64 "\n", s->lost[STAT_WALKER_MISSING]);
 	for (int f = 0; f < BPF_FEATURE_MAX; f++) {
 		const struct bpf_feature_state *st = &r->feature[f];
 
@@ -101,6 +114,15 @@ void status_bpf_metrics(FILE *o, const struct daemon_status *s)
 	for (unsigned i = 0; i < r->nprogs; i++)
 		fprintf(o, "flamed_bpf_verified_instructions{program=\"%s\"} %u\n", r->prog[i].name,
 			r->prog[i].verified_insns);
+	http_metric(o, "flamed_bpf_walker_samples_total", "counter",
+		    "CPU samples whose user stack each walker program was handed: a process runs only the walker "
+		    "it needs (native: unwind tables and frame pointers; python: with CPython's frames).");
+	for (int w = 0; w < WALKER_MAX; w++)
+		fprintf(o, "flamed_bpf_walker_samples_total{walker=\"%s\"} %" PRIu64 "\n", walker_names[w],
+			s->lost[STAT_WALKER + w]);
+	http_metric_u64(o, "flamed_bpf_walker_missing_total", "counter",
+			"CPU samples whose walker program could not be called (read by frame pointers instead).",
+			s->lost[STAT_WALKER_MISSING]);
 	http_metric_u64(o, "flamed_bpf_verified_instructions_limit", "gauge",
 			"The most instructions the kernel's verifier processes for one program.", BPFLOAD_INSNS_LIMIT);
 	http_metric(o, "flamed_bpf_feature_enabled", "gauge",

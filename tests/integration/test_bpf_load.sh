@@ -1,8 +1,8 @@
 #!/bin/bash
 # test_bpf_load.sh - the BPF programs against the real verifier. Every program flamed can attach (the CPU
 # sampler, the exec and fork hooks, off-CPU's sched_switch and exit programs, the task iterator; Python
-# frames on and off, unwind tables and frame pointers) loads with the verifier's work under half its
-# bound of 1,000,000 instructions, built by this build's clang and by every other clang-14 to clang-19
+# frames on and off, unwind tables and frame pointers, the walker programs the sampler tail-calls) loads with
+# the verifier's work under a tenth of its bound of 1,000,000 instructions, built by this build's clang and by every other clang-14 to clang-19
 # installed here; the status and /metrics say how much each took. Then a program the kernel refuses
 # (made to, through FLAMED_TEST_REFUSE, which only tests use) takes only its feature down: CPU samples
 # still arrive, and the log, the status, the metrics and `flamectl record --off-cpu` say what is off and why.
@@ -10,28 +10,34 @@
 
 need_root bpf_load
 LIMIT=1000000
-HALF=$((LIMIT / 2))
-PROGRAMS="offcpu_exit offcpu_ongoing offcpu_switch process_exec process_fork profile_tick"
+# The programs of each run: the walkers load only where their features are asked for.
+PROGRAMS="offcpu_exit offcpu_ongoing offcpu_switch process_exec process_fork profile_tick walk_native walk_python"
+NO_PYTHON="offcpu_exit offcpu_ongoing offcpu_switch process_exec process_fork profile_tick walk_native"
+FP_ONLY="offcpu_exit offcpu_ongoing offcpu_switch process_exec process_fork profile_tick"
+# Each program's verified instructions stay under a tenth of the bound (the walkers split by runtime keep
+# each small); half would be the danger line.
+TENTH=$((LIMIT / 10))
 
-# loads LABEL BUILD_DIR ARGS...: starts BUILD_DIR's flamed with ARGS; checks that every program loaded and
-# that each one's verified instructions are above 0 and under half the kernel's bound.
+# loads LABEL BUILD_DIR PROGRAMS ARGS...: starts BUILD_DIR's flamed with ARGS; checks that the PROGRAMS
+# (sorted, space-separated) loaded and that each one's verified instructions are above 0 and under a
+# tenth of the kernel's bound.
 loads() {
-	local label=$1 build=$2 names over
-	shift 2
+	local label=$1 build=$2 want=$3 names over
+	shift 3
 	BUILD=$build run_flamed "$label" --db "$TMP/load.db" --listen 127.0.0.1:0 "$@"
 	curl -sf "$URL/api/v1/status" > "$TMP/status.json"
 	jq -r '.bpf.programs[] | "#   \(.name): \(.verified_insns) instructions verified, \(.insns) loaded"' "$TMP/status.json"
 	names=$(jq -r '[.bpf.programs[].name] | sort | join(" ")' "$TMP/status.json")
-	check "$label: every program loads ($names)" [ "$names" = "$PROGRAMS" ]
-	over=$(jq -r --argjson half $HALF '[.bpf.programs[] | select(.verified_insns <= 0 or .verified_insns >= $half)
+	check "$label: every program loads ($names)" [ "$names" = "$want" ]
+	over=$(jq -r --argjson tenth $TENTH '[.bpf.programs[] | select(.verified_insns <= 0 or .verified_insns >= $tenth)
 		| "\(.name) \(.verified_insns)"] | join(", ")' "$TMP/status.json")
-	check "$label: each program's verified instructions are above 0 and under $HALF${over:+ (not: $over)}" [ -z "$over" ]
+	check "$label: each program's verified instructions are above 0 and under $TENTH${over:+ (not: $over)}" [ -z "$over" ]
 	check "$label: the status gives the verifier's bound ($LIMIT) and nothing left out" \
 		jq -e --argjson limit $LIMIT '.bpf.verified_insns_limit == $limit and .bpf.loads == 1 and
 			([.bpf.features[] | select(.asked and (.on | not))] | length) == 0' "$TMP/status.json"
 	curl -sf "$URL/metrics" > "$TMP/metrics"
 	check "$label: /metrics has flamed_bpf_verified_instructions of each program, as the status says" \
-		eval '[ "$(grep -c "^flamed_bpf_verified_instructions{program=\"[a-z_]*\"} [1-9][0-9]*$" "$TMP/metrics")" = 6 ] &&
+		eval '[ "$(grep -c "^flamed_bpf_verified_instructions{program=\"[a-z_]*\"} [1-9][0-9]*$" "$TMP/metrics")" = $(wc -w <<< "$want") ] &&
 		      grep -q "^flamed_bpf_verified_instructions{program=\"profile_tick\"} $(jq ".bpf.programs[] |
 			select(.name == \"profile_tick\") | .verified_insns" "$TMP/status.json")$" "$TMP/metrics"'
 	stop_flamed
@@ -39,9 +45,9 @@ loads() {
 }
 
 clang_major=$(clang -dumpversion 2> /dev/null | cut -d. -f1)
-loads "clang $clang_major, --off-cpu" "$BUILD" --off-cpu
-loads "clang $clang_major, --off-cpu --python off" "$BUILD" --off-cpu --python off
-loads "clang $clang_major, --off-cpu --unwind fp" "$BUILD" --off-cpu --unwind fp
+loads "clang $clang_major, --off-cpu" "$BUILD" "$PROGRAMS" --off-cpu
+loads "clang $clang_major, --off-cpu --python off" "$BUILD" "$NO_PYTHON" --off-cpu --python off
+loads "clang $clang_major, --off-cpu --unwind fp" "$BUILD" "$FP_ONLY" --off-cpu --unwind fp
 
 # Every other clang installed: flamed again with the BPF object that clang builds (the rest of the build
 # copied, only the object, its skeleton and the two files that include it made again).
@@ -55,7 +61,7 @@ for v in 14 15 16 17 18 19; do
 		"$dir"/daemon/bpfload.o "$dir"/flamed
 	if make -s -C "$SRC" BUILD="$dir" CLANG="clang-$v" LLVM_STRIP="$strip" "$dir/flamed" > "$TMP/make-clang$v.log" 2>&1; then
 		pass "clang $v builds the BPF programs with no warning"
-		loads "clang $v, --off-cpu" "$dir" --off-cpu
+		loads "clang $v, --off-cpu" "$dir" "$PROGRAMS" --off-cpu
 	else
 		fail "clang $v builds the BPF programs with no warning"
 		sed 's/^/    /' "$TMP/make-clang$v.log" | tail -20
@@ -91,7 +97,7 @@ check "status: the task iterator is off with it; the other features run" \
 	jq -e '(.bpf.features.off_cpu_ongoing.on | not) and .bpf.features.python.on and .bpf.features.fork_hook.on
 		and .bpf.features.unwind_tables.on and .bpf.loads == 2' "$TMP/status.json"
 check "status: the programs loaded are the CPU sampler's and the fork hook" \
-	jq -e '[.bpf.programs[].name] | sort == ["process_exec", "process_fork", "profile_tick"]' "$TMP/status.json"
+	jq -e '[.bpf.programs[].name] | sort == ["process_exec", "process_fork", "profile_tick", "walk_native", "walk_python"]' "$TMP/status.json"
 curl -sf "$URL/metrics" > "$TMP/metrics"
 check "metrics: flamed_bpf_feature_enabled{feature=\"off_cpu\"} 0 and flamed_offcpu_enabled 0" \
 	eval 'grep -q "^flamed_bpf_feature_enabled{feature=\"off_cpu\"} 0$" "$TMP/metrics" &&
@@ -124,9 +130,9 @@ check "record --off-cpu, its own flamed: writes the command's CPU profile (exit 
 FLAMED_TEST_REFUSE=python run_flamed python-refused --db "$TMP/py.db" --listen 127.0.0.1:0 --off-cpu
 curl -sf "$URL/api/v1/status" > "$TMP/status.json"
 check "Python refused: python off and why; off-CPU time, its iterator and the unwind tables still on" \
-	jq -e '.python.enabled == false and (.python.refused | test("refused profile_tick")) and .off_cpu.enabled and
-		.bpf.features.off_cpu_ongoing.on and .bpf.features.unwind_tables.on and (.bpf.programs | length) == 6' "$TMP/status.json"
-check "Python refused: the log says so" grep -q "^flamed: naming Python frames (--python) is off: the kernel refused profile_tick" "$TMP/flamed.log"
+	jq -e '.python.enabled == false and (.python.refused | test("refused walk_python")) and .off_cpu.enabled and
+		.bpf.features.off_cpu_ongoing.on and .bpf.features.unwind_tables.on and (.bpf.programs | length) == 7' "$TMP/status.json"
+check "Python refused: the log says so" grep -q "^flamed: naming Python frames (--python) is off: the kernel refused walk_python" "$TMP/flamed.log"
 stop_flamed
 
 # ---- The fork hook refused: parents are read from /proc; the rest runs ----
