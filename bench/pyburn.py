@@ -1,7 +1,9 @@
-"""pyburn.py - make bench's Python workload: a pure-Python loop under a chain of 20 Python frames
-(a web handler's depth), so each sample's Python walk has frames to write.
+"""pyburn.py - make bench's Python workload: a pure-Python loop under a chain of Python frames (main,
+DEPTH + 1 calls of handler, spin: a web handler's depth), so each sample's Python walk has frames to write.
 
-    python3 pyburn.py SECONDS
+    python3 pyburn.py SECONDS [DEPTH]
+
+DEPTH is 20 by default: with <module>, main and spin, 24 Python frames.
 
 Prints "units_per_second N" (inner loops run per second) at the end, as bench/burn does.
 """
@@ -28,8 +30,9 @@ def handler(depth, until):
 
 def main():
     seconds = float(sys.argv[1])
+    depth = int(sys.argv[2]) if len(sys.argv) > 2 else 20
     start = time.time()
-    units = handler(20, start + seconds)
+    units = handler(depth, start + seconds)
     print("units_per_second %.0f" % (units / (time.time() - start)))
 
 

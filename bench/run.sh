@@ -1,10 +1,11 @@
 #!/bin/bash
 # run.sh - make bench: flamed's overhead next to perf, ingest rate, off-CPU profiling's cost next to perf and bpftrace, query latency, storage and memory; prints one table and writes docs/BENCHMARKS.md.
-# Usage: [QUICK=1] [BENCH_REPEAT=N] [BENCH_PARTS="overhead python firstsamples debuginfod jit cgroups ingest offcpu query storage memory"] [BUILD=DIR] [BENCH_TMP=DIR] [BPFTRACE=PATH] [PYTHON=PATH [PYROOT=DIR]] bench/run.sh
+# Usage: [QUICK=1] [BENCH_REPEAT=N] [BENCH_PARTS="overhead python ab firstsamples debuginfod jit cgroups ingest offcpu query storage memory"] [BENCH_AB=COMMIT] [BUILD=DIR] [BENCH_TMP=DIR] [BPFTRACE=PATH] [PYTHON=PATH [PYROOT=DIR]] bench/run.sh
 #        (root; `make bench` builds first). BENCH_PARTS runs only the parts named (query, storage and
 #        memory share one generated history); the report says which ran. BENCH_REPEAT sets the rounds
 #        of the parts that compare medians (3 by default): more where two medians sit within noise.
-#        PYROOT runs the python part's PYTHON inside that root (scripts/python-root.sh makes one with
+#        BENCH_AB names the earlier commit the ab part builds and alternates with this build (2b9fcd0
+#        by default). PYROOT runs the python part's PYTHON inside that root (scripts/python-root.sh makes one with
 #        sid's 3.13 and 3.14 and experimental's 3.15:
 #        `PYROOT=$(scripts/python-root.sh --print) PYTHON=/usr/bin/python3.14`).
 # shellcheck disable=SC2154 # G_* (gen_history) and Q_* (query_bench) are set by parse_kv
@@ -16,11 +17,13 @@ BUILD=${BUILD:-$PWD/build}
 QUICK=${QUICK:-0}
 [ "$QUICK" = 1 ] || QUICK=0
 OUT=docs/BENCHMARKS.md
-ALL_PARTS="overhead python firstsamples debuginfod jit cgroups ingest offcpu query storage memory"
+ALL_PARTS="overhead python ab firstsamples debuginfod jit cgroups ingest offcpu query storage memory"
 PYTHON=${PYTHON:-$(readlink -f /usr/bin/python3 2> /dev/null || true)} # the system's python3 (its real path)
 PYROOT=${PYROOT:-}      # a root PYTHON runs in (its path is then the root's)
 PYBURN=bench/pyburn.py # the Python workload, as PYTHON sees it
 PYV=                   # PYTHON's version (3.11): the python part's rows are that version's
+PY_DEPTH=21            # pyburn.py's handler recursion: with <module>, main and spin, 25 Python frames
+AB_BASE=${BENCH_AB:-2b9fcd0} # the earlier commit the ab part builds beside this build
 PY=()                  # the command that runs PYTHON (in PYROOT: chroot, which execs it in the same process)
 BPFTRACE=${BPFTRACE:-bpftrace}
 PARTS=${BENCH_PARTS:-$ALL_PARTS}
@@ -82,7 +85,7 @@ check_setup() {
 	for c in flamed bench/burn bench/gen_history bench/query_bench; do
 		[ -x "$BUILD/$c" ] || die "no $BUILD/$c: run make bench, not bench/run.sh alone"
 	done
-	if want python; then
+	if want python || want ab; then
 		if [ -n "$PYROOT" ]; then
 			[ -x "$PYROOT$PYTHON" ] || die "no $PYTHON in $PYROOT (scripts/python-root.sh makes a root with sid's Pythons)"
 			mkdir -p "$PYROOT/tmp/flamed-bench" && cp bench/pyburn.py "$PYROOT/tmp/flamed-bench/" ||
@@ -112,7 +115,7 @@ check_setup() {
 start_flamed() {
 	local dir=$1
 	shift
-	/usr/bin/time -f '%e %U %S %M' -o "$dir/flamed.time" "$BUILD/flamed" "$@" > "$dir/flamed.log" 2>&1 &
+	/usr/bin/time -f '%e %U %S %M' -o "$dir/flamed.time" "${FLAMED_BIN:-$BUILD/flamed}" "$@" > "$dir/flamed.log" 2>&1 &
 	TIME_PID=$!
 	track "$TIME_PID"
 	FLAMED_PID=$(child_of "$TIME_PID") || die "flamed did not start"
@@ -135,7 +138,7 @@ burn_workload() { run_burners "$1" 4 4 "$2"; }
 run_pyburners() {
 	local pids=() i
 	for i in 1 2; do
-		"${PY[@]}" "$PYBURN" "$1" > "$2/pyburn$i.out" &
+		"${PY[@]}" "$PYBURN" "$1" "$PY_DEPTH" > "$2/pyburn$i.out" &
 		pids+=($!)
 		track $!
 	done
@@ -275,7 +278,7 @@ overhead() {
 # median VALUES...: the median (the lower middle of an even count).
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-# python_overhead: the overhead part over Python: two bench/pyburn.py (a loop 23 Python frames deep) with
+# python_overhead: the overhead part over Python: two bench/pyburn.py (a loop PY_DEPTH + 4 Python frames deep) with
 # no profiler, then PY_ROUNDS rounds of flamed, flamed --python off and perf -g at 99 Hz, PY_T s each, one
 # after the other (the medians stand: runs on this VM differ by up to 50%); the BPF program's cost per
 # sample with and without the Python walk; how many of flamed's samples carry the whole Python chain.
@@ -310,8 +313,8 @@ python_overhead() {
 	T=$saved_t
 	read -r total chain < <(awk '/^python3[.0-9]*;.*;Py_RunMain;/ {
 		c = $NF; t += c; l = $0
-		if (gsub(/;handler \(pyburn\.py\)/, "", l) == 21 && /;main \(pyburn\.py\);handler/ && /;spin \(pyburn\.py\)/) k += c
-	} END { print t + 0, k + 0 }' "$d/on.folded")
+		if (gsub(/;handler \(pyburn\.py\)/, "", l) == handlers && /;main \(pyburn\.py\);handler/ && /;spin \(pyburn\.py\)/) k += c
+	} END { print t + 0, k + 0 }' handlers=$((PY_DEPTH + 1)) "$d/on.folded")
 	f_pct=$(median "${on[@]}") g_pct=$(median "${perf[@]}")
 	ratio=$(fmt 3 "$g_pct > 0 ? $f_pct / $g_pct : 0")
 	row "1. Overhead Python $PYV $hz Hz" "flamed: daemon CPU + BPF run time, per wall second, over two Python processes (median of $PY_ROUNDS)" \
@@ -319,7 +322,7 @@ python_overhead() {
 		"≤ 0.25x perf record -a -g" "$(status_of "$ratio <= 0.25")"
 	row "1. Overhead Python $PYV $hz Hz" "BPF run time per sample: Python frames walked / --python off (median of $PY_ROUNDS)" \
 		"$(median "${on_us[@]}") µs / $(median "${off_us[@]}") µs (each run: ${on_us[*]} / ${off_us[*]})" "—" "—"
-	row "1. Overhead Python $PYV $hz Hz" "flamed's samples under Py_RunMain carrying main and the 21 handler frames to spin" \
+	row "1. Overhead Python $PYV $hz Hz" "flamed's samples under Py_RunMain carrying main and the $((PY_DEPTH + 1)) handler frames to spin" \
 		"$chain of $total ($(fmt 1 "$total > 0 ? 100 * $chain / $total : 0")%)" "—" "—"
 	row "1. Overhead Python $PYV $hz Hz" "workload throughput against no profiler (2 x pyburn.py, $base units/s), last round" \
 		"flamed $(change "$f_units" "$base")%, perf -g $(change "$g_units" "$base")%" "—" "—"
@@ -471,6 +474,98 @@ jit_part() {
 		"$(median "${plain[@]}")% -> $(median "${prof[@]}")% of a core (rounds: ${plain[*]} / ${prof[*]})" "unchanged within noise" "—"
 	row "9. JIT" "samples in JIT code named, last round with --perf-prof (read with flamectl --db)" \
 		"$named of $inside" "—" "—"
+}
+
+# flushed_samples LOG: the samples flamed -v says it stored, summed over its flushes.
+flushed_samples() { awk '{ for (i = 1; i < NF; i++) if ($i == "flushed") s += $(i + 1) } END { print s + 0 }' "$1"; }
+
+# short_lived SECONDS: a few short-lived processes a second for SECONDS (a 20 ms bench/burn and a sleep,
+# about three times a second), as a host's cron jobs and health checks start them.
+short_lived() {
+	local end=$((SECONDS + $1))
+	while [ $SECONDS -lt "$end" ]; do
+		"$BURN" --fanout 1 --depth 1 0.02 > /dev/null
+		sleep 0.3
+	done
+}
+
+# ab_build: AB_BASE's flamed built from its tree (git archive) in $TMP/ab. Sets AB_FLAMED; returns 1 (the
+# reason in AB_WHY) when the commit is not here or does not build.
+ab_build() {
+	local src=$TMP/ab/src
+	AB_FLAMED= AB_WHY=
+	mkdir -p "$src"
+	if ! git rev-parse -q --verify "$AB_BASE^{commit}" > /dev/null 2>&1; then
+		AB_WHY="commit $AB_BASE is not in this repository (BENCH_AB=COMMIT)"
+		return 1
+	fi
+	git archive "$AB_BASE" | tar -x -C "$src" || { AB_WHY="git archive $AB_BASE failed"; return 1; }
+	if ! make -s -C "$src" BUILD="$TMP/ab/build" "$TMP/ab/build/flamed" > "$TMP/ab/make.log" 2>&1; then
+		AB_WHY="$AB_BASE does not build: $(tail -1 "$TMP/ab/make.log")"
+		return 1
+	fi
+	AB_FLAMED=$TMP/ab/build/flamed
+}
+
+# ab_window DIR FLAMED: FLAMED (a flamed binary) at 99 Hz, warmed by a 1 s pyburn.py and its first flush,
+# then over two pyburn.py (PY_DEPTH) and short-lived processes beside them for T s. Sets R_DAEMON_S, R_BPF_S,
+# R_BPF_RUNS, R_STORED (samples stored from the window's start), R_RSS, R_HWM (KiB, just before stopping).
+ab_window() {
+	local dir=$1 ids=() t0 b0 b1 s0 sl
+	mkdir -p "$dir"
+	FLAMED_BIN=$2 start_flamed "$dir" --db "$dir/flamed.db" --listen none --frequency 99 -v
+	"${PY[@]}" "$PYBURN" 1 "$PY_DEPTH" > /dev/null || die "the Python workload failed"
+	wait_log "$dir/flamed.log" 'flushed [0-9]+ samples' "$FLAMED_PID" $((FLUSH_INTERVAL + 30)) ||
+		die "flamed did not flush: $(tail -3 "$dir/flamed.log")"
+	mapfile -t ids < <(bpf_prog_ids "$FLAMED_PID")
+	[ ${#ids[@]} -gt 0 ] || die "no BPF program found in /proc/$FLAMED_PID/fdinfo"
+	s0=$(flushed_samples "$dir/flamed.log")
+	t0=$(cpu_ticks "$FLAMED_PID")
+	b0=$(bpf_run_ns "${ids[@]}")
+	short_lived "$T" &
+	sl=$!
+	track "$sl"
+	run_pyburners "$T" "$dir"
+	wait "$sl"
+	b1=$(bpf_run_ns "${ids[@]}")
+	R_RSS=$(status_kb "$FLAMED_PID" VmRSS) R_HWM=$(status_kb "$FLAMED_PID" VmHWM)
+	stop_flamed "$dir"
+	R_DAEMON_S=$(calc "$R_TOTAL_CPU - $t0 / $CLK_TCK")
+	R_BPF_S=$(calc "(${b1% *} - ${b0% *}) / 1e9")
+	R_BPF_RUNS=$((${b1#* } - ${b0#* }))
+	R_STORED=$(($(flushed_samples "$dir/flamed.log") - s0))
+}
+
+# ab_part: AB_BASE's flamed (A) and this build's (B), alternated over REPEAT rounds of the same load (ab_window):
+# the daemon's CPU per stored sample, the BPF programs' time per sample and the resident memory, as medians,
+# and B over A, so a regression shows as a ratio in one run.
+ab_part() {
+	local d=$TMP/ab r a_ms=() b_ms=() a_us=() b_us=() a_rss=() b_rss=() ma mb ua ub
+	log "ab: building $AB_BASE beside this build"
+	if ! ab_build; then
+		row "11. A/B" "daemon CPU per stored sample, $AB_BASE against this build" "skipped: $AB_WHY" "—" "—"
+		return
+	fi
+	log "ab: $AB_BASE (A) and this build (B), alternated, $REPEAT rounds of $T s over two pyburn.py and short-lived processes"
+	for r in $(seq "$REPEAT"); do
+		ab_window "$d/$r/a" "$AB_FLAMED"
+		a_ms+=("$(fmt 3 "$R_STORED > 0 ? 1e6 * $R_DAEMON_S / $R_STORED : 0")")
+		a_us+=("$(fmt 2 "$R_BPF_RUNS ? 1e6 * $R_BPF_S / $R_BPF_RUNS : 0")") a_rss+=("$R_RSS")
+		ab_window "$d/$r/b" "$BUILD/flamed"
+		b_ms+=("$(fmt 3 "$R_STORED > 0 ? 1e6 * $R_DAEMON_S / $R_STORED : 0")")
+		b_us+=("$(fmt 2 "$R_BPF_RUNS ? 1e6 * $R_BPF_S / $R_BPF_RUNS : 0")") b_rss+=("$R_RSS")
+		rm -f "$d/$r"/{a,b}/flamed.db*
+	done
+	ma=$(median "${a_ms[@]}") mb=$(median "${b_ms[@]}") ua=$(median "${a_us[@]}") ub=$(median "${b_us[@]}")
+	row "11. A/B" "daemon CPU per stored sample (µs), $AB_BASE (A) against this build (B), alternated (median of $REPEAT)" \
+		"A $ma, B $mb: B/A $(fmt 2 "$ma > 0 ? $mb / $ma : 0") (rounds: A ${a_ms[*]} / B ${b_ms[*]})" "B/A ≤ 1" \
+		"$(status_of "$mb <= $ma")"
+	row "11. A/B" "BPF run time per sample (µs), A against B (median of $REPEAT)" \
+		"A $ua, B $ub: B/A $(fmt 2 "$ua > 0 ? $ub / $ua : 0") (rounds: A ${a_us[*]} / B ${b_us[*]})" "B ≤ 6 µs" \
+		"$(status_of "$ub <= 6")"
+	row "11. A/B" "flamed's resident memory at the end of the window (MB), A against B (median of $REPEAT)" \
+		"A $(mb "$(median "${a_rss[@]}")"), B $(mb "$(median "${b_rss[@]}")")" "B ≤ 40 MB" \
+		"$(status_of "$(median "${b_rss[@]}") * 1024 / 1e6 <= 40")"
 }
 
 # cgroups_window DIR SPREAD: flamed (started, warmed up by a first flush) over 500 bench/burn processes for T
@@ -969,10 +1064,17 @@ How each figure is measured:
   of one core. perf's own sampling in interrupt context is charged to the interrupted processes, not to perf:
   it shows only in the throughput row.
 - Overhead over Python: the same method at 99 Hz, $PY_ROUNDS rounds of $PY_T s (medians), with two \`bench/pyburn.py\` on $PYTHON${PYROOT:+ (in a root made by \`scripts/python-root.sh\`)} (a pure-Python
-  loop under main and 21 calls of handler, so every sample walks 23 Python frames), with \`flamed\`,
+  loop under main and $((PY_DEPTH + 1)) calls of handler, so every sample walks $((PY_DEPTH + 4)) Python frames), with \`flamed\`,
   \`flamed --python off\` (for the BPF program's cost per sample without the Python walk) and \`perf record -a -g\`;
   the chain row reads flamed's own database: of the workload's main-thread samples (under Py_RunMain), those
-  whose Python frames run main, the 21 handlers and spin with nothing between.
+  whose Python frames run main, the $((PY_DEPTH + 1)) handlers and spin with nothing between.
+- A/B (11): \`BENCH_AB=COMMIT\` ($AB_BASE in this run) built from its own tree (\`git archive\`) beside this build,
+  then $REPEAT rounds, each running A's flamed and then B's (this build) at 99 Hz for $T s over the same load: two
+  \`bench/pyburn.py\` ($((PY_DEPTH + 4)) Python frames deep) and, beside them, a 20 ms \`bench/burn\` and a \`sleep\` about
+  three times a second (short-lived processes, as a host starts them). Each flamed is warmed first by a 1 s
+  pyburn.py and its first flush. The daemon's CPU (utime + stime from then to its exit) over the samples it
+  stored meanwhile (its \`-v\` flush lines), the BPF programs' \`run_time_ns\` over their runs (a tail-called
+  walker's time is its caller's), and VmRSS just before stopping; medians of the rounds, and B over A.
 - First samples: a fresh \`flamed --frequency 99 --flush-interval 1\` (no unwind table built yet), then each program
   once (cold: its tables are built while it runs), once more (warm: they are built), and once after flamed
   is restarted on the same database (cached: the tables read from the disk cache, \`unwind-cache/\`): \`tests/workloads/short.c\`
@@ -1056,6 +1158,7 @@ part_of() {
 	"8. "*) echo debuginfod ;;
 	"9. "*) echo jit ;;
 	"10. "*) echo cgroups ;;
+	"11. "*) echo ab ;;
 	"6. "*) echo offcpu ;;
 	"2. "*) echo ingest ;;
 	"3. "*) echo query ;;
@@ -1121,10 +1224,11 @@ main() {
 	MEM_ROWS=()
 	LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 	check_setup
-	if want overhead || want python || want firstsamples || want debuginfod || want jit || want cgroups || want ingest; then
+	if want overhead || want python || want ab || want firstsamples || want debuginfod || want jit || want cgroups || want ingest; then
 		sysctl -q kernel.bpf_stats_enabled=1
 		if want overhead; then for hz in $OVERHEAD_HZ; do overhead "$hz"; done; fi
 		if want python; then python_overhead; fi
+		if want ab; then ab_part; fi
 		if want firstsamples; then firstsamples; fi
 		if want debuginfod; then debuginfod_part; fi
 		if want jit; then jit_part; fi
