@@ -15,7 +15,7 @@ const volatile __u64 defer_since_ns = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096); /* sized by the daemon (DEFER_RING_BYTES); a full one: frame pointers */
+	__uint(max_entries, 4096); /* sized by the daemon (defer_ring_bytes); a full one: frame pointers */
 } deferred SEC(".maps");
 
 /* Whether a CPU sample (not block's) of a process whose mappings p are known waits for the tables of its

@@ -78,7 +78,15 @@ static int set_template(struct bpf_map *outer, const struct bpf_map *inner)
 	return fd;
 }
 
-/* Sets the knobs, map sizes and programs of the opened skel for what rep still has on. */
+unsigned defer_ring_bytes(int ncpus)
+{
+	size_t want = (size_t)(ncpus > 0 ? ncpus : 1) * DEFER_RING_PER_CPU * sizeof(struct deferred_sample);
+	unsigned bytes = DEFER_RING_MIN;
+
+	while (bytes < DEFER_RING_MAX && bytes < want)
+		bytes <<= 1;
+	return bytes;
+}
 
 /* CLOCK_MONOTONIC now, in ns: the clock of the kernel's task start times and bpf_ktime_get_ns(). */
 static __u64 mono_ns(void)
@@ -88,6 +96,8 @@ static __u64 mono_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
 }
+
+/* Sets the knobs, map sizes and programs of the opened skel for what rep still has on. */
 static int configure(struct profile *skel, const struct sampler_opts *opts, const struct bpfload_report *rep,
 		     int templates[3])
 {
@@ -101,7 +111,8 @@ static int configure(struct profile *skel, const struct sampler_opts *opts, cons
 	skel->rodata->defer_new = f[BPF_FEATURE_UNWIND].on && opts->unwind_mode != UNWIND_MODE_FP && opts->defer_new;
 	skel->rodata->defer_since_ns = mono_ns();
 	skel->rodata->test_refuse = test_refuse();
-	if ((err = bpf_map__set_max_entries(skel->maps.deferred, skel->rodata->defer_new ? DEFER_RING_BYTES : 4096)) ||
+	if ((err = bpf_map__set_max_entries(skel->maps.deferred,
+					    skel->rodata->defer_new ? defer_ring_bytes(libbpf_num_possible_cpus()) : 4096)) ||
 	    (err = bpf_map__set_max_entries(skel->maps.py_procs, opts->max_python_procs ?: 1)) ||
 	    (err = bpf_map__set_max_entries(skel->maps.py_threads, opts->max_python_threads ?: 1)) ||
 	    (err = bpf_map__set_max_entries(skel->maps.unwind_tables, opts->max_unwind_tables ?: 1)) ||
