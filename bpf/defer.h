@@ -1,9 +1,11 @@
-/* defer.h - a CPU sample taken before its process's unwind tables are ready is not walked by frame
- * pointers and left partial: its registers, its kernel stack and the top of its user stack go to the
- * deferred ring buffer (struct deferred_sample), and the daemon walks it with the same tables once they
- * are built (daemon/deferred.c, lib/unwind/stackwalk.c), as perf --call-graph dwarf walks its copies
- * afterwards. A Python process's Python frames are read at once (they change as it runs), each eval-loop
- * call's apart, for the daemon to put in place. Included by profile.bpf.c, after python_walk.h. */
+/* defer.h - a CPU sample, or an off-CPU block, taken before its process's unwind tables are ready is not
+ * walked by frame pointers and left partial: its registers, its kernel stack and the top of its user
+ * stack go to the deferred ring buffer (struct deferred_sample), and the daemon walks it with the same
+ * tables once they are built (daemon/deferred.c, lib/unwind/stackwalk.c), as perf --call-graph dwarf
+ * walks its copies afterwards. A Python process's Python frames are read at once (they change as it
+ * runs), each eval-loop call's apart, for the daemon to put in place. A block's waits are counted (in
+ * the offcpu maps) under the id of its record, which the daemon replaces with the walk. Included by
+ * profile.bpf.c, after python_walk.h. */
 #ifndef FLAMED_BPF_DEFER_H
 #define FLAMED_BPF_DEFER_H
 
@@ -18,11 +20,14 @@ struct {
 	__uint(max_entries, 4096); /* sized by the daemon (defer_ring_bytes); a full one: frame pointers */
 } deferred SEC(".maps");
 
-/* Whether a CPU sample (not block's) of a process whose mappings p are known waits for the tables of its
- * binaries still to be built: deferred rather than walked in part. */
-static __always_inline bool defer_pending(const struct unwind_proc *p, bool block)
+/* Off-CPU blocks deferred so far: each one's record gets the next id (never 0). */
+__u64 defer_offcpu_ids = 0;
+
+/* Whether a sample of a process whose mappings p are known waits for the tables of its binaries still
+ * to be built: deferred rather than walked in part. */
+static __always_inline bool defer_pending(const struct unwind_proc *p)
 {
-	return defer_new && !block && (p->flags & UNWIND_PROC_PENDING);
+	return defer_new && (p->flags & UNWIND_PROC_PENDING);
 }
 
 /* bpf_loop callback: writes the Python frames of one eval-loop call of the sampled thread into the
@@ -78,27 +83,33 @@ static __always_inline __u32 py_defer_frames(const struct py_proc *py, __u32 pid
 }
 
 /* Sends the sample of key (its user registers r; its process as first seen: known) to the daemon to be
- * walked later, with_py (a constant: the Python walker's) its Python frames read now. Returns whether it
- * did: then the sample is the daemon's to count. The kernel stack is read again here (into the record)
- * when key has one. */
-static __always_inline bool defer_sample(void *ctx, const struct uregs *r, const struct sample_key *key,
-					 const struct seen_process *known, const bool with_py)
+ * walked later, with_py (a constant: the Python walker's) its Python frames read now; block: an off-CPU
+ * block's. Returns 0 when it did not, else the id the record goes by (1 for a CPU sample, which is then
+ * the daemon's to count; a block's waits are counted under it). The kernel stack is read again here
+ * (into the record) when key has one. */
+static __always_inline __u64 defer_sample(void *ctx, const struct uregs *r, const struct sample_key *key,
+					  const struct seen_process *known, const bool with_py, bool block)
 {
-	__u64 token = known->token; /* also when the process was first seen */
+	__u64 token = known->token, id = 1; /* also when the process was first seen */
 	struct deferred_sample *d;
 	__u32 off = 0, chunk;
 	__u64 addr;
 	long n;
 
 	if (!defer_new || known->start < defer_since_ns || bpf_ktime_get_ns() - token > DEFER_WINDOW_S * 1000000000ULL)
-		return false;
+		return 0;
 	d = bpf_ringbuf_reserve(&deferred, sizeof(*d), 0);
 	if (!d) {
 		stat_inc(STAT_DEFER_LOST);
-		return false;
+		return 0;
 	}
 	d->key = *key;
 	d->key.kstack = d->key.ustack = 0;
+	if (block) {
+		id = __sync_fetch_and_add(&defer_offcpu_ids, 1) + 1;
+		d->key.ustack = id;
+		d->key.flags |= SAMPLE_OFFCPU;
+	}
 	d->token = token;
 	d->ip = r->ip;
 	d->sp = r->sp;
@@ -125,8 +136,8 @@ static __always_inline bool defer_sample(void *ctx, const struct uregs *r, const
 			d->npy = py_defer_frames(py, key->pid, key->tid, d->pyips);
 	}
 	bpf_ringbuf_submit(d, 0);
-	stat_inc(STAT_DEFERRED);
-	return true;
+	stat_inc(block ? STAT_OFFCPU_DEFERRED : STAT_DEFERRED);
+	return id;
 }
 
 #endif

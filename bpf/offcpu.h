@@ -102,7 +102,8 @@ static __always_inline void offcpu_count(struct task_struct *task, struct offcpu
 			key.flags |= SAMPLE_KSTACK_LOST;
 			stat_inc(STAT_OFFCPU_STACK_LOST);
 		}
-		if (!offcpu_restore(stacks, key.ustack)) {
+		/* A deferred stack's id: the daemon puts its walk there. */
+		if (!(key.flags & SAMPLE_DEFERRED) && !offcpu_restore(stacks, key.ustack)) {
 			key.ustack = 0;
 			key.flags |= SAMPLE_USTACK_LOST;
 			stat_inc(STAT_OFFCPU_STACK_LOST);
@@ -154,11 +155,13 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, __
 		key.ustack = prev->mm ? user_stack(ctx, &r, prev, gen, &key, true, true) : 0;
 		if (key.ustack)
 			note_process(prev, key.pid);
-		if (key.flags & SAMPLE_WALK_PARTIAL)
-			where = 0; /* walked again at its next block, by when its tables may be there */
+		/* Walked again at its next block, by when its tables may be there; a deferred one is walked
+		 * whole by the daemon, and its record is used again where the thread blocks alike. */
+		if ((key.flags & (SAMPLE_WALK_PARTIAL | SAMPLE_DEFERRED)) == SAMPLE_WALK_PARTIAL)
+			where = 0;
 		s->kstack = key.kstack;
 		s->ustack = key.ustack;
-		s->flags = key.flags & ~SAMPLE_WALK_PARTIAL;
+		s->flags = key.flags & ~SAMPLE_WALK_PARTIAL; /* SAMPLE_DEFERRED kept: ustack is an id */
 		s->gen = gen + 1;
 		s->where = where;
 		s->walked_ns = now;

@@ -442,7 +442,8 @@ __noinline __u64 walk_user_python(const struct uregs *r, const struct unwind_pro
 
 /* The user stack from r: walked with unwind tables when the process has them (and the mode allows),
  * else with bpf_get_stack(ctx). The current task's, in generation gen (and offcpu_frames with block);
- * with_py (a constant), with a Python process's frames. */
+ * with_py (a constant), with a Python process's frames. One taken before the process's tables are ready
+ * is deferred (SAMPLE_DEFERRED): a CPU sample's 0 is returned, a block's record id. */
 static __always_inline __u64 user_stack(void *ctx, const struct uregs *r, struct task_struct *task, __u32 gen,
 					struct sample_key *key, bool block, const bool with_py)
 {
@@ -450,7 +451,7 @@ static __always_inline __u64 user_stack(void *ctx, const struct uregs *r, struct
 	const struct unwind_proc *p;
 	struct walk *w;
 	__u32 zero = 0;
-	__u64 h;
+	__u64 h, id;
 
 	if (unwind_mode != UNWIND_MODE_FP && task->mm) {
 		p = bpf_map_lookup_elem(&unwind_procs, &key->pid);
@@ -458,30 +459,27 @@ static __always_inline __u64 user_stack(void *ctx, const struct uregs *r, struct
 		/* Only tables read for this image: not those of the program it exec'd from, or of a process
 		 * that had the pid before. */
 		if (p && known && known->token == p->token) {
-			if (defer_pending(p, block) && defer_sample(ctx, r, key, known, with_py)) {
-				key->flags |= SAMPLE_DEFERRED;
-				return 0;
-			}
+			if (defer_pending(p) && (id = defer_sample(ctx, r, key, known, with_py, block)))
+				goto deferred;
 			h = with_py ? walk_user_python(r, p, gen, block) : walk_user_native(r, p, gen, block);
 			w = bpf_map_lookup_elem(&walks, &zero);
 			if (!w)
 				return h;
 			/* An address in none of its mappings (a library mapped since they were read): the
 			 * mappings are read again; the sample waits for them, not stored short. */
-			if ((w->used & USED_UNKNOWN) && !block && defer_sample(ctx, r, key, known, with_py)) {
-				key->flags |= SAMPLE_DEFERRED;
-				return 0;
-			}
+			if ((w->used & USED_UNKNOWN) && (id = defer_sample(ctx, r, key, known, with_py, block)))
+				goto deferred;
 			key->flags |= w->key_flags;
 			return h;
 		}
 		key->flags |= SAMPLE_WALK_PARTIAL; /* its tables are not built yet (or not all) */
-		if (!block && known && defer_sample(ctx, r, key, known, with_py)) {
-			key->flags |= SAMPLE_DEFERRED;
-			return 0;
-		}
+		if (known && (id = defer_sample(ctx, r, key, known, with_py, block)))
+			goto deferred;
 	}
 	return capture(ctx, gen, BPF_F_USER_STACK, SAMPLE_USTACK_LOST, STAT_USTACK_ERROR, key, block);
+deferred:
+	key->flags |= SAMPLE_DEFERRED;
+	return block ? id : 0;
 }
 
 #endif

@@ -20,10 +20,24 @@
 #define POLL_SLOW_MS 200 /* ... once each has waited POLL_FAST_S (tables of big binaries come slowly) */
 #define POLL_FAST_S 1.0
 #define ROW_CACHE 4096 /* rows found lately, direct-mapped by (table, pc): a process's samples share frames */
+/* Off-CPU blocks deferred lately, direct-mapped by id (the BPF program's ids come in order): a slot
+ * holds a record still waiting, or its walk for the waits counted under it later (a thread that
+ * blocks again alike within a second, a wait counted at each flush while it lasts). */
+#define BLOCK_SLOTS 1024
+#define BLOCK_KEEP_S 120.0 /* a walk no wait was counted under for this long is forgotten */
+
+/* An off-CPU wait counted under a block whose record still waits: stored with the record's walk. */
+struct held {
+	struct held *next;
+	struct sample_key key;
+	uint64_t count; /* microseconds */
+};
 
 /* A sample waiting for its tables: the record's head, then nk kernel frames and copied stack bytes. */
 struct waiting {
 	struct waiting *next;
+	uint64_t id;       /* an off-CPU block's (key.ustack of its record); 0: a CPU sample's */
+	struct held *held; /* the block's waits counted meanwhile */
 	double taken;   /* when it was read (CLOCK_MONOTONIC seconds) */
 	size_t bytes;   /* what it takes, counted against max_bytes */
 	struct sample_key key;
@@ -33,13 +47,24 @@ struct waiting {
 	uint8_t data[];  /* __u64 kips[nk], __u64 pyips[npy], then the stack copy */
 };
 
-/* A walked sample: its key, then nk kernel frames and nu user frames. */
+/* A walked sample (or an off-CPU wait, count microseconds): its key, then nk kernel frames and nu user
+ * frames. */
 struct walked {
 	struct walked *next;
 	size_t bytes;
 	struct sample_key key;
+	uint64_t count;
 	unsigned nk, nu;
 	__u64 ips[];
+};
+
+/* An off-CPU block deferred: its record while it waits, then its walk (key: the walk's flags and
+ * stack hashes; count unused) for the waits counted under its id. */
+struct block {
+	uint64_t id; /* 0: empty */
+	struct waiting *w;
+	struct walked *walk;
+	double used; /* when a wait was last counted under it (or it was walked) */
 };
 
 /* An inner map of unwind_tables, opened for the table (slot and generation, unwind_mapping.table) it held:
@@ -62,6 +87,7 @@ struct deferred {
 	struct inner *inner; /* max_tables */
 	struct row_slot *rows; /* ROW_CACHE */
 	struct unwind_proc *proc, *bare; /* a process's mappings as read; none (frame pointers) */
+	struct block *blocks; /* BLOCK_SLOTS */
 	struct deferred_stats st;
 };
 
@@ -89,7 +115,8 @@ int deferred_new(const struct deferred_opts *o, struct deferred **out)
 	d->rows = calloc(ROW_CACHE, sizeof(*d->rows));
 	d->proc = calloc(1, sizeof(*d->proc));
 	d->bare = calloc(1, sizeof(*d->bare));
-	if (!d->inner || !d->rows || !d->proc || !d->bare) {
+	d->blocks = calloc(BLOCK_SLOTS, sizeof(*d->blocks));
+	if (!d->inner || !d->rows || !d->proc || !d->bare || !d->blocks) {
 		deferred_free(d);
 		return -ENOMEM;
 	}
@@ -97,6 +124,18 @@ int deferred_new(const struct deferred_opts *o, struct deferred **out)
 		d->inner[i].fd = -1;
 	*out = d;
 	return 0;
+}
+
+/* Empties slot b: a walk kept is freed; a record still waiting keeps its waits, stored with its walk, but
+ * waits counted under it later find no walk (counted as unmatched). */
+static void block_forget(struct deferred *d, struct block *b)
+{
+	if (b->walk) {
+		d->bytes -= b->walk->bytes;
+		d->st.offcpu_kept--;
+		free(b->walk);
+	}
+	*b = (struct block){ 0 };
 }
 
 void deferred_add(const struct deferred_sample *s, size_t size, void *ctx)
@@ -118,6 +157,8 @@ void deferred_add(const struct deferred_sample *s, size_t size, void *ctx)
 		return;
 	}
 	w->next = NULL;
+	w->id = s->key.flags & SAMPLE_OFFCPU ? s->key.ustack : 0;
+	w->held = NULL;
 	w->taken = mono_now();
 	w->bytes = bytes;
 	w->key = s->key;
@@ -136,6 +177,11 @@ void deferred_add(const struct deferred_sample *s, size_t size, void *ctx)
 	d->st.bytes_copied += copied;
 	d->st.waiting++;
 	d->st.waiting_bytes += bytes;
+	if (w->id) {
+		d->st.offcpu_received++;
+		block_forget(d, &d->blocks[w->id % BLOCK_SLOTS]);
+		d->blocks[w->id % BLOCK_SLOTS] = (struct block){ .id = w->id, .w = w, .used = w->taken };
+	}
 }
 
 /* The inner map of table (slot and generation), opened once per generation of its slot. -1: none. */
@@ -206,11 +252,11 @@ static uint64_t frames_hash(const void *frames, size_t n)
 	return h ? h : 1;
 }
 
-/* Walks w over p's mappings (bare: by frame pointers) into a walked sample at the end of the done list.
- * With may_wait, a walk that met an address in none of p's mappings is not kept (WAIT): the mappings
- * were read before the dynamic loader (or a dlopen) mapped that library, and are read again. */
+/* Walks w over p's mappings (bare: by frame pointers) into a walked sample, *out. With may_wait, a walk
+ * that met an address in none of p's mappings is not kept (WAIT): the mappings were read before the
+ * dynamic loader (or a dlopen) mapped that library, and are read again. */
 static enum walk_result walk(struct deferred *d, const struct waiting *w, const struct unwind_proc *p,
-			     bool fp_only, bool may_wait)
+			     bool fp_only, bool may_wait, struct walked **outp)
 {
 	uint64_t ips[PROFILE_MAX_DEPTH], pyips[PROFILE_MAX_DEPTH];
 	struct stackwalk_copy c = { .at = w->regs.sp, .bytes = w->data + (w->nk + w->npy) * sizeof(__u64),
@@ -240,6 +286,7 @@ static enum walk_result walk(struct deferred *d, const struct waiting *w, const 
 	out->next = NULL;
 	out->bytes = bytes;
 	out->key = w->key;
+	out->count = 1;
 	if (res.end == STACKWALK_TRUNCATED)
 		out->key.flags |= SAMPLE_USTACK_TRUNCATED;
 	if (fp_only && !res.py_written)
@@ -252,12 +299,122 @@ static enum walk_result walk(struct deferred *d, const struct waiting *w, const 
 	memcpy(out->ips + w->nk, ips, res.n * sizeof(__u64));
 	out->key.kstack = w->nk ? frames_hash(out->ips, w->nk) : 0;
 	out->key.ustack = res.n ? frames_hash(ips, res.n) : 0;
+	d->bytes += bytes;
+	d->st.short_copies += res.end == STACKWALK_SHORT;
+	*outp = out;
+	return WALKED;
+}
+
+static void done_add(struct deferred *d, struct walked *out)
+{
+	out->next = NULL;
 	*d->done_tail = out;
 	d->done_tail = &out->next;
-	d->bytes += bytes;
 	d->st.ready++;
-	d->st.short_copies += res.end == STACKWALK_SHORT;
-	return WALKED;
+}
+
+/* An off-CPU wait (key, count microseconds) with the frames of a block's walk, to the done list. */
+static void wait_done(struct deferred *d, const struct sample_key *key, uint64_t count, const struct walked *walk)
+{
+	size_t bytes = sizeof(*walk) + (walk->nk + walk->nu) * sizeof(__u64);
+	struct walked *out = malloc(bytes);
+
+	if (!out) {
+		d->st.dropped++;
+		return;
+	}
+	memcpy(out, walk, bytes);
+	out->bytes = bytes;
+	out->key = *key;
+	/* The wait's who and when; the walk's stacks, and what it says of them. */
+	out->key.flags = (key->flags & ~(SAMPLE_DEFERRED | SAMPLE_KSTACK_LOST | SAMPLE_USTACK_LOST)) | walk->key.flags;
+	out->key.kstack = walk->key.kstack;
+	out->key.ustack = walk->key.ustack;
+	out->count = count;
+	d->bytes += bytes;
+	d->st.offcpu_stored++;
+	done_add(d, out);
+}
+
+/* A block's record w was walked (walk): the waits counted under it meanwhile go with its frames, and the
+ * walk is kept in its slot for those counted later. */
+static void block_walked(struct deferred *d, struct waiting *w, struct walked *walk, double now)
+{
+	struct block *b = &d->blocks[w->id % BLOCK_SLOTS];
+
+	walk->key.flags &= SAMPLE_USTACK_TRUNCATED | SAMPLE_USTACK_FP | SAMPLE_USTACK_LOST | SAMPLE_KSTACK_LOST;
+	if (!walk->nk)
+		walk->key.flags |= SAMPLE_KSTACK_LOST;
+	for (struct held *h = w->held, *next; h; h = next) {
+		next = h->next;
+		wait_done(d, &h->key, h->count, walk);
+		d->bytes -= sizeof(*h);
+		free(h);
+	}
+	w->held = NULL;
+	if (b->id != w->id) { /* its slot went to a later block */
+		d->bytes -= walk->bytes;
+		free(walk);
+		return;
+	}
+	b->w = NULL;
+	b->walk = walk;
+	b->used = now;
+	d->st.offcpu_kept++;
+}
+
+/* A block's record w could not be walked (memory): the waits counted under it are lost with it. */
+static void block_lost(struct deferred *d, struct waiting *w)
+{
+	struct block *b = &d->blocks[w->id % BLOCK_SLOTS];
+
+	for (struct held *h = w->held, *next; h; h = next) {
+		next = h->next;
+		d->bytes -= sizeof(*h);
+		d->st.dropped++;
+		free(h);
+	}
+	w->held = NULL;
+	if (w->id && b->id == w->id)
+		*b = (struct block){ 0 };
+}
+
+int deferred_offcpu(struct deferred *d, const struct sampler_sample *s, sampler_cb cb, void *ctx)
+{
+	struct block *b = &d->blocks[s->key->ustack % BLOCK_SLOTS];
+	struct sample_key key = *s->key;
+	struct sampler_sample out = *s;
+	struct held *h;
+
+	if (b->id == s->key->ustack && b->walk) {
+		b->used = mono_now();
+		key.flags = (key.flags & ~(SAMPLE_DEFERRED | SAMPLE_KSTACK_LOST | SAMPLE_USTACK_LOST)) | b->walk->key.flags;
+		key.kstack = b->walk->key.kstack;
+		key.ustack = b->walk->key.ustack;
+		out = (struct sampler_sample){ .key = &key, .unix_sec = s->unix_sec, .kips = b->walk->ips,
+					       .nk = b->walk->nk, .uips = b->walk->ips + b->walk->nk,
+					       .nu = b->walk->nu, .count = s->count };
+		d->st.offcpu_stored++;
+		return cb(&out, ctx);
+	}
+	if (b->id == s->key->ustack && b->w && d->bytes + sizeof(*h) <= d->o.max_bytes &&
+	    (h = malloc(sizeof(*h)))) {
+		h->key = key;
+		h->count = s->count;
+		h->next = b->w->held;
+		b->w->held = h;
+		d->bytes += sizeof(*h);
+		d->st.offcpu_held++;
+		return 0;
+	}
+	/* Its record was lost (memory), or its walk forgotten: the wait is stored without user frames. */
+	d->st.offcpu_unmatched++;
+	key.flags = (key.flags & ~SAMPLE_DEFERRED) | SAMPLE_USTACK_LOST;
+	key.ustack = 0;
+	out.key = &key;
+	out.uips = NULL;
+	out.nu = 0;
+	return cb(&out, ctx);
 }
 
 int deferred_poll(struct deferred *d, bool all)
@@ -270,6 +427,7 @@ int deferred_poll(struct deferred *d, bool all)
 
 	while ((w = *pp)) {
 		bool late = all || now - w->taken > d->o.max_wait_s, found;
+		struct walked *out = NULL;
 		enum walk_result r;
 
 		if (!have || looked != w->key.pid) {
@@ -292,7 +450,8 @@ int deferred_poll(struct deferred *d, bool all)
 			continue;
 		}
 		/* Past its wait: with the tables there are, frame pointers elsewhere. */
-		r = ready || late || gone ? walk(d, w, found ? d->proc : d->bare, !found, ready && !late && !gone) : WAIT;
+		r = ready || late || gone ? walk(d, w, found ? d->proc : d->bare, !found, ready && !late && !gone, &out)
+					  : WAIT;
 		if (r == WAIT) {
 			fast |= now - w->taken < POLL_FAST_S;
 			pp = &w->next;
@@ -300,6 +459,7 @@ int deferred_poll(struct deferred *d, bool all)
 		}
 		if (r == NO_MEMORY) {
 			d->st.dropped++;
+			block_lost(d, w);
 		} else if (ready) {
 			d->st.walked++;
 			d->st.wait_seconds += now - w->taken;
@@ -308,6 +468,10 @@ int deferred_poll(struct deferred *d, bool all)
 		} else {
 			d->st.given_up++;
 		}
+		if (r == WALKED && w->id)
+			block_walked(d, w, out, now);
+		else if (r == WALKED)
+			done_add(d, out);
 		*pp = w->next;
 		d->bytes -= w->bytes;
 		d->st.waiting--;
@@ -321,6 +485,7 @@ int deferred_poll(struct deferred *d, bool all)
 uint64_t deferred_emit(struct deferred *d, int64_t unix_offset, sampler_cb cb, void *ctx)
 {
 	struct walked *w, *next;
+	double now = mono_now();
 	uint64_t n = 0;
 
 	for (w = d->done_head; w; w = next) {
@@ -331,19 +496,23 @@ uint64_t deferred_emit(struct deferred *d, int64_t unix_offset, sampler_cb cb, v
 			.nk = w->nk,
 			.uips = w->ips + w->nk,
 			.nu = w->nu,
-			.count = 1,
+			.count = w->count,
 		};
 
 		next = w->next;
 		cb(&s, ctx);
 		d->bytes -= w->bytes;
+		n += !(w->key.flags & SAMPLE_OFFCPU);
 		free(w);
-		n++;
 	}
 	d->done_head = NULL;
 	d->done_tail = &d->done_head;
 	d->st.ready = 0;
 	d->st.stored += n;
+	/* The walks of blocks no wait was counted under lately. */
+	for (unsigned i = 0; i < BLOCK_SLOTS; i++)
+		if (d->blocks[i].walk && now - d->blocks[i].used > BLOCK_KEEP_S)
+			block_forget(d, &d->blocks[i]);
 	return n;
 }
 
@@ -367,8 +536,14 @@ void deferred_free(struct deferred *d)
 		return;
 	for (struct waiting *w = d->wait_head, *next; w; w = next) {
 		next = w->next;
+		for (struct held *h = w->held, *hn; h; h = hn) {
+			hn = h->next;
+			free(h);
+		}
 		free(w);
 	}
+	for (unsigned i = 0; d->blocks && i < BLOCK_SLOTS; i++)
+		free(d->blocks[i].walk);
 	for (struct walked *w = d->done_head, *next; w; w = next) {
 		next = w->next;
 		free(w);
@@ -380,5 +555,6 @@ void deferred_free(struct deferred *d)
 	free(d->rows);
 	free(d->proc);
 	free(d->bare);
+	free(d->blocks);
 	free(d);
 }

@@ -1,9 +1,11 @@
-/* deferred.h - the CPU samples the BPF program deferred (struct deferred_sample: taken before their
- * process's unwind tables were ready): kept until the unwinder has put the process in unwind_procs, then
- * walked from their stack copies with the rows of unwind_tables (lib/unwind/stackwalk.c), a Python
- * process's Python frames (read when the sample was taken) put in place of its eval-loop frames, and
- * handed to the next flush as drained samples. A sample whose tables do not come within max_wait_s is walked by
- * frame pointers from its copy, and counted as given up. */
+/* deferred.h - the CPU samples and off-CPU blocks the BPF program deferred (struct deferred_sample: taken
+ * before their process's unwind tables were ready): kept until the unwinder has put the process in
+ * unwind_procs, then walked from their stack copies with the rows of unwind_tables
+ * (lib/unwind/stackwalk.c), a Python process's Python frames (read when the sample was taken) put in
+ * place of its eval-loop frames, and handed to the next flush as drained samples. A sample whose tables
+ * do not come within max_wait_s is walked by frame pointers from its copy, and counted as given up. A
+ * block's waits, drained from the offcpu maps under its record's id (deferred_offcpu), are stored with
+ * its walk: held until it is walked, then with the walk kept for the waits counted under it later. */
 #ifndef FLAMED_DEFERRED_H
 #define FLAMED_DEFERRED_H
 
@@ -39,7 +41,13 @@ struct deferred_stats {
 				 * exited without */
 	uint64_t dropped;       /* not kept: max_bytes reached, or a record too short */
 	uint64_t short_copies;  /* walks that needed more of the stack than was copied */
-	uint64_t stored;        /* handed to a flush */
+	uint64_t stored;        /* CPU samples handed to a flush */
+	uint64_t offcpu_received;  /* off-CPU blocks' records among those received */
+	uint64_t offcpu_held;      /* waits counted under a block still waiting, held for its walk */
+	uint64_t offcpu_stored;    /* waits stored with a block's walk */
+	uint64_t offcpu_unmatched; /* waits under a block whose record was lost or whose walk was forgotten:
+				    * stored without user frames */
+	uint64_t offcpu_kept;      /* now: blocks' walks kept for the waits counted under them later */
 	uint64_t waiting, waiting_bytes, ready; /* now: samples waiting for tables, their bytes; walked ones */
 	double wait_seconds;    /* summed over the samples walked with tables: from taken to walked */
 	double wait_max_seconds;
@@ -59,8 +67,15 @@ void deferred_add(const struct deferred_sample *s, size_t size, void *ctx);
  * it should be called again: 20 while a sample has waited under a second, 200 after; -1 when none waits. */
 int deferred_poll(struct deferred *d, bool all);
 
-/* Hands every walked sample to cb (a flush's ingest_sample) and forgets it. unix_offset turns
- * key->boot_sec into unix seconds (sampler_boot_to_unix). Returns how many. */
+/* An off-CPU wait drained under a deferred block's id (SAMPLE_OFFCPU and SAMPLE_DEFERRED in s->key, its
+ * ustack the id): handed to cb (ctx) now with the block's frames where it was walked, held for its walk
+ * where it still waits (then stored by deferred_emit), else handed on without user frames
+ * (SAMPLE_USTACK_LOST). Returns cb's return, or 0. */
+int deferred_offcpu(struct deferred *d, const struct sampler_sample *s, sampler_cb cb, void *ctx);
+
+/* Hands every walked sample (and off-CPU wait held for a walk) to cb (a flush's ingest_sample) and forgets
+ * it; forgets the blocks' walks no wait was counted under for two minutes. unix_offset turns
+ * key->boot_sec into unix seconds (sampler_boot_to_unix). Returns how many CPU samples. */
 uint64_t deferred_emit(struct deferred *d, int64_t unix_offset, sampler_cb cb, void *ctx);
 
 void deferred_get_stats(const struct deferred *d, struct deferred_stats *out);

@@ -235,6 +235,17 @@ static void on_process_event(const struct process_event *e, void *ctx);
 
 /* Drains the sampler into one store transaction. Returns 0 or -errno (the samples of a failed
  * transaction are lost, logged and counted). */
+/* sampler_drain's callback: a sample to the ingest, an off-CPU wait under a deferred block's id by way of
+ * the deferred samples, which put the block's walk in place of the id. */
+static int drain_sample(const struct sampler_sample *s, void *ctx)
+{
+	struct daemon *d = ctx;
+
+	if (d->deferred && (s->key->flags & (SAMPLE_OFFCPU | SAMPLE_DEFERRED)) == (SAMPLE_OFFCPU | SAMPLE_DEFERRED))
+		return deferred_offcpu(d->deferred, s, ingest_sample, d->ingest);
+	return ingest_sample(s, d->ingest);
+}
+
 static int flush(struct daemon *d)
 {
 	struct sampler_stats st = { 0 };
@@ -256,7 +267,7 @@ static int flush(struct daemon *d)
 	ingest_begin(d->ingest);
 	/* Just before the maps switch: what was sampled earlier is in this flush. */
 	clock_gettime(CLOCK_REALTIME, &drained);
-	err = sampler_drain(d->smp, ingest_sample, d->ingest);
+	err = sampler_drain(d->smp, drain_sample, d);
 	if (err)
 		fprintf(stderr, "flamed: draining the BPF maps failed: %s\n", strerror(-err));
 	if (d->deferred) { /* the deferred samples whose tables came, and those that waited too long */

@@ -21,8 +21,9 @@
 /* sample_key.flags: the user stack was read by frame pointers (bpf_get_stack), not walked with unwind
  * tables: it holds no Python frame, whatever its values look like. */
 #define SAMPLE_USTACK_FP 32u
-/* Set on a CPU sample whose user stack was deferred (struct deferred_sample): it is not counted by the
- * BPF program (never seen by the daemon in a key). */
+/* Set on a sample whose user stack was deferred (struct deferred_sample). A CPU sample so marked is not
+ * counted by the BPF program (never seen by the daemon in a key). An off-CPU key keeps it: its ustack is
+ * then the id of the deferred record (deferred_sample.key.ustack), whose walk the daemon puts there. */
 #define SAMPLE_DEFERRED 64u
 /* Tests only (FLAMED_TEST_REFUSE, the BPF program's test_refuse): what the verifier is made to refuse, so
  * a test sees flamed load without it. */
@@ -87,10 +88,12 @@ struct process_event {
 	__u64 ppid_start_ns; /* PROCESS_NEW: the parent's start time, CLOCK_MONOTONIC ns; else 0 */
 };
 
-/* A CPU sample taken before its process's unwind tables were ready (bpf/defer.h): not walked, but its
- * registers, kernel stack and the top of its user stack sent through the deferred ring buffer, for the
- * daemon to walk once the tables are built (lib/unwind/stackwalk.c), with a Python process's Python
- * frames read now. Only the first nk kernel frames, npy Python ones and copied stack bytes are meaningful. */
+/* A CPU sample, or an off-CPU block, taken before its process's unwind tables were ready (bpf/defer.h):
+ * not walked, but its registers, kernel stack and the top of its user stack sent through the deferred
+ * ring buffer, for the daemon to walk once the tables are built (lib/unwind/stackwalk.c), with a Python
+ * process's Python frames read now. Only the first nk kernel frames, npy Python ones and copied stack
+ * bytes are meaningful. An off-CPU block's key has SAMPLE_OFFCPU and, as ustack, the id its waits are
+ * counted under (with SAMPLE_DEFERRED) in the offcpu maps. */
 #define DEFER_STACK_BYTES 32768 /* of user stack copied from the sampled sp (perf dwarf: 8192, at most 65528) */
 #define DEFER_PAGE 4096         /* the copy is read a page at a time and stops at the first it cannot read */
 /* A process's samples are deferred only in its first DEFER_WINDOW_S seconds seen (then, tables or not,
@@ -155,6 +158,7 @@ enum profile_stat {
 	STAT_OFFCPU_COUNTS_FULL, /* off-CPU waits lost: the offcpu counts map was full */
 	STAT_DEFERRED,           /* CPU samples deferred: their process's unwind tables were not ready */
 	STAT_DEFER_LOST,         /* ... not deferred (walked by frame pointers): deferred ring buffer full */
+	STAT_OFFCPU_DEFERRED,    /* off-CPU blocks whose user stack was deferred (tables not ready) */
 	STAT_WALKER,             /* CPU samples handed to each walker program: STAT_WALKER + enum walker */
 	STAT_WALKER_LAST = STAT_WALKER + WALKER_MAX - 1,
 	STAT_WALKER_MISSING,     /* ... not: the tail call failed (no program there); read by frame pointers */

@@ -20,6 +20,16 @@
 	  "Deferred samples whose walk needed more of the stack than was copied (their outer frames lost).")    \
 	X(stored, "flamed_deferred_stored_total", "counter", "Deferred samples handed to a flush.")              \
 	X(bytes_copied, "flamed_deferred_stack_bytes_total", "counter", "User stack bytes the deferred samples carried.") \
+	X(offcpu_received, "flamed_deferred_offcpu_blocks_total", "counter",                              \
+	  "Off-CPU blocks among the deferred records: their waits are stored with the walk.")                  \
+	X(offcpu_held, "flamed_deferred_offcpu_held_total", "counter",                                    \
+	  "Off-CPU waits counted before their block was walked, held for the walk.")                          \
+	X(offcpu_stored, "flamed_deferred_offcpu_stored_total", "counter",                                \
+	  "Off-CPU waits stored with a deferred block's walk.")                                               \
+	X(offcpu_unmatched, "flamed_deferred_offcpu_unmatched_total", "counter",                          \
+	  "Off-CPU waits whose deferred block's record was lost or its walk forgotten: stored without user frames.") \
+	X(offcpu_kept, "flamed_deferred_offcpu_walks_kept", "gauge",                                      \
+	  "Deferred blocks' walks kept for the waits counted under them later.")                              \
 	X(waiting, "flamed_deferred_waiting", "gauge", "Deferred samples waiting for their tables now.")       \
 	X(waiting_bytes, "flamed_deferred_waiting_bytes", "gauge", "Memory the waiting samples take.")
 

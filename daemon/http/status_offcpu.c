@@ -22,6 +22,8 @@ static const struct {
 	  "Waits ended under --off-cpu-min-us, not counted (also in flamed_offcpu_waits_total)." },
 	{ STAT_OFFCPU_ONGOING, "ongoing", "flamed_offcpu_ongoing_waits_total",
 	  "Waits still going on at a flush, counted up to it (and on from it later)." },
+	{ STAT_OFFCPU_DEFERRED, "deferred", "flamed_offcpu_deferred_total",
+	  "Blocks of a process whose unwind tables were not ready: the user stack copied and walked once they were." },
 };
 
 /* What was lost, by kind (the JSON "lost" object, the metric's kind label). */

@@ -3,7 +3,8 @@
  * built), is walked once the unwinder has put them in the maps, and reaches the flush whole (glibc's
  * backtrace), with its kernel frames and key; one whose tables never come is walked by frame pointers
  * after its wait, or at once when its process is gone; the memory bound drops and counts; short records
- * are refused. */
+ * are refused. An off-CPU block's waits, counted under its record's id, are held until it is walked,
+ * then stored with its frames; later ones with the walk kept; an unknown id's without user frames. */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -218,6 +219,73 @@ out:
 	free(r);
 }
 
+/* The wait of pid's thread tid in second sec, count microseconds, under the deferred block id. */
+static struct sampler_sample wait_of(struct sample_key *key, uint32_t pid, uint32_t sec, uint64_t id, uint64_t count)
+{
+	*key = (struct sample_key){ .pid = pid, .tid = pid + 2, .boot_sec = sec, .ustack = id, .kstack = 99,
+				    .flags = SAMPLE_OFFCPU | SAMPLE_DEFERRED | SAMPLE_KSTACK_LOST };
+	memcpy(key->comm, "waiter", 7);
+	return (struct sampler_sample){ .key = key, .unix_sec = sec + 100, .count = count };
+}
+
+/* An off-CPU block deferred: its waits held for its walk, then stored with it; later ones with the walk
+ * kept; a wait under an id with no record, and under one whose slot a later block took, without user
+ * frames. */
+static void test_offcpu(const struct maps *m)
+{
+	struct unwinder *u = new_unwinder(m, 16, 8, 64 << 20);
+	struct deferred *d = new_deferred(m, 16 << 20, 60);
+	struct deferred_sample *r = record((__u32)getpid(), TOKEN);
+	__u32 pid = (__u32)getpid();
+	struct sample_key key;
+	struct sampler_sample s;
+	struct deferred_stats st;
+	struct got g = { 0 };
+	int err;
+
+	if (!u || !d || !r)
+		goto out;
+	r->key.flags = SAMPLE_OFFCPU;
+	r->key.ustack = 5;
+	deferred_add(r, sizeof(*r), d);
+	s = wait_of(&key, pid, 1001, 5, 1000);
+	CHECK(deferred_offcpu(d, &s, on_sample, &g) == 0 && g.n == 0, "a wait under a block still waiting: held");
+	s = wait_of(&key, pid, 1001, 6, 70);
+	CHECK(deferred_offcpu(d, &s, on_sample, &g) == 0 && g.n == 1 && g.count == 70 && g.nu == 0 &&
+	      (g.key.flags & SAMPLE_USTACK_LOST) && !(g.key.flags & SAMPLE_DEFERRED) && !g.key.ustack,
+	      "a wait under an id with no record: stored at once, without user frames");
+	CHECK(deferred_poll(d, false) > 0 && deferred_emit(d, 0, on_sample, &g) == 0 && g.n == 1,
+	      "no tables yet: the block and its wait wait");
+	err = unwinder_add(u, pid, TOKEN);
+	CHECK(err == 0, "the unwinder gives this process tables (%d)", err);
+	CHECK(deferred_poll(d, false) == -1, "the tables are there: the block is walked");
+	CHECK(deferred_emit(d, 100, on_sample, &g) == 0 && g.n == 2, "the flush gets its held wait (no CPU sample)");
+	CHECK(g.count == 1000 && whole(&g) && g.nk == 1 && g.kips[0] == 0xffffffff81000000ULL,
+	      "the wait, with the block's frames, whole (%u user frames)", g.nu);
+	CHECK(g.key.tid == pid + 2 && g.unix_sec == 1101 && !strcmp(g.key.comm, "waiter") &&
+	      (g.key.flags & SAMPLE_OFFCPU) && !(g.key.flags & (SAMPLE_DEFERRED | SAMPLE_KSTACK_LOST | SAMPLE_USTACK_LOST)) &&
+	      g.key.ustack && g.key.ustack != 5 && g.key.kstack != 99,
+	      "its key is the wait's (thread, second), its flags and stack hashes the walk's");
+	s = wait_of(&key, pid, 1003, 5, 500);
+	CHECK(deferred_offcpu(d, &s, on_sample, &g) == 0 && g.n == 3 && g.count == 500 && whole(&g) &&
+	      g.unix_sec == 1103, "a later wait under it: stored at once with the walk kept");
+	deferred_get_stats(d, &st);
+	CHECK(st.offcpu_received == 1 && st.offcpu_held == 1 && st.offcpu_stored == 2 && st.offcpu_unmatched == 1 &&
+	      st.offcpu_kept == 1 && st.stored == 0 && st.walked == 1,
+	      "stats: 1 block, 1 wait held, 2 stored with it, 1 unmatched, its walk kept");
+	r->key.ustack = 5 + 1024; /* the same slot */
+	deferred_add(r, sizeof(*r), d);
+	s = wait_of(&key, pid, 1004, 5, 10);
+	CHECK(deferred_offcpu(d, &s, on_sample, &g) == 0 && g.n == 4 && g.nu == 0,
+	      "a later block took its slot: its walk forgotten, the wait without user frames");
+	deferred_get_stats(d, &st);
+	CHECK(st.offcpu_kept == 0 && st.offcpu_unmatched == 2, "stats: no walk kept, 2 unmatched");
+out:
+	deferred_free(d); /* frees the block still waiting */
+	unwinder_free(u);
+	free(r);
+}
+
 int main(void)
 {
 	struct maps m;
@@ -235,6 +303,7 @@ int main(void)
 	test_walked(&m);
 	test_given_up(&m);
 	test_bounds(&m);
+	test_offcpu(&m);
 	close_maps(&m);
 	return CHECK_EXIT();
 }
