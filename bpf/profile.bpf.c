@@ -411,10 +411,11 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-/* A walker program: the user stack of the CPU sample profile_tick left in this CPU's walk, walked
- * (with_py: with Python frames) or deferred, and the sample counted. */
-static __always_inline int walk_sample(struct bpf_perf_event_data *ctx, enum walker which, const bool with_py)
+/* A walker program which (a constant): the user stack of the CPU sample profile_tick left in this CPU's
+ * walk, walked (the Python walker's with Python frames) or deferred, and the sample counted. */
+static __always_inline int walk_sample(struct bpf_perf_event_data *ctx, const enum walker which)
 {
+	const bool with_py = which == WALKER_PYTHON;
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct sample_key key;
 	struct uregs r;
@@ -441,13 +442,13 @@ static __always_inline int walk_sample(struct bpf_perf_event_data *ctx, enum wal
 SEC("perf_event")
 int walk_native(struct bpf_perf_event_data *ctx)
 {
-	return walk_sample(ctx, WALKER_NATIVE, false);
+	return walk_sample(ctx, WALKER_NATIVE);
 }
 
 SEC("perf_event")
 int walk_python(struct bpf_perf_event_data *ctx)
 {
-	return walk_sample(ctx, WALKER_PYTHON, true);
+	return walk_sample(ctx, WALKER_PYTHON);
 }
 
 /* A process that calls execve() has new mappings: forget it, so its next sample reports it as new and

@@ -27,7 +27,7 @@ struct walk {
 	struct sample_key key; /* the CPU sample being walked, from profile_tick */
 	struct uregs r;
 	__u32 gen;
-	__u32 key_pad;
+	__u32 gen_pad;
 	__u64 ip, sp, bp; /* registers of the frame being unwound */
 	__u32 pid;
 	__u32 n;          /* frames written to scratch */

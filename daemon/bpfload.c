@@ -78,7 +78,17 @@ static int set_template(struct bpf_map *outer, const struct bpf_map *inner)
 	return fd;
 }
 
-unsigned defer_ring_bytes(int ncpus)
+/* The deferred samples' ring buffer (defer_new) holds DEFER_RING_PER_CPU records of 39 KiB per possible
+ * CPU, enough for the main loop to be busy with a flush meanwhile, in a power of two from DEFER_RING_MIN
+ * to DEFER_RING_MAX bytes (a fuller one: those samples are read by frame pointers, counted). Its pages
+ * are mapped twice into flamed (the ring wraps), so it counts twice in flamed's RSS: 16 MiB for the 8 MiB
+ * every host had before. */
+#define DEFER_RING_PER_CPU 48u
+#define DEFER_RING_MIN (1u << 20)
+#define DEFER_RING_MAX (8u << 20)
+
+/* The deferred ring buffer's size for ncpus possible CPUs. */
+static unsigned defer_ring_bytes(int ncpus)
 {
 	size_t want = (size_t)(ncpus > 0 ? ncpus : 1) * DEFER_RING_PER_CPU * sizeof(struct deferred_sample);
 	unsigned bytes = DEFER_RING_MIN;

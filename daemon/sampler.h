@@ -59,18 +59,6 @@ typedef void (*sampler_process_cb)(const struct process_event *e, void *ctx);
  * buffer holds it), valid only during the call. */
 typedef void (*sampler_deferred_cb)(const struct deferred_sample *d, size_t size, void *ctx);
 
-/* The deferred samples' ring buffer (defer_new) holds DEFER_RING_PER_CPU records of 39 KiB per possible
- * CPU, enough for the main loop to be busy with a flush meanwhile, in a power of two from DEFER_RING_MIN
- * to DEFER_RING_MAX bytes (a fuller one: those samples are read by frame pointers, counted). Its pages
- * are mapped twice into flamed (the ring wraps), so it counts twice in flamed's RSS: 16 MiB for the 8 MiB
- * every host had before. */
-#define DEFER_RING_PER_CPU 48u
-#define DEFER_RING_MIN (1u << 20)
-#define DEFER_RING_MAX (8u << 20)
-
-/* The deferred ring buffer's size for ncpus possible CPUs. */
-unsigned defer_ring_bytes(int ncpus);
-
 struct bpfload_report;
 
 /* Opens, sizes, loads and attaches the BPF program on every online CPU (offline ones skipped), with
