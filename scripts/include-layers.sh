@@ -13,11 +13,12 @@ allowed() {
 	lib/elf/*) echo "elf/ util/" ;;
 	lib/symbolize/*) echo "symbolize/ elf/ util/" ;;
 	lib/unwind/*) echo "= unwind/ elf/ util/" ;;
-	lib/python/*) echo "= python/ unwind/cfi.h elf/ util/" ;;
+	lib/runtime/*) echo "util/" ;;
+	lib/python/*) echo "= python/ runtime/ unwind/cfi.h elf/ util/" ;;
 	lib/store/*) echo "store/ util/" ;;
 	lib/render/*) echo "render/ util/ lib/render/pprof.pb-c.h" ;;
 	lib/query/*) echo "query/ store/ render/ util/" ;;
-	daemon/http/*) echo "http/ query/ store/store.h render/json.h status.h util/capstream.h" ;;
+	daemon/http/*) echo "http/ query/ store/store.h render/json.h status.h util/capstream.h util/counter.h" ;;
 	daemon/*) echo "*" ;;
 	cli/*) echo "httpget.h query/ store/store.h render/unit.h util/utf8.h util/capstream.h symbolize/latenames.h" ;;
 	esac

@@ -3,35 +3,43 @@
 #include <inttypes.h>
 #include <math.h>
 
+#include "http/counters.h"
 #include "http/http_impl.h"
 #include "http/metric.h"
 #include "http/status_deferred.h"
 
-/* Each counter: its JSON and text name, its metric and what it counts. */
-#define DEFERRED_COUNTERS(X)                                                                                 \
-	X(received, "flamed_deferred_samples_total", "counter",                                            \
-	  "CPU samples taken before their process's unwind tables were ready, copied to be walked later.")      \
-	X(walked, "flamed_deferred_walked_total", "counter", "Deferred samples walked with their tables.")      \
-	X(given_up, "flamed_deferred_given_up_total", "counter",                                          \
-	  "Deferred samples walked by frame pointers: their tables did not come in time.")                   \
-	X(dropped, "flamed_deferred_dropped_total", "counter",                                            \
-	  "Deferred samples not kept: the memory for them was full.")                                       \
-	X(short_copies, "flamed_deferred_short_copies_total", "counter",                                  \
-	  "Deferred samples whose walk needed more of the stack than was copied (their outer frames lost).")    \
-	X(stored, "flamed_deferred_stored_total", "counter", "Deferred samples handed to a flush.")              \
-	X(bytes_copied, "flamed_deferred_stack_bytes_total", "counter", "User stack bytes the deferred samples carried.") \
-	X(offcpu_received, "flamed_deferred_offcpu_blocks_total", "counter",                              \
-	  "Off-CPU blocks among the deferred records: their waits are stored with the walk.")                  \
-	X(offcpu_held, "flamed_deferred_offcpu_held_total", "counter",                                    \
-	  "Off-CPU waits counted before their block was walked, held for the walk.")                          \
-	X(offcpu_stored, "flamed_deferred_offcpu_stored_total", "counter",                                \
-	  "Off-CPU waits stored with a deferred block's walk.")                                               \
-	X(offcpu_unmatched, "flamed_deferred_offcpu_unmatched_total", "counter",                          \
-	  "Off-CPU waits whose deferred block's record was lost or its walk forgotten: stored without user frames.") \
-	X(offcpu_kept, "flamed_deferred_offcpu_walks_kept", "gauge",                                      \
-	  "Deferred blocks' walks kept for the waits counted under them later.")                              \
-	X(waiting, "flamed_deferred_waiting", "gauge", "Deferred samples waiting for their tables now.")       \
-	X(waiting_bytes, "flamed_deferred_waiting_bytes", "gauge", "Memory the waiting samples take.")
+static const struct counter counters[] = {
+	STATUS_COUNTER(lost[STAT_DEFER_LOST], "lost", "flamed_deferred_lost_total", "counter",
+		"CPU samples not deferred for want of room in the ring buffer (walked by frame pointers)."),
+	STATUS_COUNTER(deferred.received, "received", "flamed_deferred_samples_total", "counter",
+		"CPU samples taken before their process's unwind tables were ready, copied to be walked later."),
+	STATUS_COUNTER(deferred.walked, "walked", "flamed_deferred_walked_total", "counter",
+		"Deferred samples walked with their tables."),
+	STATUS_COUNTER(deferred.given_up, "given_up", "flamed_deferred_given_up_total", "counter",
+		"Deferred samples walked by frame pointers: their tables did not come in time."),
+	STATUS_COUNTER(deferred.dropped, "dropped", "flamed_deferred_dropped_total", "counter",
+		"Deferred samples not kept: the memory for them was full."),
+	STATUS_COUNTER(deferred.short_copies, "short_copies", "flamed_deferred_short_copies_total", "counter",
+		"Deferred samples whose walk needed more of the stack than was copied (their outer frames lost)."),
+	STATUS_COUNTER(deferred.stored, "stored", "flamed_deferred_stored_total", "counter",
+		"Deferred samples handed to a flush."),
+	STATUS_COUNTER(deferred.bytes_copied, "bytes_copied", "flamed_deferred_stack_bytes_total", "counter",
+		"User stack bytes the deferred samples carried."),
+	STATUS_COUNTER(deferred.offcpu_received, "offcpu_received", "flamed_deferred_offcpu_blocks_total", "counter",
+		"Off-CPU blocks among the deferred records: their waits are stored with the walk."),
+	STATUS_COUNTER(deferred.offcpu_held, "offcpu_held", "flamed_deferred_offcpu_held_total", "counter",
+		"Off-CPU waits counted before their block was walked, held for the walk."),
+	STATUS_COUNTER(deferred.offcpu_stored, "offcpu_stored", "flamed_deferred_offcpu_stored_total", "counter",
+		"Off-CPU waits stored with a deferred block's walk."),
+	STATUS_COUNTER(deferred.offcpu_unmatched, "offcpu_unmatched", "flamed_deferred_offcpu_unmatched_total", "counter",
+		"Off-CPU waits whose deferred block's record was lost or its walk forgotten: stored without user frames."),
+	STATUS_COUNTER(deferred.offcpu_kept, "offcpu_kept", "flamed_deferred_offcpu_walks_kept", "gauge",
+		"Deferred blocks' walks kept for the waits counted under them later."),
+	STATUS_COUNTER(deferred.waiting, "waiting", "flamed_deferred_waiting", "gauge",
+		"Deferred samples waiting for their tables now."),
+	STATUS_COUNTER(deferred.waiting_bytes, "waiting_bytes", "flamed_deferred_waiting_bytes", "gauge",
+		"Memory the waiting samples take."),
+};
 
 static double finite_or_zero(double d)
 {
@@ -40,33 +48,23 @@ static double finite_or_zero(double d)
 
 void status_deferred_json(FILE *o, const struct daemon_status *s)
 {
-	fprintf(o, ", \"deferred\": {\"enabled\": %s, \"lost\": %" PRIu64, s->deferred_on ? "true" : "false",
-		s->lost[STAT_DEFER_LOST]);
-#define JSON(f, metric, type, help) fprintf(o, ", \"%s\": %" PRIu64, #f, s->deferred.f);
-	DEFERRED_COUNTERS(JSON)
-#undef JSON
+	fprintf(o, ", \"deferred\": {\"enabled\": %s", s->deferred_on ? "true" : "false");
+	counters_json(o, counters, COUNTERS_LEN(counters), s);
 	fprintf(o, ", \"wait_seconds\": %.6f, \"wait_max_seconds\": %.6f}", finite_or_zero(s->deferred.wait_seconds),
 		finite_or_zero(s->deferred.wait_max_seconds));
 }
 
 void status_deferred_text(FILE *o, const struct daemon_status *s)
 {
-	fprintf(o, "deferred_enabled %d\ndeferred_lost %" PRIu64 "\n", s->deferred_on, s->lost[STAT_DEFER_LOST]);
-#define TEXT(f, metric, type, help) fprintf(o, "deferred_%s %" PRIu64 "\n", #f, s->deferred.f);
-	DEFERRED_COUNTERS(TEXT)
-#undef TEXT
+	fprintf(o, "deferred_enabled %d\n", s->deferred_on);
+	counters_text(o, "deferred", counters, COUNTERS_LEN(counters), s);
 	fprintf(o, "deferred_wait_seconds %.6f\ndeferred_wait_max_seconds %.6f\n",
 		finite_or_zero(s->deferred.wait_seconds), finite_or_zero(s->deferred.wait_max_seconds));
 }
 
 void status_deferred_metrics(FILE *o, const struct daemon_status *s)
 {
-#define METRIC(f, metric, type, help) http_metric_u64(o, metric, type, help, s->deferred.f);
-	DEFERRED_COUNTERS(METRIC)
-#undef METRIC
-	http_metric_u64(o, "flamed_deferred_lost_total", "counter",
-			"CPU samples not deferred for want of room in the ring buffer (walked by frame pointers).",
-			s->lost[STAT_DEFER_LOST]);
+	counters_metrics(o, counters, COUNTERS_LEN(counters), s);
 	http_metric(o, "flamed_deferred_wait_seconds_total", "counter",
 		    "Time deferred samples waited for their tables, summed over those walked with them.");
 	fprintf(o, "flamed_deferred_wait_seconds_total %.6f\n", finite_or_zero(s->deferred.wait_seconds));

@@ -241,6 +241,7 @@ static void fake_status(struct daemon_status *out, void *ctx)
 	out->off_cpu_max_stacks = 8192;
 	for (unsigned i = STAT_OFFCPU_BLOCKS; i <= STAT_OFFCPU_COUNTS_FULL; i++)
 		out->lost[i] = 31 + i - STAT_OFFCPU_BLOCKS; /* blocks 31 ... counts_full 39 */
+	out->lost[STAT_OFFCPU_DEFERRED] = 41;
 	out->offcpu_keys_stored = 40;
 	out->offcpu_us_stored = 1500000;
 	out->offcpu_us_unstored = 250;
@@ -391,7 +392,7 @@ static void test_status(unsigned port, struct fake *fake)
 		"\"binaries_cached\":8,\"processes_cached\":9,\"symbol_cache_bytes\":0,\"binaries_evicted\":0,\"binaries_over_bound\":14,"
 		"\"symbols_dropped\":13}",
 		"\"off_cpu\":{\"enabled\":true,\"asked\":true,\"min_wait_us\":250,\"max_stacks\":8192,\"blocks\":31,\"walked\":32,"
-		"\"reused\":33,\"waits\":35,\"short_waits\":36,\"ongoing\":37,\"lost\":{\"no_storage\":34,"
+		"\"reused\":33,\"waits\":35,\"short_waits\":36,\"ongoing\":37,\"deferred\":41,\"lost\":{\"no_storage\":34,"
 		"\"stack_evicted\":38,\"counts_full\":39},\"keys_stored\":40,\"us_stored\":1500000,\"us_unstored\":250}",
 	};
 	int calls = atomic_load(&fake->status_calls);
