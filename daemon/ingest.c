@@ -1,6 +1,7 @@
-/* ingest.c - a drained sample becomes a stored row: user frames named (native by the symbolizer,
- * Python by the namer, the interpreter's glue between them left out), kernel frames after them,
- * folded root first into one line and its frames, then added to the store. */
+/* ingest.c - a drained sample becomes a stored row: user frames named (native by the symbolizer, a
+ * runtime's by the runtime (runtimes.h: CPython's code objects), its call machinery between them left
+ * out), kernel frames after them, folded root first into one line and its frames, then added to the
+ * store. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -9,9 +10,7 @@
 
 #include "ingest.h"
 #include "store/store.h"
-#include "python/pyglue.h"
-#include "python/pynames.h"
-#include "python/pyprocs.h"
+#include "runtimes.h"
 #include "symbolize/symbolizer.h"
 
 /* A frame's name at most: room for the mangled names of C++ templates (ATen's kernels run to 500 bytes
@@ -29,25 +28,31 @@ struct frame_slot {
 	char name[FRAME_NAME_MAX + 8];
 	char module[sizeof(((struct frame_origin *)0)->module)];
 	char build_id[sizeof(((struct frame_origin *)0)->build_id)];
-	char file[PY_FILE_MAX]; /* a Python frame's */
+	char file[RUNTIME_FILE_MAX]; /* a runtime frame's */
 };
 
 /* One user frame of the sample being folded, before it is pushed. */
 struct user_frame {
-	int kind;                  /* enum frame_kind, or USER_FRAME_PYTHON */
-	bool drop;                 /* interpreter glue between Python frames: left out */
+	int kind;                  /* enum frame_kind, or USER_FRAME_RUNTIME */
+	bool drop;                 /* a runtime's call machinery between its frames: left out */
 	char name[FRAME_NAME_MAX]; /* as folded, without a suffix */
 	struct frame_origin origin;
-	char file[PY_FILE_MAX];    /* a Python frame's source: its file, first line and line run */
+	char file[RUNTIME_FILE_MAX];    /* a runtime frame's source: its file, first line and line run */
 	int start_line, line;
 };
-#define USER_FRAME_PYTHON 100
+#define USER_FRAME_RUNTIME 100
+
+/* The runtime that runs the process of the sample being folded (ops NULL: none). */
+struct sample_runtime {
+	const struct runtime_ops *ops;
+	void *rt;
+	const void *proc; /* its state of the process; NULL when the runtime does not track it (gone) */
+};
 
 /* One flush's step from raw samples to stored rows, and its room to fold the deepest stack. */
 struct ingest {
 	struct symbolizer *sym;
-	struct pyprocs *py;        /* NULL with --python off */
-	struct pynames *pynames;
+	struct runtimes *rts;      /* NULL: no runtime's frames are named */
 	struct cgroups *cgroups;   /* NULL: where samples ran is not learnt */
 	struct foldcache *folds;   /* this flush's stacks folded so far, by raw stack */
 	struct user_frame user[PROFILE_MAX_DEPTH];
@@ -125,74 +130,89 @@ static void push_frame(struct ingest *f, size_t *len, const char *name, const ch
 	f->nframes++;
 }
 
-/* Names user frame i (leaf first) of sample s into f->user[i]: a Python frame from its code object, a
- * native one from the ELF symbols of its binary. */
+/* The runtime whose walker wrote frame value v of a process that r says runs one (else: of a process it
+ * no longer tracks, which it names as unknown, counted). */
+static struct sample_runtime frame_runtime(const struct ingest *f, const struct sample_runtime *r, uint64_t v)
+{
+	if (r->ops)
+		return r->ops->owns(v) ? *r : (struct sample_runtime){ 0 };
+	for (unsigned i = 0; f->rts && i < RUNTIMES; i++)
+		if (f->rts->rt[i] && runtime_kinds[i].ops->owns(v))
+			return (struct sample_runtime){ .ops = runtime_kinds[i].ops, .rt = f->rts->rt[i] };
+	return (struct sample_runtime){ 0 };
+}
+
+/* Names user frame i (leaf first) of sample s into f->user[i]: a runtime's frame by the runtime (r: the
+ * process's), a native one from the ELF symbols of its binary. */
 static void name_user_frame(struct ingest *f, const struct sampler_sample *s, unsigned i,
-			    const struct pyproc_info *py)
+			    const struct sample_runtime *r)
 {
 	struct user_frame *u = &f->user[i];
-	struct py_frame_name pn;
+	struct sample_runtime fr = { 0 };
+	struct runtime_frame rf;
 
 	u->drop = false;
 	u->file[0] = '\0';
 	u->start_line = u->line = 0;
-	if (!PY_IS_FRAME(s->uips[i]) || !f->pynames || (s->key->flags & SAMPLE_USTACK_FP)) {
+	if (!(s->key->flags & SAMPLE_USTACK_FP)) /* frame pointers read no runtime's frame */
+		fr = frame_runtime(f, r, s->uips[i]);
+	if (!fr.ops) {
 		u->kind = symbolizer_user_frame(f->sym, s->key->pid, s->uips[i], i > 0, u->name, sizeof(u->name),
 						&u->origin);
 		return;
 	}
-	pynames_name(f->pynames, s->key->pid, py, s->uips[i], &pn);
-	u->kind = USER_FRAME_PYTHON;
-	frame_copy_str(u->name, sizeof(u->name), pn.folded);
-	frame_copy_str(u->file, sizeof(u->file), pn.file);
-	u->start_line = pn.first_line;
-	u->line = pn.line;
+	fr.ops->name_frame(fr.rt, s->key->pid, fr.proc, s->uips[i], &rf);
+	u->kind = USER_FRAME_RUNTIME;
+	frame_copy_str(u->name, sizeof(u->name), rf.folded);
+	frame_copy_str(u->file, sizeof(u->file), rf.file);
+	u->start_line = rf.first_line;
+	u->line = rf.line;
 	u->origin.ninlined = 0;
 	u->origin.module[0] = u->origin.build_id[0] = '\0';
 }
 
-/* Whether user frame u is the interpreter's (py) code. */
-static bool in_interpreter(const struct user_frame *u, const struct pyproc_info *py)
+/* Whether user frame u is the runtime's (r) own native code. */
+static bool in_runtime(const struct user_frame *u, const struct sample_runtime *r)
 {
-	return u->kind != USER_FRAME_PYTHON && !strcmp(u->origin.module, py->path);
+	return u->kind != USER_FRAME_RUNTIME && r->ops->is_own(r->proc, u->origin.module);
 }
 
-/* Marks the frame no symbol names that passes a call on to the Python frame at index p (leaf first): an
- * unnamed frame of the interpreter right outside p, called by one its symbols name as glue. A stripped
- * interpreter names its exported entry points of a call (_PyFunction_Vectorcall) but not the static
- * function they pass it through to the eval loop (_PyEval_Vector). One frame only: a run of unnamed
- * frames may be real work in C (a builtin's loop, list_sort calling a key function), kept. (-X perf's
- * evaluator, which calls the trampoline, the BPF program leaves out itself.) */
-static void drop_unnamed_glue(struct ingest *f, unsigned p, unsigned n, const struct pyproc_info *py)
+/* Marks the frame no symbol names that passes a call on to the runtime frame at index p (leaf first): an
+ * unnamed frame of the runtime's code right outside p, called by one its symbols name as glue. A
+ * stripped interpreter names its exported entry points of a call (_PyFunction_Vectorcall) but not the
+ * static function they pass it through to the eval loop (_PyEval_Vector). One frame only: a run of
+ * unnamed frames may be real work in C (a builtin's loop, list_sort calling a key function), kept. (-X
+ * perf's evaluator, which calls the trampoline, the BPF program leaves out itself.) */
+static void drop_unnamed_glue(struct ingest *f, unsigned p, unsigned n, const struct sample_runtime *r)
 {
-	if (p + 2 < n && in_interpreter(&f->user[p + 1], py) && f->user[p + 1].kind == FRAME_UNKNOWN &&
-	    in_interpreter(&f->user[p + 2], py) && py_is_glue(f->user[p + 2].name))
+	if (p + 2 < n && in_runtime(&f->user[p + 1], r) && f->user[p + 1].kind == FRAME_UNKNOWN &&
+	    in_runtime(&f->user[p + 2], r) && r->ops->is_glue(f->user[p + 2].name))
 		f->user[p + 1].drop = true;
 }
 
-/* Marks the interpreter's glue for leaving out: its call machinery between two Python frames, and
- * between the innermost Python frame and the builtin it calls. Glue is what the interpreter's symbols
- * (.dynsym, or .symtab and a debug file where there) name as call machinery (py_is_glue), and the
- * unnamed frames between such a frame and the Python frame it calls (drop_unnamed_glue). */
-static void drop_glue(struct ingest *f, unsigned n, const struct pyproc_info *py)
+/* Marks the runtime's glue for leaving out: its call machinery between two of its frames, and between
+ * the innermost one and the native function it calls. Glue is what the runtime's symbols (.dynsym, or
+ * .symtab and a debug file where there) name as call machinery (runtime_ops.is_glue), and the unnamed
+ * frames between such a frame and the runtime frame it calls (drop_unnamed_glue). */
+static void drop_glue(struct ingest *f, unsigned n, const struct sample_runtime *r)
 {
-	unsigned inner = n, outer = n; /* the innermost and outermost Python frames */
+	unsigned inner = n, outer = n; /* the innermost and outermost runtime frames */
 
 	for (unsigned i = 0; i < n; i++) {
-		if (f->user[i].kind != USER_FRAME_PYTHON)
+		if (f->user[i].kind != USER_FRAME_RUNTIME)
 			continue;
 		if (inner == n)
 			inner = i;
 		outer = i;
 	}
-	if (inner == n || !py)
+	if (inner == n || !r->ops || !r->proc)
 		return;
 	for (unsigned i = 0; i < outer; i++) {
 		struct user_frame *u = &f->user[i];
 
-		if (u->kind == USER_FRAME_PYTHON)
-			drop_unnamed_glue(f, i, outer, py);
-		else if (in_interpreter(u, py) && py_is_glue(u->name))
+		if (u->kind == USER_FRAME_RUNTIME)
+			drop_unnamed_glue(f, i, outer, r);
+		else if (in_runtime(u, r) && r->ops->is_glue(u->name))
 			u->drop = true;
 	}
 }
@@ -223,10 +243,15 @@ static unsigned tracing_frames(struct ingest *f, const struct sampler_sample *s)
 static void fold(struct ingest *f, const struct sampler_sample *s)
 {
 	static const struct frame_origin kernel = { .module = "[kernel]" };
-	const struct pyproc_info *py = f->py ? pyprocs_find(f->py, s->key->pid) : NULL;
+	struct sample_runtime r = { 0 };
 	char name[FRAME_NAME_MAX];
+	int ri = f->rts ? runtimes_find(f->rts, s->key->pid, &r.proc) : -1;
 	size_t len = 0;
 
+	if (ri >= 0) {
+		r.ops = runtime_kinds[ri].ops;
+		r.rt = f->rts->rt[ri];
+	}
 	f->nframes = 0;
 	f->folded[0] = '\0';
 	if (s->nu && (s->key->flags & SAMPLE_USTACK_TRUNCATED)) /* its outermost frames were cut */
@@ -235,15 +260,15 @@ static void fold(struct ingest *f, const struct sampler_sample *s)
 		unsigned nu = s->nu < PROFILE_MAX_DEPTH ? s->nu : PROFILE_MAX_DEPTH;
 
 		for (unsigned i = 0; i < nu; i++)
-			name_user_frame(f, s, i, py);
-		drop_glue(f, nu, py);
+			name_user_frame(f, s, i, &r);
+		drop_glue(f, nu, &r);
 		for (unsigned i = nu; i-- > 0;) {
 			const struct user_frame *u = &f->user[i];
 
 			if (u->drop)
 				continue;
 			push_frame(f, &len, u->name, u->kind == FRAME_JIT ? "_[j]" : "", &u->origin,
-				   u->kind == USER_FRAME_PYTHON ? u : NULL);
+				   u->kind == USER_FRAME_RUNTIME ? u : NULL);
 			for (int j = 0; j < u->origin.ninlined; j++) /* inlined into it: called from it */
 				push_frame(f, &len, u->origin.inlined[j], "_[i]", &u->origin, NULL);
 		}
@@ -331,7 +356,7 @@ int ingest_new(const struct ingest_opts *o, struct ingest **out)
 	struct ingest *in;
 	int err;
 
-	if (!o || !o->store || !o->sym || (o->py && !o->pynames))
+	if (!o || !o->store || !o->sym)
 		return -EINVAL;
 	in = calloc(1, sizeof(*in)); /* large: the frames and folded text of the deepest stack */
 	if (!in)
@@ -346,8 +371,7 @@ int ingest_new(const struct ingest_opts *o, struct ingest **out)
 	}
 	in->store = o->store;
 	in->sym = o->sym;
-	in->py = o->py;
-	in->pynames = o->py ? o->pynames : NULL;
+	in->rts = o->rts;
 	*out = in;
 	return 0;
 }
@@ -359,8 +383,8 @@ void ingest_begin(struct ingest *in)
 	symbolizer_begin_flush(in->sym);
 	in->boot_to_mono = clock_ns(CLOCK_MONOTONIC) - clock_ns(CLOCK_BOOTTIME);
 	foldcache_reset(in->folds);
-	if (in->pynames)
-		pynames_begin_flush(in->pynames);
+	if (in->rts)
+		runtimes_flush_begin(in->rts);
 }
 
 int ingest_end(struct ingest *in, struct ingest_counts *out)

@@ -12,16 +12,14 @@
 
 struct ingest;
 struct symbolizer;
-struct pyprocs;
-struct pynames;
+struct runtimes;
 struct store;
 
 /* What ingest borrows (the caller owns them and frees them after ingest_free()). */
 struct ingest_opts {
 	struct store *store;
 	struct symbolizer *sym;
-	struct pyprocs *py;       /* NULL: Python frames are not walked (--python off) */
-	struct pynames *pynames;  /* NULL when py is */
+	struct runtimes *rts;     /* the runtimes whose frames are named (runtimes.h); NULL: none */
 	bool cgroups;             /* learn where each sample ran (cgroups.c, owned by the ingest step) */
 };
 
@@ -36,7 +34,7 @@ struct ingest_counts {
 /* Creates the ingest step over o's objects. Returns 0, -EINVAL or -ENOMEM; *out set only on success. */
 int ingest_new(const struct ingest_opts *o, struct ingest **out);
 
-/* Starts a flush: a store transaction, the symbolizer's and the Python namer's flush, an empty
+/* Starts a flush: a store transaction, the symbolizer's and the runtimes' flush, an empty
  * cache of folded stacks. */
 void ingest_begin(struct ingest *in);
 

@@ -20,6 +20,7 @@
 #include "http/http.h"
 #include "http/tls.h"
 #include "deferred.h"
+#include "runtimes.h"
 #include "ingest.h"
 #include "lineage.h"
 #include "losses.h"
@@ -31,8 +32,6 @@
 #include "unwcache.h"
 #include "query/query.h"
 #include "store/store.h"
-#include "python/pynames.h"
-#include "python/pyprocs.h"
 #include "symbolize/symbolizer.h"
 #include "unwind/unwinder.h"
 
@@ -105,8 +104,7 @@ struct daemon {
 	struct deferred *deferred; /* samples before their process's tables; NULL when not deferred */
 	struct store *store;
 	struct symbolizer *sym;
-	struct pyprocs *py;        /* NULL with --python off */
-	struct pynames *pynames;   /* NULL with --python off */
+	struct runtimes rts;       /* the runtimes walked (CPython): each NULL when its walker is off */
 	struct ingest *ingest;     /* what a flush does with each sample drained */
 	struct lineage *lineage;   /* who started whom, written with each flush */
 	struct http *http;
@@ -168,10 +166,8 @@ static void update_status(struct daemon *d, const struct sampler_stats *st, doub
 	if (d->deferred)
 		deferred_get_stats(d->deferred, &s->deferred);
 	s->samples += s->deferred.stored; /* counted once walked */
-	if (d->py) {
-		pyprocs_get_stats(d->py, &s->py);
-		pynames_get_stats(d->pynames, &s->pynames);
-	}
+	for (unsigned i = 0; i < RUNTIMES; i++)
+		runtimes_get_stats(&d->rts, i, s->runtime[i].stats);
 	lineage_get_stats(d->lineage, &s->lineage);
 	ingest_get_cgroup_stats(d->ingest, &s->cgroups);
 	/* Counting rows reads whole tables (seconds on a big database): once a minute, not per flush. */
@@ -301,8 +297,7 @@ static int flush(struct daemon *d)
 	prune(d);
 	if (d->unw)
 		unwinder_request_sweep(d->unw);
-	if (d->py)
-		pyprocs_sweep(d->py);
+	runtimes_flush_end(&d->rts);
 
 	pthread_mutex_lock(&d->lock);
 	if (store_err) {
@@ -413,8 +408,7 @@ static int run_rechecks(struct daemon *d)
 				recheck_later(d, pid, round + 1);
 			if (d->unw)
 				unwinder_request(d->unw, pid, 0); /* libraries the dynamic loader mapped since */
-			if (d->py)
-				pyprocs_add(d->py, pid, 0); /* libpython, once the dynamic loader mapped it */
+			runtimes_process(&d->rts, pid, 0); /* libpython, once the dynamic loader mapped it */
 		}
 		if (q->count && (next < 0 || q->e[q->head].due < next))
 			next = q->e[q->head].due;
@@ -434,8 +428,7 @@ static void on_process_event(const struct process_event *e, void *ctx)
 	struct chained *c = &d->chained[pid % CHAINED_SLOTS];
 
 	if (kind == PROCESS_PY_CODE) { /* named now, while the process lives; the flush finds it cached */
-		if (d->pynames)
-			pynames_prefetch(d->pynames, pid, pyprocs_find(d->py, pid), e->addr);
+		runtimes_reported(&d->rts, pid, e->addr);
 		return;
 	}
 	if (kind == PROCESS_NEW)
@@ -452,8 +445,7 @@ static void on_process_event(const struct process_event *e, void *ctx)
 
 		unwinder_request_maps(d->unw, pid, token, maps, n); /* with them, if it is gone by then */
 	}
-	if (d->py) /* its interpreter, if any: before its next samples */
-		pyprocs_add(d->py, pid, token);
+	runtimes_process(&d->rts, pid, token); /* its interpreter, if any: before its next samples */
 }
 
 /* Tells systemd the daemon is alive, at half its watchdog interval; returns the poll timeout (ms) to
@@ -531,8 +523,7 @@ static int run(struct daemon *d, int sfd, int tfd)
 		uint64_t ticks;
 		int timeout = min_timeout(min_timeout(run_rechecks(d), pet_watchdog(d)), asked_flush(d));
 
-		if (d->py)
-			timeout = min_timeout(timeout, pyprocs_retry(d->py));
+		timeout = min_timeout(timeout, runtimes_retry(&d->rts));
 		if (d->deferred)
 			timeout = min_timeout(timeout, deferred_poll(d->deferred, false));
 
@@ -566,26 +557,23 @@ static int run(struct daemon *d, int sfd, int tfd)
 	}
 }
 
-/* The Python process tracker and frame namer (--python on). Logs and returns -errno. */
-static int start_python(struct daemon *d)
+/* Each runtime whose walker loaded (CPython: --python on). Python's options (--python-processes,
+ * --python-frames, --python-code-cache) are the only runtime's. Logs and returns -errno. */
+static int start_runtimes(struct daemon *d)
 {
-	struct pyprocs_opts po = {
+	struct runtime_config c = {
 		.procs_fd = sampler_python_fd(d->smp),
 		.max_procs = opt.python_processes,
-		.max_binaries = 1024,
 		.max_frames = opt.python_frames,
+		.max_names = opt.python_code_cache,
+		.lines = true,
 		.debug_dir = opt.debug_dir,
 	};
-	struct pynames_opts no = {
-		.max_codes = opt.python_code_cache,
-		.max_bytes = (size_t)opt.python_code_cache * 1024,
-		.lines = true,
-	};
-	int err = pyprocs_new(&po, &d->py);
+	int err = 0;
 
-	err = err ?: pynames_new(&no, &d->pynames);
-	if (err)
-		fprintf(stderr, "flamed: cannot start the Python frame walker: %s\n", strerror(-err));
+	for (unsigned i = 0; i < RUNTIMES && !err; i++)
+		if (d->status.bpf.feature[runtime_kinds[i].feature].on)
+			err = runtimes_start(&d->rts, i, &c);
 	return err;
 }
 
@@ -597,7 +585,8 @@ static void use_features(struct daemon *d)
 	bpffeature_log(&d->status.bpf);
 	if (!f[BPF_FEATURE_UNWIND].on)
 		d->status.unwind_mode = "fp";
-	d->status.python = f[BPF_FEATURE_PYTHON].on;
+	for (unsigned i = 0; i < RUNTIMES; i++)
+		d->status.runtime[i].on = f[runtime_kinds[i].feature].on;
 	d->status.off_cpu = f[BPF_FEATURE_OFFCPU].on;
 	d->status.off_cpu_max_stacks = d->status.off_cpu ? OFF_CPU_STACKS : 0;
 }
@@ -702,12 +691,11 @@ static int start(struct daemon *d)
 			d->status.deferred_on = !err;
 		}
 	}
-	if (!err && d->status.bpf.feature[BPF_FEATURE_PYTHON].on)
-		err = start_python(d);
+	err = err ?: start_runtimes(d);
 	if (err)
 		return err;
-	err = ingest_new(&(struct ingest_opts){ .store = d->store, .sym = d->sym, .py = d->py,
-						.pynames = d->pynames, .cgroups = true }, &d->ingest);
+	err = ingest_new(&(struct ingest_opts){ .store = d->store, .sym = d->sym, .rts = &d->rts, .cgroups = true },
+			 &d->ingest);
 	if (err)
 		fprintf(stderr, "flamed: cannot start the ingest step: %s\n", strerror(-err));
 	return err;
@@ -767,8 +755,8 @@ int main(int argc, char **argv)
 	d.status.frequency = opt.frequency;
 	d.status.flush_interval = opt.flush_interval;
 	d.status.unwind_mode = opt.unwind == UNWIND_MODE_FP ? "fp" : opt.unwind == UNWIND_MODE_DWARF ? "dwarf" : "auto";
-	d.status.python = opt.python && opt.unwind != UNWIND_MODE_FP;
-	d.status.python_frames = opt.python_frames;
+	for (unsigned i = 0; i < RUNTIMES; i++) /* on once their walkers load (use_features) */
+		d.status.runtime[i].max_frames = opt.python_frames;
 	d.status.off_cpu = opt.off_cpu;
 	d.status.off_cpu_min_us = opt.off_cpu_min_us;
 	d.status.off_cpu_max_stacks = opt.off_cpu ? OFF_CPU_STACKS : 0;
@@ -827,8 +815,7 @@ out:
 	tablecache_free(d.unwcache);
 	ingest_free(d.ingest);
 	lineage_free(d.lineage);
-	pyprocs_free(d.py);
-	pynames_free(d.pynames);
+	runtimes_free(&d.rts);
 	sampler_free(d.smp);
 	deferred_free(d.deferred); /* after the sampler, whose callback fed it */
 	symbolizer_free(d.sym);

@@ -10,8 +10,7 @@
 #include "deferred.h"
 #include "cgroups.h"
 #include "lineage.h"
-#include "python/pynames.h"
-#include "python/pyprocs.h"
+#include "runtimes.h"
 #include "symbolize/symbolizer.h"
 #include "unwind/unwinder.h"
 
@@ -44,10 +43,13 @@ struct daemon_status {
 	struct unwinder_stats unwind; /* zeros with --unwind fp */
 	bool deferred_on;             /* samples before their process's tables are copied and walked later */
 	struct deferred_stats deferred; /* zeros when not */
-	bool python;               /* Python frames are walked (--python on, not --unwind fp) */
-	unsigned python_frames;    /* --python-frames */
-	struct pyprocs_stats py;   /* zeros when not walked */
-	struct pynames_stats pynames;
+	/* Each runtime of runtime_kinds: walked or not (CPython: --python on, not --unwind fp), its frames per
+	 * stack at most, its counters (runtime_ops.get_stats; zeros when not walked). */
+	struct runtime_status {
+		bool on;
+		unsigned max_frames;
+		_Alignas(8) unsigned char stats[RUNTIME_STATS_MAX];
+	} runtime[RUNTIMES];
 	bool off_cpu;                /* off-CPU time is counted (--off-cpu); its BPF counters are in lost[] */
 	unsigned off_cpu_min_us;     /* --off-cpu-min-us: shorter waits are not counted */
 	unsigned off_cpu_max_stacks; /* stacks of blocked threads kept until their waits are counted */

@@ -26,7 +26,7 @@
 #include "http/status_cgroups.h"
 #include "http/status_lineage.h"
 #include "http/status_offcpu.h"
-#include "http/status_python.h"
+#include "http/status_runtimes.h"
 
 /* The names of enum profile_stat's loss counters; NULL: not a loss. */
 static const char *const lost_kinds[STAT_MAX] = {
@@ -132,7 +132,7 @@ void http_handle_status(struct http *h, struct request *rq)
 	if (table) {
 		rq->type = "text/plain; charset=utf-8";
 		status_text(o, &s, rq->now);
-		status_python_text(o, &s);
+		status_runtimes_text(o, &s);
 		status_offcpu_text(o, &s);
 		status_lineage_text(o, &s);
 		status_cgroups_text(o, &s);
@@ -167,7 +167,7 @@ void http_handle_status(struct http *h, struct request *rq)
 	fprintf(o, ", \"fold_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64 ", \"full\": %" PRIu64 "}",
 		s.fold_hits, s.fold_misses, s.fold_full);
 	status_unwind_json(o, &s);
-	status_python_json(o, &s);
+	status_runtimes_json(o, &s);
 	status_offcpu_json(o, &s);
 	status_lineage_json(o, &s);
 	status_cgroups_json(o, &s);
@@ -318,7 +318,7 @@ void http_handle_metrics(struct http *h, struct request *rq)
 	metrics_samples(o, &s);
 	metrics_symbolizer(o, &s);
 	metrics_unwind(o, &s);
-	status_python_metrics(o, &s);
+	status_runtimes_metrics(o, &s);
 	status_offcpu_metrics(o, &s);
 	status_bpf_metrics(o, &s);
 	status_lineage_metrics(o, &s);

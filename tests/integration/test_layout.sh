@@ -12,7 +12,7 @@ long=$(cd "$ROOT" && wc -l lib/*/*.[ch] daemon/*.[ch] daemon/*/*.[ch] cli/*.[ch]
 	awk '$2 != "total" && $2 != "lib/unwind/cfi.c" && $1 > 850 { printf "%s%s (%d lines)", s, $2, $1; s = ", " }')
 check "no source file over 850 lines but lib/unwind/cfi.c${long:+: $long}" [ -z "$long" ]
 
-for d in store query render symbolize elf unwind python util; do
+for d in store query render symbolize elf unwind runtime python util; do
 	check "lib/$d/ is described in docs/ARCHITECTURE.md" grep -q "\`lib/$d/\`" "$ROOT/docs/ARCHITECTURE.md"
 done
 exit $FAILED
