@@ -23,6 +23,7 @@ PYROOT=${PYROOT:-}      # a root PYTHON runs in (its path is then the root's)
 PYBURN=bench/pyburn.py # the Python workload, as PYTHON sees it
 PYV=                   # PYTHON's version (3.11): the python part's rows are that version's
 PY_DEPTH=21            # pyburn.py's handler recursion: with <module>, main and spin, 25 Python frames
+SERVE_T=10             # seconds of wrk on each URL (the ab part's serve window)
 AB_BASE=${BENCH_AB:-2b9fcd0} # the earlier commit the ab part builds beside this build
 PY=()                  # the command that runs PYTHON (in PYROOT: chroot, which execs it in the same process)
 BPFTRACE=${BPFTRACE:-bpftrace}
@@ -547,6 +548,26 @@ ab_window() {
 	flamed_window "$1" pyshort
 }
 
+# serve_window DIR FLAMED: FLAMED (a flamed binary) at 99 Hz with its API on loopback, over run_pyshort for
+# T s, then 64 connections of wrk for SERVE_T s on /metrics and as long on the last 5 minutes' profile
+# (folded). Sets R_RSS (KiB, before wrk), R_HWM (KiB, after it), R_REQS ("metrics N/s, profile N/s").
+serve_window() {
+	local dir=$1 url m p
+	mkdir -p "$dir"
+	FLAMED_BIN=$2 start_flamed "$dir" --db "$dir/flamed.db" --listen 127.0.0.1:0 --frequency 99 -v
+	url=http://127.0.0.1:$(api_port "$dir")
+	run_pyshort "$T" "$dir"
+	R_RSS=$(status_kb "$FLAMED_PID" VmRSS)
+	wrk -t2 -c64 -d"$SERVE_T"s "$url/metrics" > "$dir/wrk-metrics.out" 2>&1 || die "wrk failed: $(tail -3 "$dir/wrk-metrics.out")"
+	wrk -t2 -c64 -d"$SERVE_T"s "$url/api/v1/profile?from=-5m&format=folded" > "$dir/wrk-profile.out" 2>&1 ||
+		die "wrk failed: $(tail -3 "$dir/wrk-profile.out")"
+	R_HWM=$(status_kb "$FLAMED_PID" VmHWM)
+	m=$(awk '/^Requests\/sec/ { printf "%.0f", $2 }' "$dir/wrk-metrics.out")
+	p=$(awk '/^Requests\/sec/ { printf "%.0f", $2 }' "$dir/wrk-profile.out")
+	R_REQS="/metrics $m/s, profile $p/s"
+	stop_flamed "$dir"
+}
+
 # ab_part: AB_BASE's flamed (A) and this build's (B), alternated over REPEAT rounds of the same load (ab_window):
 # the daemon's CPU per stored sample, the BPF programs' time per sample and the resident memory, as medians,
 # and B over A, so a regression shows as a ratio in one run.
@@ -577,6 +598,13 @@ ab_part() {
 	row "11. A/B" "flamed's resident memory at the end of the window (MB), A against B (median of $REPEAT)" \
 		"A $(mb "$(median "${a_rss[@]}")"), B $(mb "$(median "${b_rss[@]}")")" "B ≤ 40 MB" \
 		"$(status_of "$(median "${b_rss[@]}") * 1024 / 1e6 <= 40")"
+	log "ab: A and B once more over the same load, then 64 connections of wrk on /metrics and profile queries"
+	serve_window "$d/serve/a" "$AB_FLAMED"
+	ma=$R_RSS ua=$R_HWM ub=$R_REQS
+	serve_window "$d/serve/b" "$BUILD/flamed"
+	row "11. A/B" "flamed under 64 connections of wrk ($SERVE_T s on /metrics, $SERVE_T s on a 5-minute profile) after the load: steady (VmRSS before) / peak (VmHWM after), MB" \
+		"A $(mb "$ma") / $(mb "$ua") ($ub), B $(mb "$R_RSS") / $(mb "$R_HWM") ($R_REQS)" "B peak ≤ 60 MB" \
+		"$(status_of "$R_HWM * 1024 / 1e6 <= 60")"
 }
 
 # cgroups_window DIR SPREAD: flamed (started, warmed up by a first flush) over 500 bench/burn processes for T
@@ -1087,7 +1115,9 @@ How each figure is measured:
   three times a second (short-lived processes, as a host starts them). Each flamed is warmed first by a 1 s
   pyburn.py and its first flush. The daemon's CPU (utime + stime from then to its exit) over the samples it
   stored meanwhile (its \`-v\` flush lines), the BPF programs' \`run_time_ns\` over their runs (a tail-called
-  walker's time is its caller's), and VmRSS just before stopping; medians of the rounds, and B over A.
+  walker's time is its caller's), and VmRSS just before stopping; medians of the rounds, and B over A. Then each
+  once more over the same load with its API on loopback, followed by \`wrk -t2 -c64\` for $SERVE_T s on \`/metrics\`
+  and $SERVE_T s on \`/api/v1/profile?from=-5m&format=folded\`: VmRSS before wrk and VmHWM after.
 - First samples: a fresh \`flamed --frequency 99 --flush-interval 1\` (no unwind table built yet), then each program
   once (cold: its tables are built while it runs), once more (warm: they are built), and once after flamed
   is restarted on the same database (cached: the tables read from the disk cache, \`unwind-cache/\`): \`tests/workloads/short.c\`
