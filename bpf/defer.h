@@ -20,6 +20,17 @@ struct {
 	__uint(max_entries, 4096); /* sized by the daemon (defer_ring_bytes); a full one: frame pointers */
 } deferred SEC(".maps");
 
+/* A record being written, one per possible CPU (sized by the daemon): filled here, then sent with only
+ * the stack bytes it copied, so the ring holds records of their own sizes (a per-CPU array's values
+ * may not be this large). A CPU's programs do not share it at once: the sampler runs in interrupt
+ * context, sched_switch with interrupts off. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct deferred_sample);
+} defer_records SEC(".maps");
+
 /* Off-CPU blocks deferred so far: each one's record gets the next id (never 0). */
 __u64 defer_offcpu_ids = 0;
 
@@ -91,18 +102,16 @@ static __always_inline __u64 defer_sample(void *ctx, const struct uregs *r, cons
 					  const struct seen_process *known, const bool with_py, bool block)
 {
 	__u64 token = known->token, id = 1; /* also when the process was first seen */
+	__u32 off = 0, chunk, cpu = bpf_get_smp_processor_id();
 	struct deferred_sample *d;
-	__u32 off = 0, chunk;
-	__u64 addr;
+	__u64 addr, size;
 	long n;
 
 	if (!defer_new || known->start < defer_since_ns || bpf_ktime_get_ns() - token > DEFER_WINDOW_S * 1000000000ULL)
 		return 0;
-	d = bpf_ringbuf_reserve(&deferred, sizeof(*d), 0);
-	if (!d) {
-		stat_inc(STAT_DEFER_LOST);
+	d = bpf_map_lookup_elem(&defer_records, &cpu);
+	if (!d)
 		return 0;
-	}
 	d->key = *key;
 	d->key.kstack = d->key.ustack = 0;
 	if (block) {
@@ -135,7 +144,15 @@ static __always_inline __u64 defer_sample(void *ctx, const struct uregs *r, cons
 		if (py && py->token == token)
 			d->npy = py_defer_frames(py, key->pid, key->tid, d->pyips);
 	}
-	bpf_ringbuf_submit(d, 0);
+	/* Read back from the record, not off itself: the verifier then needs no exact off for the size,
+	 * and can prune the copy loop's states as before. */
+	size = offsetof(struct deferred_sample, stack) + *(volatile __u32 *)&d->copied;
+	if (size > sizeof(*d))
+		size = sizeof(*d);
+	if (bpf_ringbuf_output(&deferred, d, size, 0)) {
+		stat_inc(STAT_DEFER_LOST);
+		return 0;
+	}
 	stat_inc(block ? STAT_OFFCPU_DEFERRED : STAT_DEFERRED);
 	return id;
 }

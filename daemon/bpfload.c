@@ -78,19 +78,20 @@ static int set_template(struct bpf_map *outer, const struct bpf_map *inner)
 	return fd;
 }
 
-/* The deferred samples' ring buffer (defer_new) holds DEFER_RING_PER_CPU records of 39 KiB per possible
- * CPU, enough for the main loop to be busy with a flush meanwhile, in a power of two from DEFER_RING_MIN
- * to DEFER_RING_MAX bytes (a fuller one: those samples are read by frame pointers, counted). Its pages
- * are mapped twice into flamed (the ring wraps), so it counts twice in flamed's RSS: 16 MiB for the 8 MiB
- * every host had before. */
-#define DEFER_RING_PER_CPU 48u
+/* The deferred samples' ring buffer (defer_new): DEFER_RING_PER_CPU bytes per possible CPU, in a power of
+ * two from DEFER_RING_MIN to DEFER_RING_MAX. Records are as long as the stack they copied (up to 39 KiB;
+ * a short program's main thread, a few KiB), so 1 MiB holds about 50 of the longest, enough for the main
+ * loop to be busy with a flush meanwhile (a fuller one: those samples are read by frame pointers,
+ * counted). Its pages are mapped twice into flamed (the ring wraps), so it counts twice in flamed's
+ * RSS: 4 MiB on 2 CPUs. */
+#define DEFER_RING_PER_CPU (1u << 20)
 #define DEFER_RING_MIN (1u << 20)
 #define DEFER_RING_MAX (8u << 20)
 
 /* The deferred ring buffer's size for ncpus possible CPUs. */
 static unsigned defer_ring_bytes(int ncpus)
 {
-	size_t want = (size_t)(ncpus > 0 ? ncpus : 1) * DEFER_RING_PER_CPU * sizeof(struct deferred_sample);
+	size_t want = (size_t)ncpus * DEFER_RING_PER_CPU;
 	unsigned bytes = DEFER_RING_MIN;
 
 	while (bytes < DEFER_RING_MAX && bytes < want)
@@ -113,16 +114,18 @@ static int configure(struct profile *skel, const struct sampler_opts *opts, cons
 {
 	const struct bpf_feature_state *f = rep->feature;
 	bool off_cpu = f[BPF_FEATURE_OFFCPU].on;
-	int err;
+	int err, ncpus = libbpf_num_possible_cpus();
 
+	if (ncpus <= 0)
+		return ncpus ? ncpus : -EINVAL;
 	skel->rodata->include_idle = opts->include_idle;
 	skel->rodata->unwind_mode = f[BPF_FEATURE_UNWIND].on ? opts->unwind_mode : UNWIND_MODE_FP;
 	skel->rodata->python_walk = f[BPF_FEATURE_PYTHON].on;
 	skel->rodata->defer_new = f[BPF_FEATURE_UNWIND].on && opts->unwind_mode != UNWIND_MODE_FP && opts->defer_new;
 	skel->rodata->defer_since_ns = mono_ns();
 	skel->rodata->test_refuse = test_refuse();
-	if ((err = bpf_map__set_max_entries(skel->maps.deferred,
-					    skel->rodata->defer_new ? defer_ring_bytes(libbpf_num_possible_cpus()) : 4096)) ||
+	if ((err = bpf_map__set_max_entries(skel->maps.deferred, skel->rodata->defer_new ? defer_ring_bytes(ncpus) : 4096)) ||
+	    (err = bpf_map__set_max_entries(skel->maps.defer_records, skel->rodata->defer_new ? (unsigned)ncpus : 1)) ||
 	    (err = bpf_map__set_max_entries(skel->maps.py_procs, opts->max_python_procs ?: 1)) ||
 	    (err = bpf_map__set_max_entries(skel->maps.py_threads, opts->max_python_threads ?: 1)) ||
 	    (err = bpf_map__set_max_entries(skel->maps.unwind_tables, opts->max_unwind_tables ?: 1)) ||

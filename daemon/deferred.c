@@ -144,13 +144,17 @@ void deferred_add(const struct deferred_sample *s, size_t size, void *ctx)
 	size_t nk, npy, copied, bytes;
 	struct waiting *w;
 
-	if (size < sizeof(*s)) { /* the ring buffer's records are whole */
+	if (size < offsetof(struct deferred_sample, stack)) { /* a record ends after the stack it copied */
 		d->st.dropped++;
 		return;
 	}
 	nk = s->nk < PROFILE_MAX_DEPTH ? s->nk : PROFILE_MAX_DEPTH;
 	npy = s->npy < PROFILE_MAX_DEPTH ? s->npy : PROFILE_MAX_DEPTH;
-	copied = s->copied < sizeof(s->stack) ? s->copied : sizeof(s->stack);
+	copied = size - offsetof(struct deferred_sample, stack); /* what the record holds of the stack */
+	if (copied > sizeof(s->stack))
+		copied = sizeof(s->stack);
+	if (s->copied < copied)
+		copied = s->copied;
 	bytes = sizeof(*w) + (nk + npy) * sizeof(__u64) + copied;
 	if (d->bytes + bytes > d->o.max_bytes || !(w = malloc(bytes))) {
 		d->st.dropped++;

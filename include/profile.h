@@ -92,8 +92,9 @@ struct process_event {
  * not walked, but its registers, kernel stack and the top of its user stack sent through the deferred
  * ring buffer, for the daemon to walk once the tables are built (lib/unwind/stackwalk.c), with a Python
  * process's Python frames read now. Only the first nk kernel frames, npy Python ones and copied stack
- * bytes are meaningful. An off-CPU block's key has SAMPLE_OFFCPU and, as ustack, the id its waits are
- * counted under (with SAMPLE_DEFERRED) in the offcpu maps. */
+ * bytes are meaningful; the ring buffer's record ends with the last of those (its size is the record's
+ * up to stack, plus copied). An off-CPU block's key has SAMPLE_OFFCPU and, as ustack, the id its waits
+ * are counted under (with SAMPLE_DEFERRED) in the offcpu maps. */
 #define DEFER_STACK_BYTES 32768 /* of user stack copied from the sampled sp (perf dwarf: 8192, at most 65528) */
 #define DEFER_PAGE 4096         /* the copy is read a page at a time and stops at the first it cannot read */
 /* A process's samples are deferred only in its first DEFER_WINDOW_S seconds seen (then, tables or not,

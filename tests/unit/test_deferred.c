@@ -7,6 +7,7 @@
  * then stored with its frames; later ones with the walk kept; an unknown id's without user frames. */
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,12 +199,22 @@ static void test_bounds(const struct maps *m)
 		goto out;
 	for (int i = 0; i < 10; i++)
 		deferred_add(r, sizeof(*r), d);
-	deferred_add(r, sizeof(*r) - 1, d);
+	deferred_add(r, offsetof(struct deferred_sample, stack) - 1, d);
 	deferred_get_stats(d, &st);
 	CHECK(st.received >= 1 && st.received < 10 && st.dropped == 11 - st.received,
-	      "past the memory bound: %" PRIu64 " kept, %" PRIu64 " dropped (a short record too)", st.received, st.dropped);
+	      "past the memory bound: %" PRIu64 " kept, %" PRIu64 " dropped (a record short of its head too)", st.received,
+	      st.dropped);
 	CHECK(st.waiting_bytes <= bound, "what waits stays within the bound (%" PRIu64 " of %zu bytes)", st.waiting_bytes,
 	      bound);
+	deferred_free(d);
+	d = new_deferred(m, 16 << 20, 60);
+	if (!d)
+		goto out;
+	deferred_add(r, offsetof(struct deferred_sample, stack) + 100, d);
+	deferred_get_stats(d, &st);
+	CHECK(st.received == 1 && st.bytes_copied == 100,
+	      "a record ending 100 bytes into its stack keeps those (it said %u): the ring's records end where their "
+	      "copies do", r->copied);
 	r->copied = 0xffffffff;
 	r->nk = 0xffffffff;
 	deferred_free(d);
