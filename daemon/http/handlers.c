@@ -1,6 +1,7 @@
 /* handlers.c - one handler per endpoint: the dashboard, /healthz, and the queries (processes,
  * services, threads, profile, top, timeline, diff, /debug/pprof/profile) run against a store opened per request. */
 #include <errno.h>
+#include <malloc.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -26,8 +27,42 @@ static void set_format(struct request *rq, enum query_format f)
 		rq->disposition = "attachment; filename=\"profile.pb.gz\"";
 }
 
-/* Opens the store for one request, after storing what was sampled up to now when it asks (flush=1);
- * NULL (and the error reply) when it cannot. */
+/* Takes one of the QUERIES_MAX turns to have the database open, waiting for one when all are taken.
+ * false when the server stops meanwhile. */
+static bool take_turn(struct http *h)
+{
+	bool waited = false, ok;
+
+	pthread_mutex_lock(&h->lock);
+	while (h->queries >= QUERIES_MAX && !h->stopping) {
+		waited = true;
+		pthread_cond_wait(&h->query_done, &h->lock);
+	}
+	ok = !h->stopping;
+	if (ok)
+		h->queries++;
+	pthread_mutex_unlock(&h->lock);
+	if (waited)
+		atomic_fetch_add_explicit(&h->queries_waited, 1, memory_order_relaxed);
+	return ok;
+}
+
+/* Gives the turn up; the last query out hands the memory the queries freed back to the system (a
+ * query's page cache and answer are megabytes, which malloc would otherwise keep). */
+static void give_turn(struct http *h)
+{
+	bool last;
+
+	pthread_mutex_lock(&h->lock);
+	last = !--h->queries;
+	pthread_cond_signal(&h->query_done);
+	pthread_mutex_unlock(&h->lock);
+	if (last)
+		malloc_trim(0);
+}
+
+/* Opens the store for one request (in its turn: take_turn), after storing what was sampled up to now when
+ * it asks (flush=1); NULL (and the error reply) when it cannot. */
 static struct store *open_store(struct http *h, struct request *rq)
 {
 	struct store *st = NULL;
@@ -43,9 +78,15 @@ static struct store *open_store(struct http *h, struct request *rq)
 			http_fail(rq, 500, "flush=1: cannot store what was sampled: %s", strerror(-err));
 		return NULL;
 	}
+	if (!take_turn(h)) {
+		http_fail(rq, 503, "flamed is shutting down");
+		return NULL;
+	}
 	err = store_open(h->db_path, STORE_READ_ONLY, &st);
 	if (!err)
 		store_set_namer(st, h->namer);
+	else
+		give_turn(h);
 
 	if (err == -ENOENT)
 		http_fail(rq, 503, "no database yet: flamed creates it at its first flush; try again shortly");
@@ -56,8 +97,8 @@ static struct store *open_store(struct http *h, struct request *rq)
 	return err ? NULL : st;
 }
 
-/* Turns a query's result into the error reply when it failed, and closes the store. */
-static void end_query(struct request *rq, struct store *st, int err)
+/* Turns a query's result into the error reply when it failed, closes the store and gives its turn up. */
+static void end_query(struct http *h, struct request *rq, struct store *st, int err)
 {
 	if (err == -EINVAL && !rq->body.full) /* the filter, as the store checked it */
 		http_fail(rq, 400, "%s", store_errmsg(st));
@@ -65,6 +106,7 @@ static void end_query(struct request *rq, struct store *st, int err)
 		http_fail(rq, err == -EBUSY ? 503 : 500, "query failed: %s (%s)", store_errmsg(st),
 		     strerror(err < 0 ? -err : EIO));
 	store_close(st);
+	give_turn(h);
 }
 
 /* The dashboard, embedded by dashboard.S. */
@@ -105,7 +147,7 @@ static void listing(struct http *h, struct request *rq, const char *what,
 	if (!(st = open_store(h, rq)))
 		return;
 	rq->type = table ? "text/plain; charset=utf-8" : "application/json";
-	end_query(rq, st, query(st, &f, table == 0, table == 1, rq->out));
+	end_query(h, rq, st, query(st, &f, table == 0, table == 1, rq->out));
 }
 
 void http_handle_processes(struct http *h, struct request *rq)
@@ -132,7 +174,7 @@ void http_handle_threads(struct http *h, struct request *rq)
 	if (!(st = open_store(h, rq)))
 		return;
 	rq->type = "application/json";
-	end_query(rq, st, query_threads(st, &f, rq->out));
+	end_query(h, rq, st, query_threads(st, &f, rq->out));
 }
 
 void http_handle_profile(struct http *h, struct request *rq)
@@ -148,7 +190,7 @@ void http_handle_profile(struct http *h, struct request *rq)
 	    !(st = open_store(h, rq)))
 		return;
 	set_format(rq, fmt);
-	end_query(rq, st, query_profile(st, &f, fmt, &g, limit, rq->out));
+	end_query(h, rq, st, query_profile(st, &f, fmt, &g, limit, rq->out));
 }
 
 void http_handle_top(struct http *h, struct request *rq)
@@ -163,7 +205,7 @@ void http_handle_top(struct http *h, struct request *rq)
 	    http_arg_bool(rq, P_LINES, &lines) < 0 || !(st = open_store(h, rq)))
 		return;
 	rq->type = table ? "text/plain; charset=utf-8" : "application/json";
-	end_query(rq, st, table ? query_top_text(st, &f, limit, table == 1, lines, rq->out) :
+	end_query(h, rq, st, table ? query_top_text(st, &f, limit, table == 1, lines, rq->out) :
 				  query_top_json(st, &f, limit, lines, rq->out));
 }
 
@@ -182,7 +224,7 @@ void http_handle_timeline(struct http *h, struct request *rq)
 	    !(st = open_store(h, rq)))
 		return;
 	rq->type = "application/json";
-	end_query(rq, st, query_timeline(st, &f, step, per_thread, rq->out));
+	end_query(h, rq, st, query_timeline(st, &f, step, per_thread, rq->out));
 }
 
 /* The base of a diff: base_pid (default pid) and, when base_unit or base_container is given, the
@@ -237,7 +279,7 @@ void http_handle_diff(struct http *h, struct request *rq)
 	    http_arg_format(rq, QUERY_FOLDED, &fmt) < 0 || http_arg_graph(h, rq, &g) < 0 || !(st = open_store(h, rq)))
 		return;
 	set_format(rq, fmt);
-	end_query(rq, st, query_diff(st, &base, &now, fmt, &g, rq->out));
+	end_query(h, rq, st, query_diff(st, &base, &now, fmt, &g, rq->out));
 }
 
 /* Sleeps for seconds, or less when http_free stops the server. 0, or -ECANCELED when stopped. */
@@ -285,5 +327,5 @@ void http_handle_pprof(struct http *h, struct request *rq)
 	if (!(st = open_store(h, rq)))
 		return;
 	set_format(rq, QUERY_PPROF);
-	end_query(rq, st, query_profile(st, &f, QUERY_PPROF, &g, 0, rq->out));
+	end_query(h, rq, st, query_profile(st, &f, QUERY_PPROF, &g, 0, rq->out));
 }

@@ -22,6 +22,11 @@
 #include "util/capstream.h"
 
 #define CODES 600                    /* HTTP status codes counted: 0..599 */
+/* Queries answered at once. Each opens the database read-only: SQLite's page cache, its statements and
+ * the answer being built take megabytes, so 64 connections asking at once took 200 MB (4 at once, 66
+ * MB). More wait their turn (counted); /metrics, the status and the dashboard page do not. A query is
+ * CPU-bound: two at once served as many per second as four on two CPUs. */
+#define QUERIES_MAX 2
 
 struct http {
 	struct MHD_Daemon *mhd;
@@ -40,6 +45,9 @@ struct http {
 	pthread_cond_t wake;
 	bool stopping;
 	unsigned active; /* requests between the access handler and MHD's completion notice */
+	unsigned queries; /* requests with the database open (at most QUERIES_MAX) */
+	pthread_cond_t query_done; /* a query closed the database: the next may open it */
+	_Atomic uint64_t queries_waited;   /* queries that waited for one of the QUERIES_MAX */
 	_Atomic uint64_t responses[CODES]; /* by status code */
 	_Atomic uint64_t too_large;        /* responses refused for passing BODY_MAX */
 	/* Their addresses tag a request (via *req_cls) as having a short or an overlong URL, and as

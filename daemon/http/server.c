@@ -257,6 +257,8 @@ static int http_init(struct http *h, const struct http_opts *opts)
 	err = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	if (!err)
 		err = pthread_cond_init(&h->wake, &attr);
+	if (!err && (err = pthread_cond_init(&h->query_done, NULL)))
+		pthread_cond_destroy(&h->wake);
 	pthread_condattr_destroy(&attr);
 	return -err;
 }
@@ -378,6 +380,7 @@ static void http_drain(struct http *h)
 	pthread_mutex_lock(&h->lock);
 	h->stopping = true;
 	pthread_cond_broadcast(&h->wake);
+	pthread_cond_broadcast(&h->query_done);
 	while (h->active && r == 0)
 		r = pthread_cond_timedwait(&h->wake, &h->lock, &deadline);
 	pthread_mutex_unlock(&h->lock);
@@ -398,6 +401,7 @@ void http_free(struct http *h)
 			close(listen_fd);
 	}
 	pthread_cond_destroy(&h->wake);
+	pthread_cond_destroy(&h->query_done);
 	pthread_mutex_destroy(&h->lock);
 	free(h->db_path);
 	if (h->token)

@@ -298,6 +298,11 @@ static void metrics_http(struct http *h, FILE *o)
 	http_metric_u64(o, "flamed_http_responses_too_large_total", "counter",
 		   "Responses refused (500) for passing 256 MiB.",
 		   atomic_load_explicit(&h->too_large, memory_order_relaxed));
+	http_metric_u64(o, "flamed_http_queries_max", "gauge",
+			"Queries answered at once (each with the database open); more wait their turn.", QUERIES_MAX);
+	http_metric_u64(o, "flamed_http_queries_waited_total", "counter",
+			"Queries that waited for their turn: flamed_http_queries_max were being answered.",
+			atomic_load_explicit(&h->queries_waited, memory_order_relaxed));
 }
 
 void http_handle_metrics(struct http *h, struct request *rq)

@@ -125,6 +125,21 @@ check "flamectl status" grep -q samples "$TMP/status.txt"
 rc=$?
 check "flamectl against no server: exit 1 and what to do" eval '[ $rc -eq 1 ] && grep -q "is flamed running" "$TMP/err"'
 
+# Queries have the database open two at a time (each takes megabytes): 16 connections asking for
+# profiles at once are all answered, in turn, and the turns waited for are counted.
+if command -v wrk > /dev/null; then
+	timeout 60 wrk -t 2 -c 16 -d 2s --timeout 10s "$URL/api/v1/profile?from=$T0&to=$T1&format=folded" > "$TMP/wrk" 2>&1
+	grep -E 'Requests/sec|Non-2xx|Socket errors' "$TMP/wrk" | sed 's/^/# /'
+	check "16 connections of profile queries: all answered 200, no socket error" \
+		eval 'grep -q "Requests/sec" "$TMP/wrk" && ! grep -qE "Non-2xx|Socket errors" "$TMP/wrk"'
+	curl -sf "$URL/metrics" > "$TMP/metrics"
+	check "metrics: flamed_http_queries_max 2, and queries waited their turn" \
+		eval 'grep -qx "flamed_http_queries_max 2" "$TMP/metrics" &&
+		      awk "/^flamed_http_queries_waited_total / && \$2 > 0 { ok = 1 } END { exit !ok }" "$TMP/metrics"'
+else
+	skip "queries in turn: no wrk (apt-get install wrk)"
+fi
+
 stop_flamed
 check "flamed exits 0 on SIGTERM with the API up" [ $? -eq 0 ]
 exit $FAILED
