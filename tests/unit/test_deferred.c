@@ -42,8 +42,10 @@ static int on_sample(const struct sampler_sample *s, void *ctx)
 	g->key = *s->key;
 	g->nk = s->nk < PROFILE_MAX_DEPTH ? s->nk : PROFILE_MAX_DEPTH;
 	g->nu = s->nu < PROFILE_MAX_DEPTH ? s->nu : PROFILE_MAX_DEPTH;
-	memcpy(g->kips, s->kips, g->nk * sizeof(__u64));
-	memcpy(g->uips, s->uips, g->nu * sizeof(__u64));
+	if (g->nk) /* a sample without frames may have no array for them */
+		memcpy(g->kips, s->kips, g->nk * sizeof(__u64));
+	if (g->nu)
+		memcpy(g->uips, s->uips, g->nu * sizeof(__u64));
 	g->unix_sec = s->unix_sec;
 	g->count = s->count;
 	return 0;
