@@ -317,6 +317,26 @@ static void done_add(struct deferred *d, struct walked *out)
 	d->st.ready++;
 }
 
+/* Makes key (an off-CPU wait's: who, when) carry a block's walk: its stacks and what it says of them. */
+static void key_with_walk(struct sample_key *key, const struct walked *walk)
+{
+	key->flags = (key->flags & ~(SAMPLE_DEFERRED | SAMPLE_KSTACK_LOST | SAMPLE_USTACK_LOST)) | walk->key.flags;
+	key->kstack = walk->key.kstack;
+	key->ustack = walk->key.ustack;
+}
+
+/* Frees the waits held for w's walk (counted dropped: they are lost with it). */
+static void held_drop(struct deferred *d, struct waiting *w)
+{
+	for (struct held *h = w->held, *next; h; h = next) {
+		next = h->next;
+		d->bytes -= sizeof(*h);
+		d->st.dropped++;
+		free(h);
+	}
+	w->held = NULL;
+}
+
 /* An off-CPU wait (key, count microseconds) with the frames of a block's walk, to the done list. */
 static void wait_done(struct deferred *d, const struct sample_key *key, uint64_t count, const struct walked *walk)
 {
@@ -330,10 +350,7 @@ static void wait_done(struct deferred *d, const struct sample_key *key, uint64_t
 	memcpy(out, walk, bytes);
 	out->bytes = bytes;
 	out->key = *key;
-	/* The wait's who and when; the walk's stacks, and what it says of them. */
-	out->key.flags = (key->flags & ~(SAMPLE_DEFERRED | SAMPLE_KSTACK_LOST | SAMPLE_USTACK_LOST)) | walk->key.flags;
-	out->key.kstack = walk->key.kstack;
-	out->key.ustack = walk->key.ustack;
+	key_with_walk(&out->key, walk);
 	out->count = count;
 	d->bytes += bytes;
 	d->st.offcpu_stored++;
@@ -372,13 +389,7 @@ static void block_lost(struct deferred *d, struct waiting *w)
 {
 	struct block *b = &d->blocks[w->id % BLOCK_SLOTS];
 
-	for (struct held *h = w->held, *next; h; h = next) {
-		next = h->next;
-		d->bytes -= sizeof(*h);
-		d->st.dropped++;
-		free(h);
-	}
-	w->held = NULL;
+	held_drop(d, w);
 	if (w->id && b->id == w->id)
 		*b = (struct block){ 0 };
 }
@@ -392,9 +403,7 @@ int deferred_offcpu(struct deferred *d, const struct sampler_sample *s, sampler_
 
 	if (b->id == s->key->ustack && b->walk) {
 		b->used = mono_now();
-		key.flags = (key.flags & ~(SAMPLE_DEFERRED | SAMPLE_KSTACK_LOST | SAMPLE_USTACK_LOST)) | b->walk->key.flags;
-		key.kstack = b->walk->key.kstack;
-		key.ustack = b->walk->key.ustack;
+		key_with_walk(&key, b->walk);
 		out = (struct sampler_sample){ .key = &key, .unix_sec = s->unix_sec, .kips = b->walk->ips,
 					       .nk = b->walk->nk, .uips = b->walk->ips + b->walk->nk,
 					       .nu = b->walk->nu, .count = s->count };
@@ -540,10 +549,7 @@ void deferred_free(struct deferred *d)
 		return;
 	for (struct waiting *w = d->wait_head, *next; w; w = next) {
 		next = w->next;
-		for (struct held *h = w->held, *hn; h; h = hn) {
-			hn = h->next;
-			free(h);
-		}
+		held_drop(d, w);
 		free(w);
 	}
 	for (unsigned i = 0; d->blocks && i < BLOCK_SLOTS; i++)
