@@ -256,9 +256,10 @@ static uint64_t frames_hash(const void *frames, size_t n)
 	return h ? h : 1;
 }
 
-/* Walks w over p's mappings (bare: by frame pointers) into a walked sample, *out. With may_wait, a walk
- * that met an address in none of p's mappings is not kept (WAIT): the mappings were read before the
- * dynamic loader (or a dlopen) mapped that library, and are read again. */
+/* Walks w over p's mappings (bare: by frame pointers) into a walked sample, *out; p NULL: the image w
+ * was taken of is gone (the process exec'd since), and the sample keeps its kernel frames alone. With
+ * may_wait, a walk that met an address in none of p's mappings is not kept (WAIT): the mappings were
+ * read before the dynamic loader (or a dlopen) mapped that library, and are read again. */
 static enum walk_result walk(struct deferred *d, const struct waiting *w, const struct unwind_proc *p,
 			     bool fp_only, bool may_wait, struct walked **outp)
 {
@@ -279,8 +280,11 @@ static enum walk_result walk(struct deferred *d, const struct waiting *w, const 
 		py.tramp_cfa = pp.tramp_cfa;
 		py.tramp_rbp_saved = pp.tramp_rbp_saved;
 	}
-	stackwalk(p, map_row, d, &w->regs, &c, w->npy ? &py : NULL, d->o.no_fp && !fp_only, ips, PROFILE_MAX_DEPTH,
-		  &res);
+	if (p)
+		stackwalk(p, map_row, d, &w->regs, &c, w->npy ? &py : NULL, d->o.no_fp && !fp_only, ips,
+			  PROFILE_MAX_DEPTH, &res);
+	else
+		res = (struct stackwalk_result){ .n = 0 };
 	if (res.unknown && may_wait)
 		return WAIT;
 	bytes = sizeof(*out) + (w->nk + res.n) * sizeof(__u64);
@@ -435,7 +439,7 @@ int deferred_poll(struct deferred *d, bool all)
 	struct waiting **pp = &d->wait_head, *w;
 	double now = mono_now();
 	uint32_t looked = 0;
-	bool have = false, read = false, gone = false, fast = false, ready;
+	bool have = false, read = false, gone = false, fast = false, ready, older;
 	int pend = -1; /* whether the unwinder has a request for looked: -1 not asked yet */
 
 	while ((w = *pp)) {
@@ -454,17 +458,24 @@ int deferred_poll(struct deferred *d, bool all)
 		/* Its tables: read for this image, and all built. */
 		found = read && d->proc->token == w->token;
 		ready = found && !(d->proc->flags & UNWIND_PROC_PENDING);
+		/* Tables of a later image (tokens are the times entries were made): the process exec'd after
+		 * this was taken (a shell's child before it runs the program), and its mappings are gone. */
+		older = read && d->proc->token > w->token;
 		/* Gone before the unwinder wrote its entry: it writes one from the mappings read at its first
 		 * sample, still to come. */
-		if (gone && !found && !late && d->o.unwinder && pend < 0)
+		if (gone && !found && !older && !late && d->o.unwinder && pend < 0)
 			pend = unwinder_pending(d->o.unwinder, looked); /* once per process and poll */
-		if (gone && !found && !late && pend > 0) {
+		if (gone && !found && !older && !late && pend > 0) {
 			pp = &w->next;
 			continue;
 		}
 		/* Past its wait: with the tables there are, frame pointers elsewhere. */
-		r = ready || late || gone ? walk(d, w, found ? d->proc : d->bare, !found, ready && !late && !gone, &out)
-					  : WAIT;
+		if (older)
+			r = walk(d, w, NULL, false, false, &out);
+		else
+			r = ready || late || gone ? walk(d, w, found ? d->proc : d->bare, !found,
+							 ready && !late && !gone, &out)
+						  : WAIT;
 		if (r == WAIT) {
 			fast |= now - w->taken < POLL_FAST_S;
 			pp = &w->next;
@@ -473,6 +484,8 @@ int deferred_poll(struct deferred *d, bool all)
 		if (r == NO_MEMORY) {
 			d->st.dropped++;
 			block_lost(d, w);
+		} else if (older) {
+			d->st.superseded++;
 		} else if (ready) {
 			d->st.walked++;
 			d->st.wait_seconds += now - w->taken;

@@ -39,6 +39,8 @@ struct deferred_stats {
 	uint64_t walked;        /* walked with their process's tables */
 	uint64_t given_up;      /* walked with what tables there were: none within max_wait_s, or the process
 				 * exited without */
+	uint64_t superseded;    /* taken of an image the process left by exec since: stored without user
+				 * frames */
 	uint64_t dropped;       /* not kept: max_bytes reached, or a record too short */
 	uint64_t short_copies;  /* walks that needed more of the stack than was copied */
 	uint64_t stored;        /* CPU samples handed to a flush */

@@ -17,6 +17,8 @@ static const struct counter counters[] = {
 		"Deferred samples walked with their tables."),
 	STATUS_COUNTER(deferred.given_up, "given_up", "flamed_deferred_given_up_total", "counter",
 		"Deferred samples walked by frame pointers: their tables did not come in time."),
+	STATUS_COUNTER(deferred.superseded, "superseded", "flamed_deferred_superseded_total", "counter",
+		"Deferred samples taken of an image their process left by exec since: stored without user frames."),
 	STATUS_COUNTER(deferred.dropped, "dropped", "flamed_deferred_dropped_total", "counter",
 		"Deferred samples not kept: the memory for them was full."),
 	STATUS_COUNTER(deferred.short_copies, "short_copies", "flamed_deferred_short_copies_total", "counter",

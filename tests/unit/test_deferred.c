@@ -127,9 +127,9 @@ static void test_walked(const struct maps *m)
 	CHECK(bpf_map_update_elem(m->procs, &pid, v, BPF_ANY) == 0 && deferred_poll(d, false) > 0 &&
 	      deferred_emit(d, 0, on_sample, &g) == 0, "tables still being built (UNWIND_PROC_PENDING): it waits");
 	v->flags = 0;
-	v->token = TOKEN + 1;
+	v->token = TOKEN - 1;
 	CHECK(bpf_map_update_elem(m->procs, &pid, v, BPF_ANY) == 0 && deferred_poll(d, false) > 0 &&
-	      deferred_emit(d, 0, on_sample, &g) == 0, "tables of another image (token): it waits");
+	      deferred_emit(d, 0, on_sample, &g) == 0, "tables of the image before (an older token): it waits");
 	v->token = TOKEN;
 	bpf_map_update_elem(m->procs, &pid, v, BPF_ANY);
 	CHECK(deferred_poll(d, false) == -1, "the tables are there: it is walked, nothing waits");
@@ -185,6 +185,37 @@ static void test_given_up(const struct maps *m)
 out:
 	deferred_free(d);
 	free(r);
+}
+
+/* Taken before the process exec'd (its tables are a later image's): stored at once without user frames,
+ * not walked over the new image's mappings, not waiting for tables that will not come. */
+static void test_superseded(const struct maps *m)
+{
+	struct deferred *d = new_deferred(m, 16 << 20, 3600);
+	struct deferred_sample *r = record((__u32)getpid(), TOKEN);
+	struct unwind_proc *v = calloc(1, sizeof(*v));
+	struct deferred_stats st;
+	struct got g = { 0 };
+	__u32 pid = (__u32)getpid();
+
+	if (!d || !r || !v)
+		goto out;
+	v->token = TOKEN + 1;
+	CHECK(bpf_map_update_elem(m->procs, &pid, v, BPF_ANY) == 0, "tables of a later image of this process");
+	deferred_add(r, sizeof(*r), d);
+	CHECK(deferred_poll(d, false) == -1 && deferred_emit(d, 0, on_sample, &g) == 1,
+	      "the sample is stored at once, the process alive and the wait an hour");
+	CHECK(g.nu == 0 && (g.key.flags & SAMPLE_USTACK_LOST) && !(g.key.flags & SAMPLE_USTACK_FP),
+	      "without user frames (%u), flagged lost", g.nu);
+	CHECK(g.nk == 1 && g.kips[0] == 0xffffffff81000000ULL, "its kernel frame is kept");
+	deferred_get_stats(d, &st);
+	CHECK(st.superseded == 1 && st.walked == 0 && st.given_up == 0 && st.waiting == 0,
+	      "stats: superseded 1, not walked, not given up");
+out:
+	bpf_map_delete_elem(m->procs, &pid);
+	deferred_free(d);
+	free(r);
+	free(v);
 }
 
 /* The memory bound and short records: dropped, counted, nothing kept. */
@@ -315,6 +346,7 @@ int main(void)
 	CHECK(snap_take(), "the thread ran and stopped");
 	test_walked(&m);
 	test_given_up(&m);
+	test_superseded(&m);
 	test_bounds(&m);
 	test_offcpu(&m);
 	close_maps(&m);
