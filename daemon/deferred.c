@@ -554,6 +554,8 @@ void deferred_keep_names(const struct deferred *d, struct symbolizer *sym)
 void deferred_get_stats(const struct deferred *d, struct deferred_stats *out)
 {
 	*out = d->st;
+	/* Records join at the tail: the head has waited longest. */
+	out->oldest_seconds = d->wait_head ? mono_now() - d->wait_head->taken : 0;
 }
 
 void deferred_free(struct deferred *d)

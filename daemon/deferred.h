@@ -53,6 +53,7 @@ struct deferred_stats {
 	uint64_t waiting, waiting_bytes, ready; /* now: samples waiting for tables, their bytes; walked ones */
 	double wait_seconds;    /* summed over the samples walked with tables: from taken to walked */
 	double wait_max_seconds;
+	double oldest_seconds;  /* now: how long the sample waiting longest has waited (0: none waits) */
 };
 
 /* Returns 0, -EINVAL or -ENOMEM; *out set only on success. */

@@ -52,16 +52,18 @@ void status_deferred_json(FILE *o, const struct daemon_status *s)
 {
 	fprintf(o, ", \"deferred\": {\"enabled\": %s", s->deferred_on ? "true" : "false");
 	counters_json(o, counters, COUNTERS_LEN(counters), s);
-	fprintf(o, ", \"wait_seconds\": %.6f, \"wait_max_seconds\": %.6f}", finite_or_zero(s->deferred.wait_seconds),
-		finite_or_zero(s->deferred.wait_max_seconds));
+	fprintf(o, ", \"wait_seconds\": %.6f, \"wait_max_seconds\": %.6f, \"oldest_seconds\": %.6f}",
+		finite_or_zero(s->deferred.wait_seconds), finite_or_zero(s->deferred.wait_max_seconds),
+		finite_or_zero(s->deferred.oldest_seconds));
 }
 
 void status_deferred_text(FILE *o, const struct daemon_status *s)
 {
 	fprintf(o, "deferred_enabled %d\n", s->deferred_on);
 	counters_text(o, "deferred", counters, COUNTERS_LEN(counters), s);
-	fprintf(o, "deferred_wait_seconds %.6f\ndeferred_wait_max_seconds %.6f\n",
-		finite_or_zero(s->deferred.wait_seconds), finite_or_zero(s->deferred.wait_max_seconds));
+	fprintf(o, "deferred_wait_seconds %.6f\ndeferred_wait_max_seconds %.6f\ndeferred_oldest_seconds %.6f\n",
+		finite_or_zero(s->deferred.wait_seconds), finite_or_zero(s->deferred.wait_max_seconds),
+		finite_or_zero(s->deferred.oldest_seconds));
 }
 
 void status_deferred_metrics(FILE *o, const struct daemon_status *s)
@@ -70,4 +72,7 @@ void status_deferred_metrics(FILE *o, const struct daemon_status *s)
 	http_metric(o, "flamed_deferred_wait_seconds_total", "counter",
 		    "Time deferred samples waited for their tables, summed over those walked with them.");
 	fprintf(o, "flamed_deferred_wait_seconds_total %.6f\n", finite_or_zero(s->deferred.wait_seconds));
+	http_metric(o, "flamed_deferred_oldest_wait_seconds", "gauge",
+		    "How long the deferred sample waiting longest for its tables has waited (0: none waits).");
+	fprintf(o, "flamed_deferred_oldest_wait_seconds %.6f\n", finite_or_zero(s->deferred.oldest_seconds));
 }

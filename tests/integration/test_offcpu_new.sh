@@ -17,11 +17,18 @@ run_flamed offcpu_new --db "$TMP/flamed.db" --frequency 99 --flush-interval 1 --
 "$TMP/offwl" 5 & pid=$!
 wait $pid
 check "offwl ran its five cycles" [ $? -eq 0 ]
-sleep 1.5 # a flush after it: the waits held for walks still to come are stored
-curl -sf "$URL/api/v1/profile?pid=$pid&kind=offcpu&format=folded&from=-5m&flush=1" > "$TMP/off.folded"
+root='^offwl;_start;__libc_start_main;(__libc_start_call_main;)?main;' # wait_pipe is cycle's tail call
+# Its waits are stored by a flush after it exits, those held for a walk still to come with the walk: on
+# a loaded machine that may take a few flushes (the unwinder builds the tables of every program sampled
+# since flamed started), so the profile is read again, up to 10 s, until its sleep is all there.
+for try in $(seq 10); do
+	sleep 1
+	curl -sf "$URL/api/v1/profile?pid=$pid&kind=offcpu&format=folded&from=-5m&flush=1" > "$TMP/off.folded"
+	[ "$(sum_samples "$TMP/off.folded" "${root}cycle;nap;(__)?(clock_)?nanosleep;")" -ge 2900000 ] && break
+done
+echo "# read $try s after it exited"
 awk '{ n = $NF; sub(/ [0-9]+$/, ""); print "#", n, substr($0, 1, 240) }' "$TMP/off.folded" | sort -k2 -nr | head -8
 
-root='^offwl;_start;__libc_start_main;(__libc_start_call_main;)?main;' # wait_pipe is cycle's tail call
 all=$(sum_samples "$TMP/off.folded")
 nap=$(sum_samples "$TMP/off.folded" ';nap;')
 nap_whole=$(sum_samples "$TMP/off.folded" "${root}cycle;nap;(__)?(clock_)?nanosleep;")
