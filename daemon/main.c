@@ -402,14 +402,19 @@ static int run_rechecks(struct daemon *d)
 
 		while (q->count && q->e[q->head].due <= now) {
 			uint32_t pid = q->e[q->head].pid;
+			const struct procmap *maps = NULL;
+			size_t n = 0;
 
 			q->head = (q->head + 1) % RECHECK_MAX;
 			q->count--;
-			if (symbolizer_snapshot(d->sym, pid) == 0)
+			/* One read of its mappings, for the symbolizer, the unwinder and the runtimes. */
+			if (symbolizer_snapshot(d->sym, pid) == 0) {
 				recheck_later(d, pid, round + 1);
-			if (d->unw)
-				unwinder_request(d->unw, pid, 0); /* libraries the dynamic loader mapped since */
-			runtimes_process(&d->rts, pid, 0); /* libpython, once the dynamic loader mapped it */
+				maps = symbolizer_maps(d->sym, pid, &n);
+			}
+			if (d->unw) /* libraries the dynamic loader mapped since */
+				unwinder_request_maps(d->unw, pid, 0, maps, n, maps != NULL);
+			runtimes_process(&d->rts, pid, 0, maps, n); /* libpython, once the dynamic loader mapped it */
 		}
 		if (q->count && (next < 0 || q->e[q->head].due < next))
 			next = q->e[q->head].due;
@@ -427,6 +432,9 @@ static void on_process_event(const struct process_event *e, void *ctx)
 	unsigned kind = e->kind;
 	uint64_t token = e->token;
 	struct chained *c = &d->chained[pid % CHAINED_SLOTS];
+	const struct procmap *maps = NULL;
+	bool read_now = false;
+	size_t n = 0;
 
 	if (kind == PROCESS_PY_CODE) { /* named now, while the process lives; the flush finds it cached */
 		runtimes_reported(&d->rts, pid, e->addr);
@@ -435,18 +443,21 @@ static void on_process_event(const struct process_event *e, void *ctx)
 	if (kind == PROCESS_NEW)
 		lineage_note(d->lineage, pid, e->start_ns, e->ppid, e->ppid_start_ns);
 	/* Gone: what is known is used. A later report of the same image is read now, but its rechecks
-	 * are already queued. */
-	if (kind == PROCESS_NEW && symbolizer_snapshot(d->sym, pid) == 0 && (c->pid != pid || c->token != token)) {
-		recheck_later(d, pid, 0);
-		*c = (struct chained){ pid, token };
+	 * are already queued. One read of its mappings serves the symbolizer and the runtimes. */
+	if (kind == PROCESS_NEW) {
+		read_now = symbolizer_snapshot(d->sym, pid) == 0;
+		if (read_now && (c->pid != pid || c->token != token)) {
+			recheck_later(d, pid, 0);
+			*c = (struct chained){ pid, token };
+		}
+		maps = symbolizer_maps(d->sym, pid, &n); /* read now, or before: if it is gone by then */
 	}
-	if (d->unw) { /* tables are built in the unwinder's thread: they may take a second */
-		size_t n = 0;
-		const struct procmap *maps = kind == PROCESS_NEW ? symbolizer_maps(d->sym, pid, &n) : NULL;
-
-		unwinder_request_maps(d->unw, pid, token, maps, n); /* with them, if it is gone by then */
-	}
-	runtimes_process(&d->rts, pid, token); /* its interpreter, if any: before its next samples */
+	/* Tables are built in the unwinder's thread: they may take a second. At a first sample the dynamic
+	 * loader may still be mapping libraries: its own read, a moment later, sees more of them. */
+	if (d->unw)
+		unwinder_request_maps(d->unw, pid, token, maps, n, false);
+	/* its interpreter, if any: before its next samples */
+	runtimes_process(&d->rts, pid, token, read_now ? maps : NULL, read_now ? n : 0);
 }
 
 /* Tells systemd the daemon is alive, at half its watchdog interval; returns the poll timeout (ms) to

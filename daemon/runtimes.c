@@ -23,11 +23,11 @@ int runtimes_start(struct runtimes *r, unsigned i, const struct runtime_config *
 	return err;
 }
 
-void runtimes_process(struct runtimes *r, uint32_t pid, uint64_t token)
+void runtimes_process(struct runtimes *r, uint32_t pid, uint64_t token, const struct procmap *maps, size_t n)
 {
 	for (unsigned i = 0; i < RUNTIMES; i++)
 		if (r->rt[i])
-			runtime_kinds[i].ops->process(r->rt[i], pid, token);
+			runtime_kinds[i].ops->process(r->rt[i], pid, token, maps, n);
 }
 
 void runtimes_reported(struct runtimes *r, uint32_t pid, uint64_t addr)

@@ -27,8 +27,9 @@ struct runtimes {
 /* Starts runtime i with c; logs and returns -errno when it cannot. */
 int runtimes_start(struct runtimes *r, unsigned i, const struct runtime_config *c);
 
-/* Process pid first sampled under token, or (token 0) its mappings may have changed: each runtime looks. */
-void runtimes_process(struct runtimes *r, uint32_t pid, uint64_t token);
+/* Process pid first sampled under token, or (token 0) its mappings may have changed: each runtime looks,
+ * at maps (n: its mappings read just now) or, NULL, at a read of its own. */
+void runtimes_process(struct runtimes *r, uint32_t pid, uint64_t token, const struct procmap *maps, size_t n);
 
 /* A walker reported addr of pid: handed to the runtime that runs pid. */
 void runtimes_reported(struct runtimes *r, uint32_t pid, uint64_t addr);

@@ -16,6 +16,7 @@
 #include "elf/elf_file.h"
 #include "elf/procmaps.h"
 
+#define BIN_TRUST_S 1.0 /* a file seen through a mapping's device and inode is opened again after this */
 #define TOKEN_SLOTS 4096 /* recent (pid, token) of any process, direct-mapped: for adds without a token */
 
 /* When a process whose program needs a libpython not mapped yet is looked at again: after its first
@@ -38,6 +39,11 @@ struct bin_entry {
 	struct elf_segment segs[ELF_MAX_SEGMENTS];
 	size_t nsegs;
 	uint64_t last_used;
+	/* The file as /proc/PID/maps names it (device, inode), and when it was last opened and found to be
+	 * key: a mapping naming it within BIN_TRUST_S is taken for it without opening it again. */
+	uint32_t map_major, map_minor;
+	uint64_t map_inode;
+	double checked_at;
 };
 
 struct proc_entry {
@@ -137,6 +143,17 @@ static int inspect(struct pyprocs *p, int fd, const char *root, const char *path
 	return err;
 }
 
+static double mono_now(void);
+
+/* Notes that m names e's file, opened and checked now. */
+static void seen_as(struct bin_entry *e, const struct procmap *m)
+{
+	e->map_major = m->dev_major;
+	e->map_minor = m->dev_minor;
+	e->map_inode = m->inode;
+	e->checked_at = mono_now();
+}
+
 /* The entry of the file mapped at m in pid, inspected on first sight. NULL: not a file, unreadable. */
 static const struct bin_entry *binary_for(struct pyprocs *p, uint32_t pid, const struct procmap *m)
 {
@@ -145,10 +162,24 @@ static const struct bin_entry *binary_for(struct pyprocs *p, uint32_t pid, const
 	struct bin_entry *e = NULL;
 	struct file_key key;
 	struct stat st;
+	double now;
 	int fd;
 
 	if (!m->path || m->path[0] != '/')
 		return NULL; /* anonymous (JIT, perf trampolines), [vdso] */
+	/* A short-lived process maps the files the ones before it did: known by device and inode, checked
+	 * lately, they are not opened again (libc, its program) for each. */
+	now = m->inode ? mono_now() : 0;
+	for (size_t i = 0; m->inode && i < p->nbins; i++) {
+		e = &p->bins[i];
+		if (e->map_inode == m->inode && e->map_major == m->dev_major && e->map_minor == m->dev_minor &&
+		    now - e->checked_at < BIN_TRUST_S) {
+			e->last_used = ++p->clock;
+			p->st.binaries_known++;
+			return e;
+		}
+	}
+	e = NULL;
 	fd = bin_open_mapped(&src, root);
 	if (fd < 0)
 		return NULL;
@@ -162,6 +193,7 @@ static const struct bin_entry *binary_for(struct pyprocs *p, uint32_t pid, const
 		if (!memcmp(&p->bins[i].key, &key, sizeof(key))) {
 			close(fd);
 			p->bins[i].last_used = ++p->clock;
+			seen_as(&p->bins[i], m);
 			return &p->bins[i];
 		}
 	}
@@ -178,6 +210,7 @@ static const struct bin_entry *binary_for(struct pyprocs *p, uint32_t pid, const
 	e->key = key;
 	e->last_used = ++p->clock;
 	e->verdict = inspect(p, fd, root, m->path, e);
+	seen_as(e, m);
 	p->st.binaries_checked++;
 	if (!e->verdict) {
 		p->st.interpreters++;
@@ -310,10 +343,16 @@ int pyprocs_retry(struct pyprocs *p)
 
 int pyprocs_add(struct pyprocs *p, uint32_t pid, uint64_t token)
 {
+	return pyprocs_add_maps(p, pid, token, NULL, 0);
+}
+
+int pyprocs_add_maps(struct pyprocs *p, uint32_t pid, uint64_t token, const struct procmap *given, size_t ngiven)
+{
 	struct proc_entry *pe = find_proc(p, pid);
 	unsigned slot = pid % TOKEN_SLOTS;
-	struct procmap *maps;
-	size_t n;
+	struct procmap *read = NULL;
+	const struct procmap *maps = given;
+	size_t n = ngiven;
 	int err, found = -ENOENT;
 	bool needs = false; /* its program needs a libpython */
 
@@ -327,9 +366,12 @@ int pyprocs_add(struct pyprocs *p, uint32_t pid, uint64_t token)
 		return -ENOENT; /* no image known to write it for */
 	p->tokens[slot].pid = pid;
 	p->tokens[slot].token = token;
-	err = procmaps_read(pid, &maps, &n);
-	if (err)
-		return err == -ENOENT ? -ESRCH : err;
+	if (!given) {
+		err = procmaps_read(pid, &read, &n);
+		if (err)
+			return err == -ENOENT ? -ESRCH : err;
+		maps = read;
+	}
 	for (size_t i = 0; i < n && found == -ENOENT; i++) {
 		const struct bin_entry *e = binary_for(p, pid, &maps[i]);
 		uint64_t vaddr;
@@ -348,7 +390,8 @@ int pyprocs_add(struct pyprocs *p, uint32_t pid, uint64_t token)
 			continue;
 		found = track(p, pid, token, e, &maps[i], maps[i].start - vaddr);
 	}
-	procmaps_free(maps, n);
+	if (read)
+		procmaps_free(read, n);
 	pe = find_proc(p, pid);
 	/* The same image as tracked: its interpreter cannot have gone, this read of it failed (an exiting
 	 * process's mappings are torn down, a file it maps cannot be opened now). */

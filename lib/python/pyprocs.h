@@ -9,6 +9,8 @@
 
 #include "python/pyelf.h"
 
+struct procmap;
+
 struct pyprocs;
 
 struct pyprocs_opts {
@@ -32,6 +34,7 @@ struct pyprocs_stats {
 	uint64_t inconsistent;     /* interpreter binaries rejected as inconsistent (py_elf_inspect -EINVAL) */
 	uint64_t debug_offsets_refused; /* of them: a 3.13+ _Py_DebugOffsets missing or lying */
 	uint64_t binaries_checked; /* files inspected since start */
+	uint64_t binaries_known;   /* mappings taken for a file checked lately by device and inode, not opened */
 	uint64_t binaries_evicted; /* remembered files dropped for room */
 	uint64_t cold_by_jumps;    /* interpreters whose eval loop's cold part was found by its jumps */
 	uint64_t late_libpython;   /* processes looked at again: their program needs a libpython not mapped
@@ -66,6 +69,10 @@ int pyprocs_new(const struct pyprocs_opts *opts, struct pyprocs **out);
  * reached), -EAGAIN (its program needs a libpython not mapped yet: pyprocs_retry looks again), or another
  * -errno. */
 int pyprocs_add(struct pyprocs *p, uint32_t pid, uint64_t token);
+
+/* pyprocs_add with pid's executable mappings (n) as the caller read them just now, in place of a read;
+ * NULL: read them. */
+int pyprocs_add_maps(struct pyprocs *p, uint32_t pid, uint64_t token, const struct procmap *maps, size_t n);
 
 /* Looks again at the processes whose program needs a libpython that was not mapped yet when
  * pyprocs_add read their mappings, when their time has come (20 ms, then 60, 200, 600 ms, 2 s after).

@@ -60,6 +60,8 @@ static const struct counter counters[] = {
 		"among them)."),
 	PROCS(binaries_checked, "binaries_checked", "flamed_python_binaries_checked_total", "counter",
 		"Binaries looked at for an interpreter."),
+	PROCS(binaries_known, "binaries_known", "flamed_python_binaries_known_total", "counter",
+		"Mappings taken for a binary looked at lately (same device and inode), without opening it again."),
 	PROCS(binaries_evicted, "binaries_evicted", "flamed_python_binaries_evicted_total", "counter",
 		"Binaries looked at, forgotten for room."),
 	PROCS(cold_by_jumps, "cold_by_jumps", "flamed_python_cold_by_jumps_total", "counter",
@@ -131,9 +133,9 @@ static int py_start(const struct runtime_config *c, void **out)
 	return 0;
 }
 
-static void py_process(void *rt, uint32_t pid, uint64_t token)
+static void py_process(void *rt, uint32_t pid, uint64_t token, const struct procmap *maps, size_t n)
 {
-	pyprocs_add(((struct pyruntime *)rt)->procs, pid, token);
+	pyprocs_add_maps(((struct pyruntime *)rt)->procs, pid, token, maps, n);
 }
 
 static void py_reported(void *rt, uint32_t pid, uint64_t addr)

@@ -18,6 +18,8 @@
 
 #include "util/counter.h"
 
+struct procmap;
+
 /* What a runtime is started with (from the daemon's options). */
 struct runtime_config {
 	int procs_fd;          /* its walker's map of processes (what the BPF side reads per process) */
@@ -45,8 +47,9 @@ struct runtime_ops {
 	/* Starts it. Returns 0 or -errno (logged by the caller); *out set only on success. */
 	int (*start)(const struct runtime_config *c, void **out);
 	/* Process pid was first sampled under token (its image), or (token 0) its mappings may have
-	 * changed: it is looked at, and tracked when it runs this runtime. */
-	void (*process)(void *rt, uint32_t pid, uint64_t token);
+	 * changed: it is looked at, and tracked when it runs this runtime. maps (n): its executable
+	 * mappings, read just now by the daemon (one read serves every runtime); NULL: read them. */
+	void (*process)(void *rt, uint32_t pid, uint64_t token, const struct procmap *maps, size_t n);
 	/* Its walker reported addr of pid (an object first written): read now, while the process lives. */
 	void (*reported)(void *rt, uint32_t pid, uint64_t addr);
 	/* Work that waits (a process to look at again): runs what is due; the poll timeout (ms) to the

@@ -588,7 +588,7 @@ static void fill_value(struct unwinder *u, const struct proc *p, const struct pr
 }
 
 int unwinder_add_process(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b,
-			  const struct procmap *snap, size_t nsnap)
+			  const struct procmap *snap, size_t nsnap, bool current)
 {
 	struct procmap *live = NULL;
 	const struct procmap *maps;
@@ -598,8 +598,15 @@ int unwinder_add_process(struct unwinder *u, uint32_t pid, uint64_t token, struc
 	bool gone = false;
 	int err;
 
-	err = procmaps_read(pid, &live, &n);
-	maps = live;
+	if (current && snap && nsnap) {
+		u->st.maps_given++;
+		err = 0;
+		maps = snap;
+		n = nsnap;
+	} else {
+		err = procmaps_read(pid, &live, &n);
+		maps = live;
+	}
 	if (err == -ENOENT && snap && nsnap) {
 		maps = snap;
 		n = nsnap;
@@ -665,14 +672,15 @@ int unwinder_add(struct unwinder *u, uint32_t pid, uint64_t token)
 {
 	struct budget b = { .builds = INT_MAX, .max_size = UINT64_MAX };
 
-	return unwinder_add_process(u, pid, token, &b, NULL, 0);
+	return unwinder_add_process(u, pid, token, &b, NULL, 0, false);
 }
 
-int unwinder_add_maps(struct unwinder *u, uint32_t pid, uint64_t token, const struct procmap *maps, size_t n)
+int unwinder_add_maps(struct unwinder *u, uint32_t pid, uint64_t token, const struct procmap *maps, size_t n,
+		      bool current)
 {
 	struct budget b = { .builds = INT_MAX, .max_size = UINT64_MAX };
 
-	return unwinder_add_process(u, pid, token, &b, maps, n);
+	return unwinder_add_process(u, pid, token, &b, maps, n, current);
 }
 
 void unwinder_jit_changed(struct unwinder *u, void (*ask)(struct unwinder *u, uint32_t pid))

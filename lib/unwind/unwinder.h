@@ -42,6 +42,7 @@ struct unwinder_stats {
 	uint64_t processes_refused; /* not given tables: unwind_procs full */
 	uint64_t processes_gone;  /* given tables from their mappings as read at their first sample: gone
 				   * before the request was done (a short-lived process under load) */
+	uint64_t maps_given;      /* requests done with the mappings their asker had just read (no read here) */
 	uint64_t mappings_dropped; /* mappings past UNWIND_MAX_MAPPINGS in a process (frame pointers) */
 	uint64_t mappings_unplaced; /* mappings at a file offset no segment of their binary holds (a binary
 				     * or mapping that lies): walked with frame pointers */
@@ -73,12 +74,14 @@ int unwinder_new(const struct unwinder_opts *opts, struct unwinder **out);
  * is updated instead. Never blocks on the work. */
 void unwinder_request(struct unwinder *u, uint32_t pid, uint64_t token);
 
-/* unwinder_request with pid's executable mappings as read now (copied; at most UNWIND_MAX_MAPPINGS):
- * when the process is gone by the time the request is done, its tables are found from these (the
- * files opened by path), so the samples it left waiting (deferred) are walked with them; the entry
- * is then kept a few seconds (GONE_GRACE_S) past its exit. */
+/* unwinder_request with pid's executable mappings as read at its first sample (copied; at most
+ * UNWIND_MAX_MAPPINGS): when the process is gone by the time the request is done, its tables are found
+ * from these (the files opened by path), so the samples it left waiting (deferred) are walked with them;
+ * the entry is then kept a few seconds (GONE_GRACE_S) past its exit. With current (the caller read them
+ * just now), a request done within MAPS_CURRENT_S uses them in place of a read of its own: one read of
+ * /proc/PID/maps serves the symbolizer, the runtimes and the unwinder. */
 void unwinder_request_maps(struct unwinder *u, uint32_t pid, uint64_t token, const struct procmap *maps,
-			   size_t n);
+			   size_t n, bool current);
 
 /* Whether a request for pid waits or is being done now (thread-safe). */
 bool unwinder_pending(struct unwinder *u, uint32_t pid);
@@ -98,8 +101,10 @@ void unwinder_request_sweep(struct unwinder *u);
  * Returns 0 or -errno (-ENOENT: the process is gone). */
 int unwinder_add(struct unwinder *u, uint32_t pid, uint64_t token);
 
-/* unwinder_add, with maps (n of them) standing for pid's when they cannot be read (it is gone). */
-int unwinder_add_maps(struct unwinder *u, uint32_t pid, uint64_t token, const struct procmap *maps, size_t n);
+/* unwinder_add, with maps (n of them) standing for pid's when they cannot be read (it is gone), or with
+ * current (read just now by the caller) in place of a read. */
+int unwinder_add_maps(struct unwinder *u, uint32_t pid, uint64_t token, const struct procmap *maps, size_t n,
+		      bool current);
 
 /* Forgets processes that have exited (a few seconds after their entry was written), and their tables'
  * uses; asks for the processes whose GDB JIT list changed since it was read (in the caller's thread, as

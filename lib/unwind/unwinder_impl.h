@@ -15,6 +15,7 @@
 #include "unwind/unwinder.h"
 
 #define FAST_STREAK 4          /* fast requests done in a row before a waiting build gets its turn */
+#define MAPS_CURRENT_S 0.05 /* mappings read this recently stand for a read of the unwinder's own */
 #define SLOW_AGE_S 2.0         /* a process waiting this long for builds goes first, whatever they cost */
 #define FILL_CHUNK 65536     /* rows copied into an inner map per batch update */
 #define MAX_ENTRIES_PER_SLOT 4 /* binaries remembered (with or without a table) per table slot */
@@ -113,6 +114,7 @@ struct unwinder {
 			double since;         /* when the process first asked (CLOCK_MONOTONIC seconds) */
 			struct procmap *maps; /* as read at its first sample (owned), or NULL */
 			size_t nmaps;
+			double maps_at;       /* when maps were read, if the asker read them just then; 0: not */
 		} e[UNWINDER_QUEUE];
 		size_t head, count;
 	} fast, slow; /* fast: with the tables built so far; slow: processes waiting for a table built */
@@ -126,9 +128,9 @@ double unwinder_now(void);
 
 /* unwinder_add, building at most b->builds tables (the binaries left are counted in b->missing). When
  * pid's maps cannot be read (it is gone), snap (nsnap mappings read at its first sample; NULL: none)
- * stands for them. */
+ * stands for them; with current (they were read just now), they are used without a read. */
 int unwinder_add_process(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b,
-			 const struct procmap *snap, size_t nsnap);
+			 const struct procmap *snap, size_t nsnap, bool current);
 
 /* An unwinder with no process and no table, its thread not started; unwinder_state_free (of one whose
  * thread is stopped, if started) undoes it. Returns 0 or -EINVAL (opts) or -ENOMEM. */

@@ -12,7 +12,7 @@
  * then; a request keeps the mappings it has when given none). Returns false when r is full (*maps left
  * to the caller). */
 static bool ring_put(struct ring *r, uint32_t pid, uint64_t token, uint64_t cost, double since,
-		     struct procmap **maps, size_t nmaps)
+		     struct procmap **maps, size_t nmaps, double maps_at)
 {
 	struct request *q = NULL;
 
@@ -28,10 +28,12 @@ static bool ring_put(struct ring *r, uint32_t pid, uint64_t token, uint64_t cost
 	if (token)
 		q->token = token;
 	q->cost = cost;
+	q->maps_at = 0; /* a request without mappings asks for a read: those it has are older */
 	if (maps && *maps) {
 		procmaps_free(q->maps, q->nmaps);
 		q->maps = *maps;
 		q->nmaps = nmaps;
+		q->maps_at = maps_at;
 		*maps = NULL;
 	}
 	return true;
@@ -109,11 +111,12 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&u->mu);
 		u->busy_pid = rq.pid;
 		b = (struct budget){ .builds = fast ? 0 : 1, .max_size = fast ? 0 : rq.cost };
-		int err = unwinder_add_process(u, rq.pid, rq.token, &b, rq.maps, rq.nmaps);
+		int err = unwinder_add_process(u, rq.pid, rq.token, &b, rq.maps, rq.nmaps,
+					       rq.maps_at && unwinder_now() - rq.maps_at < MAPS_CURRENT_S);
 		pthread_mutex_lock(&u->mu);
 		/* Again for the binaries left, unless a build failed (no room for another binary, or no
 		 * memory): the next would fail too, turn after turn, its samples waiting all along. */
-		if (!err && b.missing && !b.failed && !ring_put(&u->slow, rq.pid, 0, b.smallest, rq.since, &rq.maps, rq.nmaps))
+		if (!err && b.missing && !b.failed && !ring_put(&u->slow, rq.pid, 0, b.smallest, rq.since, &rq.maps, rq.nmaps, 0))
 			u->dropped++;
 		procmaps_free(rq.maps, rq.nmaps); /* unless the slow queue took it over */
 		u->busy = false;
@@ -124,10 +127,11 @@ static void *worker(void *arg)
 
 void unwinder_request(struct unwinder *u, uint32_t pid, uint64_t token)
 {
-	unwinder_request_maps(u, pid, token, NULL, 0);
+	unwinder_request_maps(u, pid, token, NULL, 0, false);
 }
 
-void unwinder_request_maps(struct unwinder *u, uint32_t pid, uint64_t token, const struct procmap *maps, size_t n)
+void unwinder_request_maps(struct unwinder *u, uint32_t pid, uint64_t token, const struct procmap *maps, size_t n,
+			   bool current)
 {
 	struct procmap *copy = NULL;
 
@@ -136,7 +140,7 @@ void unwinder_request_maps(struct unwinder *u, uint32_t pid, uint64_t token, con
 	if (maps && n)
 		procmaps_copy(maps, n, &copy); /* none (out of memory): the live read alone */
 	pthread_mutex_lock(&u->mu);
-	if (ring_put(&u->fast, pid, token, 0, unwinder_now(), &copy, n))
+	if (ring_put(&u->fast, pid, token, 0, unwinder_now(), &copy, n, copy && current ? unwinder_now() : 0))
 		pthread_cond_signal(&u->wake);
 	else
 		u->dropped++;

@@ -316,7 +316,7 @@ static void test_gone(const struct maps *m)
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
 	CHECK(unwinder_add(u, pid, 7) == -ENOENT, "gone: without its mappings, nothing to read (-ENOENT)");
-	CHECK(unwinder_add_maps(u, pid, 7, pm, n) == 0 && bpf_map_lookup_elem(m->procs, &pid, v) == 0 && v->token == 7,
+	CHECK(unwinder_add_maps(u, pid, 7, pm, n, false) == 0 && bpf_map_lookup_elem(m->procs, &pid, v) == 0 && v->token == 7,
 	      "gone: with the mappings read before, its entry is written");
 	for (__u32 i = 0; i < v->n && i < UNWIND_MAX_MAPPINGS; i++)
 		with_table += v->m[i].table != UNWIND_NO_TABLE;
@@ -329,6 +329,38 @@ static void test_gone(const struct maps *m)
 	unwinder_sweep(u);
 	CHECK(bpf_map_lookup_elem(m->procs, &pid, v) != 0, "gone: a sweep 3 s later deletes it");
 out:
+	procmaps_free(pm, n);
+	unwinder_free(u);
+	free(v);
+}
+
+/* Mappings the caller has just read stand for the unwinder's own read (one read of /proc/PID/maps serves
+ * all): a live process given only its first executable mapping is written with that one alone; not
+ * current, they are not used while it lives. */
+static void test_maps_given(const struct maps *m)
+{
+	struct unwinder *u = new_unwinder(m, 64, 8, 64 << 20);
+	struct unwind_proc *v = calloc(1, sizeof(*v));
+	struct procmap *pm = NULL;
+	struct unwinder_stats st;
+	__u32 pid = (__u32)getpid();
+	size_t n = 0;
+
+	if (!u || !v)
+		goto out;
+	CHECK(procmaps_read(pid, &pm, &n) == 0 && n > 1, "given: this process's mappings read (%zu)", n);
+	if (n < 2)
+		goto out;
+	CHECK(unwinder_add_maps(u, pid, 9, pm, 1, true) == 0 && bpf_map_lookup_elem(m->procs, &pid, v) == 0 &&
+	      v->token == 9 && v->n == 1, "given and current: written with the one mapping given (%u)", v->n);
+	unwinder_get_stats(u, &st);
+	CHECK(st.maps_given == 1 && st.processes_gone == 0, "given: counted (%" PRIu64 "), not gone", st.maps_given);
+	CHECK(unwinder_add_maps(u, pid, 9, pm, 1, false) == 0 && bpf_map_lookup_elem(m->procs, &pid, v) == 0 &&
+	      v->n > 1, "given, not current: its mappings read live (%u)", v->n);
+	unwinder_get_stats(u, &st);
+	CHECK(st.maps_given == 1, "not current: not counted as given");
+out:
+	bpf_map_delete_elem(m->procs, &pid);
 	procmaps_free(pm, n);
 	unwinder_free(u);
 	free(v);
@@ -500,6 +532,9 @@ int main(int argc, char **argv)
 	close_maps(&m);
 	make_maps(&m, 64, 8);
 	test_gone(&m);
+	close_maps(&m);
+	make_maps(&m, 64, 8);
+	test_maps_given(&m);
 	close_maps(&m);
 	make_maps(&m, 64, 8);
 	test_not_elf(&m, dir);
