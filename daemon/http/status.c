@@ -78,12 +78,12 @@ static void status_text(FILE *o, const struct daemon_status *s, int64_t now)
 	fprintf(o, "unwind_refresh_requests %" PRIu64 "\nunwind_tables %" PRIu64 "\nunwind_table_bytes %" PRIu64
 		"\nunwind_table_rows %" PRIu64 "\nunwind_tables_built %" PRIu64 "\nunwind_tables_evicted %" PRIu64 "\nunwind_tables_expired %" PRIu64
 		"\nunwind_tables_refused %" PRIu64 "\nunwind_binaries_without_cfi %" PRIu64 "\nunwind_processes %"
-		PRIu64 "\nunwind_processes_refused %" PRIu64 "\nunwind_processes_gone %" PRIu64 "\nunwind_maps_given %" PRIu64 "\nunwind_mappings_dropped %" PRIu64 "\nunwind_mappings_unplaced %" PRIu64
+		PRIu64 "\nunwind_processes_refused %" PRIu64 "\nunwind_processes_gone %" PRIu64 "\nunwind_maps_given %" PRIu64 "\nunwind_binaries_known %" PRIu64 "\nunwind_mappings_dropped %" PRIu64 "\nunwind_mappings_unplaced %" PRIu64
 		"\nunwind_prologue_functions %" PRIu64 "\nunwind_build_seconds %.6f\nunwind_requests_dropped %" PRIu64 "\nunwind_requests_pending %" PRIu64 "\n",
 		s->lost[STAT_UNWIND_REFRESH], s->unwind.tables, s->unwind.table_bytes,
 		s->unwind.table_rows, s->unwind.tables_built, s->unwind.tables_evicted, s->unwind.tables_expired,
 		s->unwind.tables_refused, s->unwind.binaries_without, s->unwind.processes, s->unwind.processes_refused,
-		s->unwind.processes_gone, s->unwind.maps_given,
+		s->unwind.processes_gone, s->unwind.maps_given, s->unwind.binaries_known,
 		s->unwind.mappings_dropped, s->unwind.mappings_unplaced, s->unwind.prologue_functions,
 		finite_or_zero(s->unwind.build_seconds), s->unwind.requests_dropped,
 		s->unwind.requests_pending);
@@ -106,13 +106,14 @@ static void status_unwind_json(FILE *o, const struct daemon_status *s)
 		", \"table_rows\": %" PRIu64 ", \"tables_built\": %" PRIu64 ", \"tables_evicted\": %" PRIu64
 		", \"tables_expired\": %" PRIu64
 		", \"tables_refused\": %" PRIu64 ", \"binaries_without_cfi\": %" PRIu64 ", \"processes\": %" PRIu64
-		", \"processes_refused\": %" PRIu64 ", \"processes_gone\": %" PRIu64 ", \"maps_given\": %" PRIu64 ", \"mappings_dropped\": %" PRIu64 ", \"mappings_unplaced\": %" PRIu64
+		", \"processes_refused\": %" PRIu64 ", \"processes_gone\": %" PRIu64 ", \"maps_given\": %" PRIu64 ", \"binaries_known\": %" PRIu64 ", \"mappings_dropped\": %" PRIu64 ", \"mappings_unplaced\": %" PRIu64
 		", \"prologue_functions\": %" PRIu64 ", \"build_seconds\": %.6f"
 		", \"requests_dropped\": %" PRIu64 ", \"requests_pending\": %" PRIu64,
 		s->lost[STAT_UNWIND_REFRESH], s->unwind.tables, s->unwind.table_bytes, s->unwind.table_rows,
 		s->unwind.tables_built, s->unwind.tables_evicted, s->unwind.tables_expired, s->unwind.tables_refused,
 		s->unwind.binaries_without,
 		s->unwind.processes, s->unwind.processes_refused, s->unwind.processes_gone, s->unwind.maps_given,
+		s->unwind.binaries_known,
 		s->unwind.mappings_dropped,
 		s->unwind.mappings_unplaced,
 		s->unwind.prologue_functions, finite_or_zero(s->unwind.build_seconds), s->unwind.requests_dropped, s->unwind.requests_pending);
@@ -282,6 +283,9 @@ static void metrics_unwind(FILE *o, const struct daemon_status *s)
 	http_metric_u64(o, "flamed_unwind_maps_given_total", "counter",
 			"Unwind requests done with the mappings the daemon had just read for them (no read of their own).",
 			s->unwind.maps_given);
+	http_metric_u64(o, "flamed_unwind_binaries_known_total", "counter",
+			"Mappings taken for a binary checked lately (same device and inode), without opening it again.",
+			s->unwind.binaries_known);
 	http_metric_u64(o, "flamed_unwind_mappings_unplaced_total", "counter",
 			"Mappings at a file offset no segment of their binary holds (walked with frame pointers).",
 			s->unwind.mappings_unplaced);

@@ -321,6 +321,18 @@ static struct table *build(struct unwinder *u, int fd, const struct file_id *id,
 	return t;
 }
 
+/* Notes that mapping m names t's binary, opened and checked now; returns t. */
+static struct table *seen_as(struct table *t, const struct procmap *m)
+{
+	if (t) {
+		t->map_major = m->dev_major;
+		t->map_minor = m->dev_minor;
+		t->map_inode = m->inode;
+		t->checked_at = unwinder_now();
+	}
+	return t;
+}
+
 /* The table of the file mapped at m in pid, built on first use if b allows one more build (else counted
  * in b->missing). NULL: none (not a file, unreadable, out of memory, or not built now). */
 static struct table *table_for(struct unwinder *u, uint32_t pid, const struct procmap *m, struct budget *b)
@@ -329,10 +341,23 @@ static struct table *table_for(struct unwinder *u, uint32_t pid, const struct pr
 	char root[BIN_ROOT_LEN];
 	struct file_id id;
 	struct stat st;
+	double now;
 	int fd;
 
 	if (!m->path || m->path[0] != '/')
 		return NULL; /* anonymous (JIT), [vdso], [stack]... */
+	/* A short-lived process maps the binaries the ones before it did: known by device and inode and
+	 * checked lately, they are not opened again for each. */
+	now = m->inode ? unwinder_now() : 0;
+	for (size_t i = 0; m->inode && i < u->ntables; i++) {
+		struct table *t = u->tables[i];
+
+		if (!t->jit && !t->refused && t->map_inode == m->inode && t->map_major == m->dev_major &&
+		    t->map_minor == m->dev_minor && now - t->checked_at < MAP_TRUST_S) {
+			u->st.binaries_known++;
+			return t;
+		}
+	}
 	fd = bin_open_mapped(&src, root);
 	if (fd < 0)
 		return NULL;
@@ -350,10 +375,10 @@ static struct table *table_for(struct unwinder *u, uint32_t pid, const struct pr
 				continue;
 			if (t->refused && !t->users && b->builds > 0) { /* try again: room may have come */
 				drop_table(u, i);
-				return build(u, fd, &id, root, m->path, b);
+				return seen_as(build(u, fd, &id, root, m->path, b), m);
 			}
 			close(fd);
-			return t;
+			return seen_as(t, m);
 		}
 	}
 	/* No binary: no table will ever come, so none is waited for (a jitdump file, which grows, would
@@ -369,7 +394,7 @@ static struct table *table_for(struct unwinder *u, uint32_t pid, const struct pr
 		close(fd);
 		return NULL;
 	}
-	return build(u, fd, &id, root, m->path, b);
+	return seen_as(build(u, fd, &id, root, m->path, b), m);
 }
 
 static struct proc *find_proc(struct unwinder *u, uint32_t pid)

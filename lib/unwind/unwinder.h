@@ -42,6 +42,7 @@ struct unwinder_stats {
 	uint64_t processes_refused; /* not given tables: unwind_procs full */
 	uint64_t processes_gone;  /* given tables from their mappings as read at their first sample: gone
 				   * before the request was done (a short-lived process under load) */
+	uint64_t binaries_known;  /* mappings taken for a binary checked lately by device and inode, not opened */
 	uint64_t maps_given;      /* requests done with the mappings their asker had just read (no read here) */
 	uint64_t mappings_dropped; /* mappings past UNWIND_MAX_MAPPINGS in a process (frame pointers) */
 	uint64_t mappings_unplaced; /* mappings at a file offset no segment of their binary holds (a binary

@@ -15,6 +15,7 @@
 #include "unwind/unwinder.h"
 
 #define FAST_STREAK 4          /* fast requests done in a row before a waiting build gets its turn */
+#define MAP_TRUST_S 1.0 /* a binary known by a mapping's device and inode is opened again after this */
 #define MAPS_CURRENT_S 0.05 /* mappings read this recently stand for a read of the unwinder's own */
 #define SLOW_AGE_S 2.0         /* a process waiting this long for builds goes first, whatever they cost */
 #define FILL_CHUNK 65536     /* rows copied into an inner map per batch update */
@@ -44,6 +45,11 @@ struct table {
 	unsigned users;   /* processes whose mappings use it */
 	uint64_t last_used; /* sweep count when last used (the least recent goes first for room) */
 	double used_at;     /* when last used (CLOCK_MONOTONIC seconds) */
+	/* The file as /proc/PID/maps last named it (device, inode), and when it was last opened and found to
+	 * be ids[]: a mapping naming it within MAP_TRUST_S is taken for it without opening it again. */
+	uint32_t map_major, map_minor;
+	uint64_t map_inode;
+	double checked_at;
 	/* JIT code's rows: those of one process's mapping [jit_start, jit_end) as its GDB JIT list of
 	 * signature jit_sig had them, else its jitdump file after read jit_dump_gen; never shared, dropped
 	 * once unused */

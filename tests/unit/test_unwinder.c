@@ -359,6 +359,12 @@ static void test_maps_given(const struct maps *m)
 	      v->n > 1, "given, not current: its mappings read live (%u)", v->n);
 	unwinder_get_stats(u, &st);
 	CHECK(st.maps_given == 1, "not current: not counted as given");
+	/* Read again at once: its binaries are known by their mappings' device and inode, not opened. */
+	CHECK(unwinder_add(u, pid, 9) == 0 && bpf_map_lookup_elem(m->procs, &pid, v) == 0 && v->n == n,
+	      "again at once: the same %zu mappings", n);
+	unwinder_get_stats(u, &st);
+	CHECK(st.binaries_known >= 2,
+	      "again at once: its binaries taken by device and inode (%" PRIu64 ")", st.binaries_known);
 out:
 	bpf_map_delete_elem(m->procs, &pid);
 	procmaps_free(pm, n);
