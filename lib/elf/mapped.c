@@ -53,6 +53,16 @@ struct bin_source bin_source_of(uint32_t pid, const struct procmap *m)
 				    .path = m->path, .deleted = m->deleted };
 }
 
+void bin_seen_note(struct bin_seen *s, const struct bin_source *src, double now)
+{
+	*s = (struct bin_seen){ .dev = src->dev, .inode = src->inode, .at = now };
+}
+
+bool bin_seen_is(const struct bin_seen *s, const struct bin_source *src, double now, double trust_s)
+{
+	return src->inode && s->inode == src->inode && s->dev == src->dev && now - s->at < trust_s;
+}
+
 int bin_open_mapped(const struct bin_source *src, char *root)
 {
 	char path[PATH_MAX + BIN_ROOT_LEN];

@@ -29,6 +29,20 @@ struct bin_source bin_source_of(uint32_t pid, const struct procmap *m);
  * Returns the descriptor (O_CLOEXEC) or -errno. */
 int bin_open_mapped(const struct bin_source *src, char *root);
 
+/* A file as mappings name it (device and inode) and when it was last opened and found to be the file a
+ * cache holds: a mapping naming it again within a trust window is taken for it without opening it (a
+ * short-lived process maps the files the ones before it did). Zeroed: never seen. */
+struct bin_seen {
+	uint64_t dev, inode;
+	double at; /* CLOCK_MONOTONIC seconds */
+};
+
+/* Notes that src names the file s stands for, opened and checked at now. */
+void bin_seen_note(struct bin_seen *s, const struct bin_source *src, double now);
+
+/* Whether src names the file of s, checked less than trust_s before now. */
+bool bin_seen_is(const struct bin_seen *s, const struct bin_source *src, double now, double trust_s);
+
 /* Stats the file mapped as src: /proc/PID/map_files/START-END, else its path (under /proc/PID/root, then
  * as is) when that still names the same inode. Returns 0 or -ENOENT. */
 int bin_stat_mapped(const struct bin_source *src, struct stat *st);

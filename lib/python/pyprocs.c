@@ -39,11 +39,7 @@ struct bin_entry {
 	struct elf_segment segs[ELF_MAX_SEGMENTS];
 	size_t nsegs;
 	uint64_t last_used;
-	/* The file as /proc/PID/maps names it (device, inode), and when it was last opened and found to be
-	 * key: a mapping naming it within BIN_TRUST_S is taken for it without opening it again. */
-	uint32_t map_major, map_minor;
-	uint64_t map_inode;
-	double checked_at;
+	struct bin_seen seen; /* as a mapping last named it: taken for it unopened within BIN_TRUST_S */
 };
 
 struct proc_entry {
@@ -145,15 +141,6 @@ static int inspect(struct pyprocs *p, int fd, const char *root, const char *path
 
 static double mono_now(void);
 
-/* Notes that m names e's file, opened and checked now. */
-static void seen_as(struct bin_entry *e, const struct procmap *m)
-{
-	e->map_major = m->dev_major;
-	e->map_minor = m->dev_minor;
-	e->map_inode = m->inode;
-	e->checked_at = mono_now();
-}
-
 /* The entry of the file mapped at m in pid, inspected on first sight. NULL: not a file, unreadable. */
 static const struct bin_entry *binary_for(struct pyprocs *p, uint32_t pid, const struct procmap *m)
 {
@@ -167,19 +154,14 @@ static const struct bin_entry *binary_for(struct pyprocs *p, uint32_t pid, const
 
 	if (!m->path || m->path[0] != '/')
 		return NULL; /* anonymous (JIT, perf trampolines), [vdso] */
-	/* A short-lived process maps the files the ones before it did: known by device and inode, checked
-	 * lately, they are not opened again (libc, its program) for each. */
 	now = m->inode ? mono_now() : 0;
 	for (size_t i = 0; m->inode && i < p->nbins; i++) {
-		e = &p->bins[i];
-		if (e->map_inode == m->inode && e->map_major == m->dev_major && e->map_minor == m->dev_minor &&
-		    now - e->checked_at < BIN_TRUST_S) {
-			e->last_used = ++p->clock;
+		if (bin_seen_is(&p->bins[i].seen, &src, now, BIN_TRUST_S)) {
+			p->bins[i].last_used = ++p->clock;
 			p->st.binaries_known++;
-			return e;
+			return &p->bins[i];
 		}
 	}
-	e = NULL;
 	fd = bin_open_mapped(&src, root);
 	if (fd < 0)
 		return NULL;
@@ -193,7 +175,7 @@ static const struct bin_entry *binary_for(struct pyprocs *p, uint32_t pid, const
 		if (!memcmp(&p->bins[i].key, &key, sizeof(key))) {
 			close(fd);
 			p->bins[i].last_used = ++p->clock;
-			seen_as(&p->bins[i], m);
+			bin_seen_note(&p->bins[i].seen, &src, mono_now());
 			return &p->bins[i];
 		}
 	}
@@ -210,7 +192,7 @@ static const struct bin_entry *binary_for(struct pyprocs *p, uint32_t pid, const
 	e->key = key;
 	e->last_used = ++p->clock;
 	e->verdict = inspect(p, fd, root, m->path, e);
-	seen_as(e, m);
+	bin_seen_note(&e->seen, &src, mono_now());
 	p->st.binaries_checked++;
 	if (!e->verdict) {
 		p->st.interpreters++;

@@ -321,15 +321,11 @@ static struct table *build(struct unwinder *u, int fd, const struct file_id *id,
 	return t;
 }
 
-/* Notes that mapping m names t's binary, opened and checked now; returns t. */
-static struct table *seen_as(struct table *t, const struct procmap *m)
+/* Notes that src names t's binary, opened and checked now; returns t. */
+static struct table *seen_as(struct table *t, const struct bin_source *src)
 {
-	if (t) {
-		t->map_major = m->dev_major;
-		t->map_minor = m->dev_minor;
-		t->map_inode = m->inode;
-		t->checked_at = unwinder_now();
-	}
+	if (t)
+		bin_seen_note(&t->seen, src, unwinder_now());
 	return t;
 }
 
@@ -346,14 +342,11 @@ static struct table *table_for(struct unwinder *u, uint32_t pid, const struct pr
 
 	if (!m->path || m->path[0] != '/')
 		return NULL; /* anonymous (JIT), [vdso], [stack]... */
-	/* A short-lived process maps the binaries the ones before it did: known by device and inode and
-	 * checked lately, they are not opened again for each. */
 	now = m->inode ? unwinder_now() : 0;
 	for (size_t i = 0; m->inode && i < u->ntables; i++) {
 		struct table *t = u->tables[i];
 
-		if (!t->jit && !t->refused && t->map_inode == m->inode && t->map_major == m->dev_major &&
-		    t->map_minor == m->dev_minor && now - t->checked_at < MAP_TRUST_S) {
+		if (!t->jit && !t->refused && bin_seen_is(&t->seen, &src, now, MAP_TRUST_S)) {
 			u->st.binaries_known++;
 			return t;
 		}
@@ -375,10 +368,10 @@ static struct table *table_for(struct unwinder *u, uint32_t pid, const struct pr
 				continue;
 			if (t->refused && !t->users && b->builds > 0) { /* try again: room may have come */
 				drop_table(u, i);
-				return seen_as(build(u, fd, &id, root, m->path, b), m);
+				return seen_as(build(u, fd, &id, root, m->path, b), &src);
 			}
 			close(fd);
-			return seen_as(t, m);
+			return seen_as(t, &src);
 		}
 	}
 	/* No binary: no table will ever come, so none is waited for (a jitdump file, which grows, would
@@ -394,7 +387,7 @@ static struct table *table_for(struct unwinder *u, uint32_t pid, const struct pr
 		close(fd);
 		return NULL;
 	}
-	return seen_as(build(u, fd, &id, root, m->path, b), m);
+	return seen_as(build(u, fd, &id, root, m->path, b), &src);
 }
 
 static struct proc *find_proc(struct unwinder *u, uint32_t pid)

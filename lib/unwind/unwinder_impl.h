@@ -11,6 +11,7 @@
 #include <linux/types.h>
 
 #include "elf/elf_file.h"
+#include "elf/mapped.h"
 #include "elf/procmaps.h"
 #include "unwind/unwinder.h"
 
@@ -45,11 +46,7 @@ struct table {
 	unsigned users;   /* processes whose mappings use it */
 	uint64_t last_used; /* sweep count when last used (the least recent goes first for room) */
 	double used_at;     /* when last used (CLOCK_MONOTONIC seconds) */
-	/* The file as /proc/PID/maps last named it (device, inode), and when it was last opened and found to
-	 * be ids[]: a mapping naming it within MAP_TRUST_S is taken for it without opening it again. */
-	uint32_t map_major, map_minor;
-	uint64_t map_inode;
-	double checked_at;
+	struct bin_seen seen; /* as a mapping last named it: taken for it unopened within MAP_TRUST_S */
 	/* JIT code's rows: those of one process's mapping [jit_start, jit_end) as its GDB JIT list of
 	 * signature jit_sig had them, else its jitdump file after read jit_dump_gen; never shared, dropped
 	 * once unused */
