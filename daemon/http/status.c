@@ -19,8 +19,7 @@
 #include "render/json.h"
 #include "http/status_bpf.h"
 #include "http/status_deferred.h"
-#include "http/status_unwcache.h"
-#include "http/status_unwjit.h"
+#include "http/status_unwind.h"
 #include "http/status_debuginfod.h"
 #include "http/status_jit.h"
 #include "http/status_cgroups.h"
@@ -42,14 +41,6 @@ static double finite_or_zero(double d)
 	return isfinite(d) ? d : 0;
 }
 
-/* The user-stack walks of enum profile_stat, by how they went. */
-static const char *const unwind_kinds[STAT_MAX] = {
-	[STAT_UNWIND_FP] = "fp",
-	[STAT_UNWIND_DWARF] = "dwarf",
-	[STAT_UNWIND_MIXED] = "mixed",
-	[STAT_UNWIND_TRUNCATED] = "truncated",
-	[STAT_UNWIND_FAILED] = "failed",
-};
 
 /* Status as "name value" lines, one per field. */
 static void status_text(FILE *o, const struct daemon_status *s, int64_t now)
@@ -71,55 +62,7 @@ static void status_text(FILE *o, const struct daemon_status *s, int64_t now)
 		s->sym_user_misses, s->sym_kernel_hits, s->sym_kernel_misses, s->sym_binaries_cached,
 		s->sym_processes_cached, s->sym_cache_bytes, s->sym_binaries_evicted, s->symbolizer.binaries_over_bound,
 		s->sym_symbols_dropped);
-	fprintf(o, "unwind_mode %s\n", s->unwind_mode ? s->unwind_mode : "");
-	for (unsigned i = 0; i < STAT_MAX; i++)
-		if (unwind_kinds[i])
-			fprintf(o, "unwind_samples_%s %" PRIu64 "\n", unwind_kinds[i], s->lost[i]);
-	fprintf(o, "unwind_refresh_requests %" PRIu64 "\nunwind_tables %" PRIu64 "\nunwind_table_bytes %" PRIu64
-		"\nunwind_table_rows %" PRIu64 "\nunwind_tables_built %" PRIu64 "\nunwind_tables_evicted %" PRIu64 "\nunwind_tables_expired %" PRIu64
-		"\nunwind_tables_refused %" PRIu64 "\nunwind_binaries_without_cfi %" PRIu64 "\nunwind_processes %"
-		PRIu64 "\nunwind_processes_refused %" PRIu64 "\nunwind_processes_gone %" PRIu64 "\nunwind_maps_given %" PRIu64 "\nunwind_binaries_known %" PRIu64 "\nunwind_mappings_dropped %" PRIu64 "\nunwind_mappings_unplaced %" PRIu64
-		"\nunwind_prologue_functions %" PRIu64 "\nunwind_build_seconds %.6f\nunwind_requests_dropped %" PRIu64 "\nunwind_requests_pending %" PRIu64 "\n",
-		s->lost[STAT_UNWIND_REFRESH], s->unwind.tables, s->unwind.table_bytes,
-		s->unwind.table_rows, s->unwind.tables_built, s->unwind.tables_evicted, s->unwind.tables_expired,
-		s->unwind.tables_refused, s->unwind.binaries_without, s->unwind.processes, s->unwind.processes_refused,
-		s->unwind.processes_gone, s->unwind.maps_given, s->unwind.binaries_known,
-		s->unwind.mappings_dropped, s->unwind.mappings_unplaced, s->unwind.prologue_functions,
-		finite_or_zero(s->unwind.build_seconds), s->unwind.requests_dropped,
-		s->unwind.requests_pending);
-	status_unwcache_text(o, s);
-	status_unwjit_text(o, s);
-}
-
-/* The "unwind" object of the JSON status. */
-static void status_unwind_json(FILE *o, const struct daemon_status *s)
-{
-	int n = 0;
-
-	fputs(", \"unwind\": {\"mode\": ", o);
-	json_write_string(o, s->unwind_mode ? s->unwind_mode : "");
-	fputs(", \"samples\": {", o);
-	for (unsigned i = 0; i < STAT_MAX; i++)
-		if (unwind_kinds[i])
-			fprintf(o, "%s\"%s\": %" PRIu64, n++ ? ", " : "", unwind_kinds[i], s->lost[i]);
-	fprintf(o, "}, \"refresh_requests\": %" PRIu64 ", \"tables\": %" PRIu64 ", \"table_bytes\": %" PRIu64
-		", \"table_rows\": %" PRIu64 ", \"tables_built\": %" PRIu64 ", \"tables_evicted\": %" PRIu64
-		", \"tables_expired\": %" PRIu64
-		", \"tables_refused\": %" PRIu64 ", \"binaries_without_cfi\": %" PRIu64 ", \"processes\": %" PRIu64
-		", \"processes_refused\": %" PRIu64 ", \"processes_gone\": %" PRIu64 ", \"maps_given\": %" PRIu64 ", \"binaries_known\": %" PRIu64 ", \"mappings_dropped\": %" PRIu64 ", \"mappings_unplaced\": %" PRIu64
-		", \"prologue_functions\": %" PRIu64 ", \"build_seconds\": %.6f"
-		", \"requests_dropped\": %" PRIu64 ", \"requests_pending\": %" PRIu64,
-		s->lost[STAT_UNWIND_REFRESH], s->unwind.tables, s->unwind.table_bytes, s->unwind.table_rows,
-		s->unwind.tables_built, s->unwind.tables_evicted, s->unwind.tables_expired, s->unwind.tables_refused,
-		s->unwind.binaries_without,
-		s->unwind.processes, s->unwind.processes_refused, s->unwind.processes_gone, s->unwind.maps_given,
-		s->unwind.binaries_known,
-		s->unwind.mappings_dropped,
-		s->unwind.mappings_unplaced,
-		s->unwind.prologue_functions, finite_or_zero(s->unwind.build_seconds), s->unwind.requests_dropped, s->unwind.requests_pending);
-	status_unwcache_json(o, s);
-	status_unwjit_json(o, s);
-	fputc('}', o);
+	status_unwind_text(o, s);
 }
 
 void http_handle_status(struct http *h, struct request *rq)
@@ -255,45 +198,6 @@ static void metrics_symbolizer(FILE *o, const struct daemon_status *s)
 		s->fold_full);
 }
 
-static void metrics_unwind(FILE *o, const struct daemon_status *s)
-{
-	http_metric(o, "flamed_unwind_samples_total", "counter", "User stacks walked, by how (truncated and failed "
-	       "also count in one of fp, dwarf and mixed).");
-	for (unsigned i = 0; i < STAT_MAX; i++)
-		if (unwind_kinds[i])
-			fprintf(o, "flamed_unwind_samples_total{kind=\"%s\"} %" PRIu64 "\n", unwind_kinds[i], s->lost[i]);
-	http_metric_u64(o, "flamed_unwind_refresh_requests_total", "counter",
-		   "Mappings read again: a stack met an address in none of its process's known mappings.",
-		   s->lost[STAT_UNWIND_REFRESH]);
-	http_metric_u64(o, "flamed_unwind_tables", "gauge", "Binaries with unwind tables loaded.", s->unwind.tables);
-	http_metric_u64(o, "flamed_unwind_table_bytes", "gauge", "Kernel memory the unwind tables' rows take.",
-		   s->unwind.table_bytes);
-	http_metric_u64(o, "flamed_unwind_tables_evicted_total", "counter",
-		   "Unused unwind tables dropped to stay within --unwind-tables-mb.", s->unwind.tables_evicted);
-	http_metric_u64(o, "flamed_unwind_tables_expired_total", "counter",
-		   "Unwind tables dropped after no process used them for 10 minutes.", s->unwind.tables_expired);
-	http_metric_u64(o, "flamed_unwind_tables_refused_total", "counter",
-		   "Unwind tables not loaded for want of room.", s->unwind.tables_refused);
-	http_metric_u64(o, "flamed_unwind_processes", "gauge", "Processes with unwind tables.", s->unwind.processes);
-	http_metric_u64(o, "flamed_unwind_processes_refused_total", "counter",
-		   "Processes not given unwind tables: --unwind-processes reached.", s->unwind.processes_refused);
-	http_metric_u64(o, "flamed_unwind_processes_gone_total", "counter",
-		   "Processes given unwind tables from their mappings read at their first sample, gone before.",
-		   s->unwind.processes_gone);
-	http_metric_u64(o, "flamed_unwind_maps_given_total", "counter",
-			"Unwind requests done with the mappings the daemon had just read for them (no read of their own).",
-			s->unwind.maps_given);
-	http_metric_u64(o, "flamed_unwind_binaries_known_total", "counter",
-			"Mappings taken for a binary checked lately (same device and inode), without opening it again.",
-			s->unwind.binaries_known);
-	http_metric_u64(o, "flamed_unwind_mappings_unplaced_total", "counter",
-			"Mappings at a file offset no segment of their binary holds (walked with frame pointers).",
-			s->unwind.mappings_unplaced);
-	http_metric_u64(o, "flamed_unwind_prologue_functions_total", "counter",
-			"Functions without call frame information given unwind rows from their prologues (assembly kernels).",
-			s->unwind.prologue_functions);
-}
-
 static void metrics_http(struct http *h, FILE *o)
 {
 	http_metric(o, "flamed_http_requests_total", "counter", "HTTP requests answered, by status code.");
@@ -330,15 +234,13 @@ void http_handle_metrics(struct http *h, struct request *rq)
 	http_metric_u64(o, "flamed_cpus", "gauge", "CPUs being sampled.", s.cpus);
 	metrics_samples(o, &s);
 	metrics_symbolizer(o, &s);
-	metrics_unwind(o, &s);
+	status_unwind_metrics(o, &s);
 	status_runtimes_metrics(o, &s);
 	status_offcpu_metrics(o, &s);
 	status_bpf_metrics(o, &s);
 	status_lineage_metrics(o, &s);
 	status_cgroups_metrics(o, &s);
 	status_deferred_metrics(o, &s);
-	status_unwcache_metrics(o, &s);
-	status_unwjit_metrics(o, &s);
 	status_jit_metrics(o, &s);
 	status_debuginfod_metrics(o, &s);
 	http_metric_u64(o, "flamed_database_bytes", "gauge", "Size of the database.", s.db_bytes);
