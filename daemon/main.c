@@ -97,7 +97,8 @@ struct chained {
 struct daemon {
 	struct recheck_ring rechecks[RECHECK_ROUNDS];
 	struct chained chained[CHAINED_SLOTS];
-	uint64_t rechecks_dropped;
+	uint64_t rechecked, rechecks_dropped; /* reads again of new processes; dropped at the rings' bound */
+	uint64_t reports_chained; /* later reports of an image its rechecks read again */
 	struct sampler *smp;
 	struct unwinder *unw;      /* NULL with --unwind fp */
 	struct tablecache *unwcache; /* the unwinder's tables on disk; NULL: none */
@@ -170,6 +171,9 @@ static void update_status(struct daemon *d, const struct sampler_stats *st, doub
 	for (unsigned i = 0; i < RUNTIMES; i++)
 		runtimes_get_stats(&d->rts, i, s->runtime[i].stats);
 	lineage_get_stats(d->lineage, &s->lineage);
+	s->rechecks = d->rechecked;
+	s->rechecks_dropped = d->rechecks_dropped;
+	s->reports_chained = d->reports_chained;
 	ingest_get_cgroup_stats(d->ingest, &s->cgroups);
 	/* Counting rows reads whole tables (seconds on a big database): once a minute, not per flush. */
 	if ((!d->last_db_stats || now_sec() - d->last_db_stats >= DB_STATS_EVERY_S) &&
@@ -407,6 +411,7 @@ static int run_rechecks(struct daemon *d)
 
 			q->head = (q->head + 1) % RECHECK_MAX;
 			q->count--;
+			d->rechecked++;
 			/* One read of its mappings, for the symbolizer, the unwinder and the runtimes. */
 			if (symbolizer_snapshot(d->sym, pid) == 0) {
 				recheck_later(d, pid, round + 1);
@@ -442,11 +447,17 @@ static void on_process_event(const struct process_event *e, void *ctx)
 	}
 	if (kind == PROCESS_NEW)
 		lineage_note(d->lineage, pid, e->start_ns, e->ppid, e->ppid_start_ns);
-	/* Gone: what is known is used. A later report of the same image is read now, but its rechecks
-	 * are already queued. One read of its mappings serves the symbolizer and the runtimes. */
+	/* A later report of an image whose rechecks are queued: they read it again (3 and 18 ms after
+	 * its first report, as the later reports come 5 and 15 ms after), so it is not read now too. Those
+	 * reports stand for the first where it was lost (the ring full): the chain starts at one of them. */
+	if (kind == PROCESS_NEW && c->pid == pid && c->token == token) {
+		d->reports_chained++;
+		return;
+	}
+	/* Gone: what is known is used. One read of its mappings serves the symbolizer and the runtimes. */
 	if (kind == PROCESS_NEW) {
 		read_now = symbolizer_snapshot(d->sym, pid) == 0;
-		if (read_now && (c->pid != pid || c->token != token)) {
+		if (read_now) {
 			recheck_later(d, pid, 0);
 			*c = (struct chained){ pid, token };
 		}

@@ -57,6 +57,9 @@ struct daemon_status {
 	uint64_t offcpu_us_stored;   /* microseconds off CPU written to the database */
 	uint64_t offcpu_us_unstored; /* drained but lost to a failed transaction */
 	struct lineage_stats lineage; /* who started whom (lineage.h) */
+	uint64_t rechecks;            /* new processes' mappings read again shortly after their first report */
+	uint64_t rechecks_dropped;    /* ... not: more were waiting than the daemon keeps */
+	uint64_t reports_chained;     /* later reports of a process its rechecks read again, not read then */
 	struct cgroups_stats cgroups; /* where samples ran (cgroups.h) */
 	struct bpfload_report bpf;    /* the BPF programs loaded, the features left out and why */
 };

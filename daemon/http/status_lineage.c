@@ -1,7 +1,9 @@
 /* status_lineage.c - who started whom (daemon/lineage.c): processes remembered, where their parents
- * were learnt, records written and processes forgotten at the bound, as JSON, text and metrics. */
+ * were learnt, records written and processes forgotten at the bound; and how often new processes'
+ * mappings were read again; as JSON, text and metrics. */
 #include <inttypes.h>
 
+#include "http/counters.h"
 #include "http/http_impl.h"
 #include "http/metric.h"
 #include "http/status_lineage.h"
@@ -19,6 +21,17 @@
 	X(forgotten, "flamed_processes_forgotten_total", "counter",                                         \
 	  "Processes forgotten at the bound of those remembered (their records are written already).")
 
+/* The daemon's reading of new processes' mappings (daemon/main.c). */
+static const struct counter reading[] = {
+	STATUS_COUNTER(rechecks, "rechecked", "flamed_processes_rechecked_total", "counter",
+		"New processes' mappings read again shortly after their first report (the dynamic loader may not "
+		"have mapped their libraries then)."),
+	STATUS_COUNTER(rechecks_dropped, "rechecks_dropped", "flamed_processes_rechecks_dropped_total", "counter",
+		"Such reads left out: more new processes were waiting for one than the daemon keeps."),
+	STATUS_COUNTER(reports_chained, "reports_chained", "flamed_processes_reports_chained_total", "counter",
+		"Later reports of a new process not read then: its reads again are queued already."),
+};
+
 void status_lineage_json(FILE *o, const struct daemon_status *s)
 {
 	const char *sep = "";
@@ -27,6 +40,7 @@ void status_lineage_json(FILE *o, const struct daemon_status *s)
 #define JSON(f, metric, type, help) fprintf(o, "%s\"%s\": %" PRIu64, sep, #f, s->lineage.f), sep = ", ";
 	LINEAGE_COUNTERS(JSON)
 #undef JSON
+	counters_json(o, reading, COUNTERS_LEN(reading), s);
 	fputs("}", o);
 }
 
@@ -35,6 +49,7 @@ void status_lineage_text(FILE *o, const struct daemon_status *s)
 #define TEXT(f, metric, type, help) fprintf(o, "processes_%s %" PRIu64 "\n", #f, s->lineage.f);
 	LINEAGE_COUNTERS(TEXT)
 #undef TEXT
+	counters_text(o, "processes", reading, COUNTERS_LEN(reading), s);
 }
 
 void status_lineage_metrics(FILE *o, const struct daemon_status *s)
@@ -49,4 +64,5 @@ void status_lineage_metrics(FILE *o, const struct daemon_status *s)
 	fprintf(o, "%s %" PRIu64 "\n", metric, s->lineage.f);
 	LINEAGE_COUNTERS(METRIC)
 #undef METRIC
+	counters_metrics(o, reading, COUNTERS_LEN(reading), s);
 }
