@@ -444,7 +444,9 @@ int symbolizer_snapshot(struct symbolizer *s, uint32_t pid)
 			jitdump_cache_find(s->jitdump, pid, maps, n, 0, 0); /* read while the process lives */
 		} else if (m->path && m->path[0] == '/' && m->inode) {
 			bincache_get(s->bins, &src);
-		} else if (!jit_read) { /* JIT code: read the perf map while its owner can be checked */
+		} else if (!jit_read && (!m->path || !strncmp(m->path, "[anon:", 6))) {
+			/* JIT code (anonymous, not the kernel's [vdso]): read the perf map while its owner can
+			 * be checked. A process without any is not looked at (three files of /proc each). */
 			perfmap_cache_find(s->jit, pid, m->start);
 			jit_read = true;
 		}
