@@ -134,17 +134,20 @@ void unwinder_request_maps(struct unwinder *u, uint32_t pid, uint64_t token, con
 			   bool current)
 {
 	struct procmap *copy = NULL;
+	bool queued;
 
 	if (n > UNWIND_MAX_MAPPINGS)
 		n = UNWIND_MAX_MAPPINGS;
 	if (maps && n)
 		procmaps_copy(maps, n, &copy); /* none (out of memory): the live read alone */
 	pthread_mutex_lock(&u->mu);
-	if (ring_put(&u->fast, pid, token, 0, unwinder_now(), &copy, n, copy && current ? unwinder_now() : 0))
-		pthread_cond_signal(&u->wake);
-	else
+	queued = ring_put(&u->fast, pid, token, 0, unwinder_now(), &copy, n, copy && current ? unwinder_now() : 0);
+	if (!queued)
 		u->dropped++;
 	pthread_mutex_unlock(&u->mu);
+	/* After the unlock: woken with the mutex held, the thread would wait for it at once. */
+	if (queued)
+		pthread_cond_signal(&u->wake);
 	procmaps_free(copy, n);
 }
 
