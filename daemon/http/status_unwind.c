@@ -44,6 +44,8 @@ static const struct counter counters[] = {
 		"Processes given unwind tables from their mappings read at their first sample, gone before."),
 	STATUS_COUNTER(unwind.maps_given, "maps_given", "flamed_unwind_maps_given_total", "counter",
 		"Unwind requests done with the mappings the daemon had just read for them (no read of their own)."),
+	STATUS_COUNTER(unwind.entries_unchanged, "entries_unchanged", "flamed_unwind_entries_unchanged_total", "counter",
+		"Requests whose process's entry (mappings and tables) came out as written last: not written again."),
 	STATUS_COUNTER(unwind.binaries_known, "binaries_known", "flamed_unwind_binaries_known_total", "counter",
 		"Mappings taken for a binary checked lately (same device and inode), without opening it again."),
 	STATUS_COUNTER(unwind.mappings_dropped, "mappings_dropped", "flamed_unwind_mappings_dropped_total", "counter",

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "elf/elf_file.h"
 #include "elf/jitlist.h"
 #include "elf/procmaps.h"
+#include "util/hash.h"
 
 double unwinder_now(void)
 {
@@ -605,10 +607,28 @@ static void fill_value(struct unwinder *u, const struct proc *p, const struct pr
 	}
 }
 
+/* A signature of the entry v (its header and the mappings it holds): the same as the one written last
+ * for the process, it is not written again. Never 0 (0: none written). */
+static uint64_t value_sig(const struct unwind_proc *v)
+{
+	const unsigned char *p = (const unsigned char *)v;
+	size_t len = offsetof(struct unwind_proc, m) + (v->n < UNWIND_MAX_MAPPINGS ? v->n : UNWIND_MAX_MAPPINGS) * sizeof(v->m[0]);
+	uint64_t h = 0x9e3779b97f4a7c15ULL, w;
+
+	_Static_assert(sizeof(struct unwind_mapping) % 8 == 0 && offsetof(struct unwind_proc, m) % 8 == 0,
+		       "an entry is whole words");
+	for (size_t i = 0; i < len; i += 8) {
+		memcpy(&w, p + i, 8);
+		h = hash_words((const uint64_t[]){ h, w }, 2);
+	}
+	return h ? h : 1;
+}
+
 int unwinder_add_process(struct unwinder *u, uint32_t pid, uint64_t token, struct budget *b,
 			  const struct procmap *snap, size_t nsnap, bool current)
 {
 	struct procmap *live = NULL;
+	uint64_t sig;
 	const struct procmap *maps;
 	struct table **used;
 	struct proc *p;
@@ -676,11 +696,16 @@ int unwinder_add_process(struct unwinder *u, uint32_t pid, uint64_t token, struc
 		p->token = token;
 	u->value->token = p->token;
 	u->value->flags = b->missing && !b->failed ? UNWIND_PROC_PENDING : 0;
-	if (bpf_map_update_elem(u->o.procs_fd, &pid, u->value, BPF_ANY)) {
+	sig = value_sig(u->value);
+	if (sig == p->written_sig) { /* a read again that changed nothing (most of a new process's) */
+		u->st.entries_unchanged++;
+	} else if (bpf_map_update_elem(u->o.procs_fd, &pid, u->value, BPF_ANY)) {
 		err = -errno;
 		u->st.processes_refused++;
 		forget_proc(u, p);
 		drop_unused_jit(u);
+	} else {
+		p->written_sig = sig;
 	}
 	publish(u);
 	return err;

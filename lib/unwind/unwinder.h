@@ -44,6 +44,7 @@ struct unwinder_stats {
 				   * before the request was done (a short-lived process under load) */
 	uint64_t binaries_known;  /* mappings taken for a binary checked lately by device and inode, not opened */
 	uint64_t maps_given;      /* requests done with the mappings their asker had just read (no read here) */
+	uint64_t entries_unchanged; /* requests whose process entry came out as written last: not written */
 	uint64_t mappings_dropped; /* mappings past UNWIND_MAX_MAPPINGS in a process (frame pointers) */
 	uint64_t mappings_unplaced; /* mappings at a file offset no segment of their binary holds (a binary
 				     * or mapping that lies): walked with frame pointers */

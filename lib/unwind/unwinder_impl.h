@@ -71,6 +71,7 @@ struct proc {
 	struct table **used; /* distinct tables its mappings use */
 	size_t nused;
 	double written_at;   /* when its entry was last written (CLOCK_MONOTONIC seconds) */
+	uint64_t written_sig; /* value_sig of the entry written last; 0: none */
 	bool gone;           /* written from the mappings read at its first sample: it was gone by then */
 	/* The GDB JIT interface: its descriptor (0: none found when its mappings were searched, the
 	 * number of them then jit_searched), the list's signature when read, its objects' rows. */

@@ -365,6 +365,13 @@ static void test_maps_given(const struct maps *m)
 	unwinder_get_stats(u, &st);
 	CHECK(st.binaries_known >= 2,
 	      "again at once: its binaries taken by device and inode (%" PRIu64 ")", st.binaries_known);
+	/* Its entry came out as written the time before: not written again. Another image's token is. */
+	CHECK(st.entries_unchanged == 1, "again at once: its entry unchanged, not written (%" PRIu64 ")",
+	      st.entries_unchanged);
+	CHECK(unwinder_add(u, pid, 10) == 0 && bpf_map_lookup_elem(m->procs, &pid, v) == 0 && v->token == 10,
+	      "another token: written (%llu)", (unsigned long long)v->token);
+	unwinder_get_stats(u, &st);
+	CHECK(st.entries_unchanged == 1, "another token: not counted unchanged (%" PRIu64 ")", st.entries_unchanged);
 out:
 	bpf_map_delete_elem(m->procs, &pid);
 	procmaps_free(pm, n);
