@@ -4,9 +4,12 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <linux/types.h>
 
 #define DELETED_SUFFIX " (deleted)"
 
@@ -131,6 +134,62 @@ static int read_lines(FILE *fp, struct map_list *l)
 	return err;
 }
 
+/* The PROCMAP_QUERY ioctl of /proc/PID/maps (Linux 6.11, include/uapi/linux/fs.h), declared here for
+ * the older headers flamed builds with: the kernel finds the next mapping with the flags asked for and
+ * formats nothing else. */
+struct maps_query {
+	__u64 size, query_flags, query_addr;
+	__u64 vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+	__u32 dev_major, dev_minor;
+	__u32 vma_name_size, build_id_size;
+	__u64 vma_name_addr, build_id_addr;
+};
+_Static_assert(sizeof(struct maps_query) == 104, "the kernel's struct procmap_query");
+#define MAPS_QUERY _IOWR('f', 17, struct maps_query)
+#define MAPS_QUERY_EXECUTABLE 0x04u
+#define MAPS_QUERY_COVERING_OR_NEXT 0x10u
+
+/* Reads the executable mappings of the maps file fd with PROCMAP_QUERY, one call each: the other
+ * mappings (most of a process's) are not written out as text and parsed. A name longer than PATH_MAX
+ * is skipped, as an over-long line is. Returns 0, -ENOTTY where the kernel (or the file) has no such
+ * call, or -errno. */
+static int query_exec(int fd, struct map_list *l)
+{
+	char name[PATH_MAX];
+	struct maps_query q;
+	struct procmap m;
+	uint64_t at = 0;
+	int err;
+
+	for (;;) {
+		q = (struct maps_query){ .size = sizeof(q), .query_flags = MAPS_QUERY_EXECUTABLE | MAPS_QUERY_COVERING_OR_NEXT,
+					 .query_addr = at, .vma_name_addr = (uintptr_t)name, .vma_name_size = sizeof(name) };
+		if (ioctl(fd, MAPS_QUERY, &q) < 0 && errno == ENAMETOOLONG) { /* its range alone, to skip it */
+			q.vma_name_addr = 0;
+			q.vma_name_size = 0;
+			if (ioctl(fd, MAPS_QUERY, &q) == 0)
+				q.vma_name_size = UINT32_MAX;
+		}
+		if (q.vma_end == 0) /* not filled: the call failed. ENOENT: no mapping at or above at; ESRCH:
+				     * the process exited since the open (the text would read as empty) */
+			return errno == ENOENT || errno == ESRCH ? 0 : -errno;
+		if (q.vma_start >= q.vma_end || q.vma_end <= at)
+			return -EINVAL; /* never from a kernel; a guard against a loop */
+		at = q.vma_end;
+		if (q.vma_name_size == UINT32_MAX || q.vma_name_size > sizeof(name))
+			continue;
+		name[q.vma_name_size ? q.vma_name_size - 1 : 0] = '\0';
+		m = (struct procmap){ .start = q.vma_start, .end = q.vma_end, .offset = q.vma_offset,
+				      .dev_major = q.dev_major, .dev_minor = q.dev_minor, .inode = q.inode, .exec = true };
+		finish_path(name, &m);
+		if (l->n >= PROCMAPS_MAX)
+			return 0;
+		err = list_push(l, &m);
+		if (err)
+			return err;
+	}
+}
+
 int procmaps_read_file(const char *path, struct procmap **out, size_t *n)
 {
 	struct map_list l = { 0 };
@@ -140,7 +199,12 @@ int procmaps_read_file(const char *path, struct procmap **out, size_t *n)
 	fp = fopen(path, "re");
 	if (!fp)
 		return -errno;
-	err = read_lines(fp, &l);
+	err = query_exec(fileno(fp), &l);
+	if (err == -ENOTTY || err == -EINVAL) { /* older kernel, or not a procfs file: its text */
+		procmaps_free(l.v, l.n);
+		l = (struct map_list){ 0 };
+		err = read_lines(fp, &l);
+	}
 	fclose(fp);
 	if (err) {
 		procmaps_free(l.v, l.n);

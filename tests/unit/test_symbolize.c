@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -296,6 +297,53 @@ static void test_procmaps_file(const char *dir)
 	procmaps_free(m, n);
 	snprintf(path, sizeof(path), "%s/no-such-maps", dir);
 	CHECK(procmaps_read_file(path, &m, &n) == -ENOENT, "procmaps: a missing file is -ENOENT");
+}
+
+/* The same mappings from a live process (read with PROCMAP_QUERY where the kernel has it) as from a
+ * copy of its maps file's text (a plain file: parsed line by line); with a deleted file's mapping. */
+static void test_procmaps_query(const char *dir)
+{
+	char path[PATH_MAX], copy[PATH_MAX], cmd[3 * PATH_MAX];
+	struct procmap *live = NULL, *text = NULL;
+	size_t nlive = 0, ntext = 0, nread, same = 0, deleted = 0;
+	void *mem = MAP_FAILED;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/gone.bin", dir);
+	snprintf(cmd, sizeof(cmd), "cp /bin/true %s", path);
+	fd = run(cmd) == 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd >= 0) {
+		mem = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+		close(fd);
+		unlink(path);
+	}
+	CHECK(mem != MAP_FAILED, "procmaps: a deleted file mapped executable");
+	snprintf(copy, sizeof(copy), "%s/maps.copy", dir);
+	snprintf(cmd, sizeof(cmd), "cat /proc/%d/maps > %s", (int)getpid(), copy);
+	CHECK(procmaps_read((uint32_t)getpid(), &live, &nlive) == 0 && run(cmd) == 0 &&
+	      procmaps_read_file(copy, &text, &ntext) == 0, "procmaps: read live and from a copy of the text");
+	/* The text ends with the kernel's [vsyscall] page, which is no mapping of the process's own (no call
+	 * of a program lands there since vsyscall=xonly emulates them in the kernel). */
+	nread = ntext;
+	if (ntext && text[ntext - 1].path && !strcmp(text[ntext - 1].path, "[vsyscall]") &&
+	    !(nlive && live[nlive - 1].path && !strcmp(live[nlive - 1].path, "[vsyscall]")))
+		ntext--;
+	CHECK(nlive == ntext && nlive > 2, "procmaps: as many executable mappings live as in the text (%zu, %zu)",
+	      nlive, ntext);
+	for (size_t i = 0; i < nlive && i < ntext; i++) {
+		const struct procmap *a = &live[i], *b = &text[i];
+
+		same += a->start == b->start && a->end == b->end && a->offset == b->offset && a->inode == b->inode &&
+			a->dev_major == b->dev_major && a->dev_minor == b->dev_minor && a->exec && b->exec &&
+			a->deleted == b->deleted && !a->path == !b->path && (!a->path || !strcmp(a->path, b->path));
+		deleted += a->deleted && a->path && !strcmp(a->path, path);
+	}
+	CHECK(same == nlive && nlive, "procmaps: each the same, path and all (%zu of %zu)", same, nlive);
+	CHECK(deleted == 1, "procmaps: the deleted file's mapping has its path, marked deleted (%zu)", deleted);
+	procmaps_free(live, nlive);
+	procmaps_free(text, nread);
+	if (mem != MAP_FAILED)
+		munmap(mem, 4096);
 }
 
 /* ---- kallsyms ---- */
@@ -956,6 +1004,7 @@ int main(void)
 	}
 	test_procmaps_parser();
 	test_procmaps_file(dir);
+	test_procmaps_query(dir);
 	test_kallsyms_fixture(dir);
 	test_kallsyms_real();
 	if (run("cc --version >/dev/null 2>&1 && objcopy --version >/dev/null 2>&1 && "
