@@ -28,6 +28,7 @@
 #include "options.h"
 #include "notify.h"
 #include "sampler.h"
+#include "rechecks.h"
 #include "status.h"
 #include "token.h"
 #include "unwcache.h"
@@ -69,35 +70,9 @@ static double now_sec(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* New processes whose mappings are read again shortly (the first read may come before the dynamic
- * loader mapped their libraries; the last, before a runtime mapped its jitdump file: samples named after
- * the process exited, deferred ones, find it there). */
-#define RECHECK_MAX 1024
-#define RECHECK_ROUNDS 3
-static const unsigned recheck_delays_ms[RECHECK_ROUNDS] = { 3, 15, 250 };
-
-/* The processes waiting for one round of reading: a ring in due order (one delay per ring). */
-struct recheck_ring {
-	struct {
-		uint32_t pid;
-		double due; /* monotonic seconds */
-	} e[RECHECK_MAX];
-	unsigned head, count;
-};
-
-/* Program images whose rechecks were queued lately, by pid, direct-mapped: the BPF program reports a
- * new process at up to three of its first samples, and one round of rechecks serves them all. */
-#define CHAINED_SLOTS 256
-struct chained {
-	uint32_t pid;
-	uint64_t token; /* process_event.token: the image */
-};
-
 /* The daemon: the flush path (main thread only) and the state HTTP threads may read or poke. */
 struct daemon {
-	struct recheck_ring rechecks[RECHECK_ROUNDS];
-	struct chained chained[CHAINED_SLOTS];
-	uint64_t rechecked, rechecks_dropped; /* reads again of new processes; dropped at the rings' bound */
+	struct rechecks rechecks;     /* new processes' mappings read again shortly */
 	uint64_t reports_chained; /* later reports of an image its rechecks read again */
 	struct sampler *smp;
 	struct unwinder *unw;      /* NULL with --unwind fp */
@@ -171,8 +146,8 @@ static void update_status(struct daemon *d, const struct sampler_stats *st, doub
 	for (unsigned i = 0; i < RUNTIMES; i++)
 		runtimes_get_stats(&d->rts, i, s->runtime[i].stats);
 	lineage_get_stats(d->lineage, &s->lineage);
-	s->rechecks = d->rechecked;
-	s->rechecks_dropped = d->rechecks_dropped;
+	s->rechecks = d->rechecks.taken;
+	s->rechecks_dropped = d->rechecks.dropped;
 	s->reports_chained = d->reports_chained;
 	ingest_get_cgroup_stats(d->ingest, &s->cgroups);
 	/* Counting rows reads whole tables (seconds on a big database): once a minute, not per flush. */
@@ -377,54 +352,28 @@ static int setup_fds(int *sfd, int *tfd)
 	return 0;
 }
 
-/* Queues pid to be read again after round's delay; when the ring is full its oldest is dropped. */
-static void recheck_later(struct daemon *d, uint32_t pid, unsigned round)
-{
-	struct recheck_ring *q;
-
-	if (round >= RECHECK_ROUNDS)
-		return;
-	q = &d->rechecks[round];
-	if (q->count == RECHECK_MAX) {
-		q->head = (q->head + 1) % RECHECK_MAX;
-		q->count--;
-		d->rechecks_dropped++;
-	}
-	q->e[(q->head + q->count) % RECHECK_MAX].pid = pid;
-	q->e[(q->head + q->count) % RECHECK_MAX].due = now_sec() + recheck_delays_ms[round] / 1e3;
-	q->count++;
-}
-
 /* Reads again the processes whose time has come; returns the poll timeout (ms) to the next one, -1
  * for none. */
 static int run_rechecks(struct daemon *d)
 {
-	double now = now_sec(), next = -1;
+	double now = now_sec();
+	unsigned round;
+	uint32_t pid;
 
-	for (unsigned round = 0; round < RECHECK_ROUNDS; round++) {
-		struct recheck_ring *q = &d->rechecks[round];
+	while (rechecks_next(&d->rechecks, now, &pid, &round)) {
+		const struct procmap *maps = NULL;
+		size_t n = 0;
 
-		while (q->count && q->e[q->head].due <= now) {
-			uint32_t pid = q->e[q->head].pid;
-			const struct procmap *maps = NULL;
-			size_t n = 0;
-
-			q->head = (q->head + 1) % RECHECK_MAX;
-			q->count--;
-			d->rechecked++;
-			/* One read of its mappings, for the symbolizer, the unwinder and the runtimes. */
-			if (symbolizer_snapshot(d->sym, pid) == 0) {
-				recheck_later(d, pid, round + 1);
-				maps = symbolizer_maps(d->sym, pid, &n);
-			}
-			if (d->unw) /* libraries the dynamic loader mapped since */
-				unwinder_request_maps(d->unw, pid, 0, maps, n, maps != NULL);
-			runtimes_process(&d->rts, pid, 0, maps, n); /* libpython, once the dynamic loader mapped it */
+		/* One read of its mappings, for the symbolizer, the unwinder and the runtimes. */
+		if (symbolizer_snapshot(d->sym, pid) == 0) {
+			rechecks_queue(&d->rechecks, pid, round + 1, now);
+			maps = symbolizer_maps(d->sym, pid, &n);
 		}
-		if (q->count && (next < 0 || q->e[q->head].due < next))
-			next = q->e[q->head].due;
+		if (d->unw) /* libraries the dynamic loader mapped since */
+			unwinder_request_maps(d->unw, pid, 0, maps, n, maps != NULL);
+		runtimes_process(&d->rts, pid, 0, maps, n); /* libpython, once the dynamic loader mapped it */
 	}
-	return next < 0 ? -1 : (int)((next - now) * 1e3) + 1;
+	return rechecks_timeout(&d->rechecks, now);
 }
 
 /* sampler_process_cb: a process was sampled for the first time; capture its mappings and binaries
@@ -436,7 +385,6 @@ static void on_process_event(const struct process_event *e, void *ctx)
 	uint32_t pid = e->pid;
 	unsigned kind = e->kind;
 	uint64_t token = e->token;
-	struct chained *c = &d->chained[pid % CHAINED_SLOTS];
 	const struct procmap *maps = NULL;
 	bool read_now = false;
 	size_t n = 0;
@@ -450,7 +398,7 @@ static void on_process_event(const struct process_event *e, void *ctx)
 	/* A later report of an image whose rechecks are queued: they read it again (3 and 18 ms after
 	 * its first report, as the later reports come 5 and 15 ms after), so it is not read now too. Those
 	 * reports stand for the first where it was lost (the ring full): the chain starts at one of them. */
-	if (kind == PROCESS_NEW && c->pid == pid && c->token == token) {
+	if (kind == PROCESS_NEW && rechecks_chained(&d->rechecks, pid, token)) {
 		d->reports_chained++;
 		return;
 	}
@@ -458,8 +406,8 @@ static void on_process_event(const struct process_event *e, void *ctx)
 	if (kind == PROCESS_NEW) {
 		read_now = symbolizer_snapshot(d->sym, pid) == 0;
 		if (read_now) {
-			recheck_later(d, pid, 0);
-			*c = (struct chained){ pid, token };
+			rechecks_queue(&d->rechecks, pid, 0, now_sec());
+			rechecks_chain(&d->rechecks, pid, token);
 		}
 		maps = symbolizer_maps(d->sym, pid, &n); /* read now, or before: if it is gone by then */
 	}
