@@ -1,5 +1,6 @@
 /* procmaps.c - parses /proc/PID/maps lines and keeps the executable mappings. */
 #include "elf/procmaps.h"
+#include "util/hash.h"
 #include "util/textparse.h"
 
 #include <errno.h>
@@ -223,6 +224,21 @@ int procmaps_read(uint32_t pid, struct procmap **out, size_t *n)
 
 	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/maps", pid);
 	return procmaps_read_file(path, out, n);
+}
+
+uint64_t procmaps_sig(const struct procmap *maps, size_t n)
+{
+	uint64_t h = hash_words((const uint64_t[]){ n }, 1);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct procmap *m = &maps[i];
+		uint64_t w[6] = { h, m->start, m->end, m->offset, m->inode,
+				  (uint64_t)m->dev_major << 32 ^ m->dev_minor ^ (uint64_t)m->exec << 62 ^ (uint64_t)m->deleted << 63 };
+
+		h = hash_words(w, 6);
+		h = hash_bytes(h, m->path ? m->path : "", m->path ? strlen(m->path) + 1 : 0);
+	}
+	return h ? h : 1;
 }
 
 int procmaps_copy(const struct procmap *maps, size_t n, struct procmap **out)

@@ -36,6 +36,9 @@ int procmaps_read(uint32_t pid, struct procmap **out, size_t *n);
  * Returns 0 or -ENOMEM. */
 int procmaps_copy(const struct procmap *maps, size_t n, struct procmap **out);
 
+/* A signature of maps[0..n) (ranges, offsets, files, paths): the same for the same mappings; never 0. */
+uint64_t procmaps_sig(const struct procmap *maps, size_t n);
+
 /* Frees an array returned by procmaps_read* or procmaps_copy; NULL is safe. */
 void procmaps_free(struct procmap *maps, size_t n);
 

@@ -14,10 +14,12 @@ struct proc {
 	uint64_t read_gen;       /* flush in which maps were last read */
 	struct procmap *maps;
 	size_t n;
+	uint64_t snap_sig;       /* procmaps_sig of the maps its last snapshot read; 0: none */
 };
 
 struct proccache {
 	struct pidcache procs; /* of struct proc */
+	bool changed;          /* the last snapshot found other mappings than the snapshot before */
 };
 
 static void release(struct pidcache_entry *e, void *ctx)
@@ -107,13 +109,25 @@ const struct procmap *proccache_maps(struct proccache *c, uint32_t pid, size_t *
 const struct procmap *proccache_snapshot(struct proccache *c, uint32_t pid, size_t *n)
 {
 	struct proc *p = (struct proc *)pidcache_get(&c->procs, pid);
+	uint64_t sig;
 
 	*n = 0;
+	c->changed = false;
 	if (!p)
 		return NULL;
 	refresh(c, p);
+	if (p->n) { /* compared with its last snapshot's, not a flush's read between: what was handed on */
+		sig = procmaps_sig(p->maps, p->n);
+		c->changed = sig != p->snap_sig;
+		p->snap_sig = sig;
+	}
 	*n = p->n;
 	return p->maps;
+}
+
+bool proccache_changed(const struct proccache *c)
+{
+	return c->changed;
 }
 
 void proccache_begin_flush(struct proccache *c)

@@ -2,6 +2,7 @@
 #ifndef FLAMED_SYMBOLIZE_PROCCACHE_H
 #define FLAMED_SYMBOLIZE_PROCCACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +40,10 @@ const struct procmap *proccache_maps(struct proccache *c, uint32_t pid, size_t *
  * and returns its table (*n mappings; NULL when it could not be read and none is kept). The table is
  * kept when the process is gone by the next flush. Valid until the next call on c. */
 const struct procmap *proccache_snapshot(struct proccache *c, uint32_t pid, size_t *n);
+
+/* Whether the last proccache_snapshot found the process's mappings other than its snapshot before (or
+ * read them first). */
+bool proccache_changed(const struct proccache *c);
 
 /* Processes held. */
 size_t proccache_count(const struct proccache *c);

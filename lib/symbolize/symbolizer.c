@@ -430,6 +430,11 @@ const struct procmap *symbolizer_maps(struct symbolizer *s, uint32_t pid, size_t
 	return proccache_maps(s->procs, pid, n);
 }
 
+bool symbolizer_maps_changed(const struct symbolizer *s)
+{
+	return proccache_changed(s->procs);
+}
+
 int symbolizer_snapshot(struct symbolizer *s, uint32_t pid)
 {
 	size_t n;

@@ -129,6 +129,10 @@ int symbolizer_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t len
  * Returns 0 or -ESRCH (gone already, or no executable mapping). */
 int symbolizer_snapshot(struct symbolizer *s, uint32_t pid);
 
+/* Whether the last symbolizer_snapshot found pid's mappings other than its snapshot before (true at its
+ * first): a read again that found them unchanged has nothing new for the unwinder or the runtimes. */
+bool symbolizer_maps_changed(const struct symbolizer *s);
+
 /* Keeps what naming pid's frames needs (its mappings read at its snapshot, its JIT records) from being
  * dropped as idle while its samples wait elsewhere (deferred for their unwind tables): call it before
  * each flush's symbolizer_begin_flush for every such pid. A pid not known is ignored. */

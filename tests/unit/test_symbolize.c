@@ -346,6 +346,44 @@ static void test_procmaps_query(const char *dir)
 		munmap(mem, 4096);
 }
 
+/* A snapshot says whether it found the process's mappings other than its snapshot before: at its first,
+ * yes; again at once, no; after an executable file was mapped, yes; a flush's read between does not
+ * count (what was handed on is what the snapshots read). */
+static void test_snapshot_changed(const char *dir)
+{
+	struct symbolizer *s = NULL;
+	char path[PATH_MAX], cmd[2 * PATH_MAX];
+	uint32_t pid = (uint32_t)getpid();
+	void *mem = MAP_FAILED;
+	bool first, again, mapped, after_flush;
+	int fd;
+
+	if (symbolizer_new(NULL, &s) < 0) {
+		CHECK(0, "snapshot: symbolizer_new");
+		return;
+	}
+	first = symbolizer_snapshot(s, pid) == 0 && symbolizer_maps_changed(s);
+	again = symbolizer_snapshot(s, pid) == 0 && !symbolizer_maps_changed(s);
+	snprintf(path, sizeof(path), "%s/mapped.bin", dir);
+	snprintf(cmd, sizeof(cmd), "cp /bin/true %s", path);
+	fd = run(cmd) == 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd >= 0) {
+		mem = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+		close(fd);
+	}
+	symbolizer_begin_flush(s);
+	symbolizer_user(s, pid, (uint64_t)(uintptr_t)mem, false, cmd, sizeof(cmd)); /* the flush's read: sees it */
+	mapped = mem != MAP_FAILED && symbolizer_snapshot(s, pid) == 0 && symbolizer_maps_changed(s);
+	after_flush = symbolizer_snapshot(s, pid) == 0 && !symbolizer_maps_changed(s);
+	CHECK(first, "snapshot: the first read is a change");
+	CHECK(again, "snapshot: read again at once, unchanged");
+	CHECK(mapped, "snapshot: a file mapped executable since is a change, though a flush read it between");
+	CHECK(after_flush, "snapshot: and read again, unchanged");
+	if (mem != MAP_FAILED)
+		munmap(mem, 4096);
+	symbolizer_free(s);
+}
+
 /* ---- kallsyms ---- */
 
 static void expect_kernel(struct symbolizer *s, uint64_t addr, const char *want, int kind)
@@ -1005,6 +1043,7 @@ int main(void)
 	test_procmaps_parser();
 	test_procmaps_file(dir);
 	test_procmaps_query(dir);
+	test_snapshot_changed(dir);
 	test_kallsyms_fixture(dir);
 	test_kallsyms_real();
 	if (run("cc --version >/dev/null 2>&1 && objcopy --version >/dev/null 2>&1 && "
