@@ -73,6 +73,7 @@ static double now_sec(void)
 /* The daemon: the flush path (main thread only) and the state HTTP threads may read or poke. */
 struct daemon {
 	struct rechecks rechecks;     /* new processes' mappings read again shortly */
+	uint64_t rechecks_unchanged;  /* ... that found them as they were */
 	uint64_t reports_chained; /* later reports of an image its rechecks read again */
 	struct sampler *smp;
 	struct unwinder *unw;      /* NULL with --unwind fp */
@@ -148,6 +149,7 @@ static void update_status(struct daemon *d, const struct sampler_stats *st, doub
 	lineage_get_stats(d->lineage, &s->lineage);
 	s->rechecks = d->rechecks.taken;
 	s->rechecks_dropped = d->rechecks.dropped;
+	s->rechecks_unchanged = d->rechecks_unchanged;
 	s->reports_chained = d->reports_chained;
 	ingest_get_cgroup_stats(d->ingest, &s->cgroups);
 	/* Counting rows reads whole tables (seconds on a big database): once a minute, not per flush. */
@@ -364,8 +366,15 @@ static int run_rechecks(struct daemon *d)
 		const struct procmap *maps = NULL;
 		size_t n = 0;
 
-		/* One read of its mappings, for the symbolizer, the unwinder and the runtimes. */
+		/* One read of its mappings, for the symbolizer, the unwinder and the runtimes. Found as
+		 * they were, the unwinder and the runtimes have them already, and the dynamic loader is
+		 * done: the next read is the last round's (a runtime's jitdump file). */
 		if (symbolizer_snapshot(d->sym, pid) == 0) {
+			if (!symbolizer_maps_changed(d->sym)) {
+				d->rechecks_unchanged++;
+				rechecks_queue(&d->rechecks, pid, round ? round + 1 : RECHECK_ROUNDS - 1, now);
+				continue;
+			}
 			rechecks_queue(&d->rechecks, pid, round + 1, now);
 			maps = symbolizer_maps(d->sym, pid, &n);
 		}
