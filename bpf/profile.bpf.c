@@ -78,6 +78,15 @@ struct {
 	__type(value, struct stack_trace);
 } scratch SEC(".maps");
 
+/* CPU samples sent whole (struct sample_record): those taken in user code whose stack a walker walked.
+ * Read by the daemon at each drain, never woken for; sized by it before load. A full one: the sample
+ * goes to the maps (STAT_SEND_FULL). */
+const volatile bool send_walked = false; /* set by the daemon: use it */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} samples SEC(".maps");
+
 /* Stacks taken at an off-CPU block (offcpu.h), by key: a wait may end (or be counted) in a later
  * generation, whose stacks map is then given them again from here. */
 struct {
@@ -266,20 +275,30 @@ static __always_inline __u64 hash_frames(const struct stack_trace *st, __u32 n)
 	return h ? h : 1;
 }
 
-/* Stores the first n frames of the scratch stack in generation gen's stacks map (and, with keep, in
- * offcpu_frames: off-CPU stacks outlive a generation). Returns its key, or 0 when it was lost (counted).
- * A global function, as the walk is: the verifier checks it once per program, not once per call. */
-__noinline __u64 stack_store(__u32 gen, __u32 n, __u32 keep)
+/* The key of the first n frames of the scratch stack (hash_frames); 0 when there is no scratch. A global
+ * function, as the walk is: the verifier checks it once per program, not once per call. */
+__noinline __u64 stack_hash(__u32 n)
+{
+	__u32 zero = 0;
+	struct stack_trace *st = bpf_map_lookup_elem(&scratch, &zero);
+
+	return st ? hash_frames(st, n) : 0;
+}
+
+/* Stores the first n frames of the scratch stack, hashed h (0: hashed here), in generation gen's stacks
+ * map (and, with keep, in offcpu_frames: off-CPU stacks outlive a generation). Returns its key, or 0 when
+ * it was lost (counted). A global function, as the walk is. */
+__noinline __u64 stack_store(__u32 gen, __u32 n, __u32 keep, __u64 h)
 {
 	__u32 zero = 0;
 	struct stack_trace *st = bpf_map_lookup_elem(&scratch, &zero);
 	void *stacks = bpf_map_lookup_elem(&stacks_gen, &gen);
-	__u64 h;
 	long err;
 
 	if (!st || !stacks)
 		return 0;
-	h = hash_frames(st, n);
+	if (!h)
+		h = stack_hash(n);
 	/* An LRU map: never full. Only a stack it does not hold is written: an update of one it holds
 	 * would take a fresh entry each time (and so push out the stacks of long waits sooner). */
 	if (keep && !bpf_map_lookup_elem(&offcpu_frames, &h))
@@ -323,7 +342,7 @@ static __always_inline __u64 capture(void *ctx, __u32 gen, __u64 flags, __u32 lo
 			stat_inc(STAT_UNWIND_TRUNCATED);
 		}
 	}
-	h = stack_store(gen, (__u32)len / sizeof(__u64), keep);
+	h = stack_store(gen, (__u32)len / sizeof(__u64), keep, 0);
 	if (!h)
 		key->flags |= lost_flag;
 	return h;
@@ -344,6 +363,30 @@ static __always_inline void count(void *counts, struct sample_key *key)
 {
 	key->flags &= ~SAMPLE_WALK_PARTIAL;
 	stat_inc(map_add(counts, key, 1) ? STAT_COUNTS_FULL : STAT_SAMPLES);
+}
+
+/* Sends the sample of key whole through the samples ring, with the w->n frames of the scratch stack.
+ * Returns whether it went (false: count it in the maps). */
+static __always_inline bool send_sample(struct walk *w, const struct sample_key *key)
+{
+	__u32 zero = 0, n = w->n;
+	struct stack_trace *st = bpf_map_lookup_elem(&scratch, &zero);
+
+	if (!st || !n || n > PROFILE_MAX_DEPTH)
+		return false;
+	w->rec.key = *key;
+	w->rec.key.flags &= ~SAMPLE_WALK_PARTIAL;
+	w->rec.nu = n;
+	if (bpf_probe_read_kernel(w->rec.ips, n * sizeof(__u64), st->ips))
+		return false;
+	if (bpf_ringbuf_output(&samples, &w->rec, offsetof(struct sample_record, ips) + n * sizeof(__u64),
+			       BPF_RB_NO_WAKEUP)) {
+		stat_inc(STAT_SEND_FULL);
+		return false;
+	}
+	stat_inc(STAT_SAMPLES);
+	stat_inc(STAT_SENT);
+	return true;
 }
 
 SEC("perf_event")
@@ -397,7 +440,7 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 		__u32 which = WALKER_NATIVE;
 
 		if (w) {
-			w->key = key;
+			w->rec.key = key;
 			w->r = r;
 			w->gen = gen;
 			if (python_walk && bpf_map_lookup_elem(&py_procs, &key.pid))
@@ -427,15 +470,24 @@ static __always_inline int walk_sample(struct bpf_perf_event_data *ctx, const en
 	w = bpf_map_lookup_elem(&walks, &zero);
 	if (!w)
 		return 0;
-	key = w->key; /* the walk reuses w: the input is copied out first */
+	key = w->rec.key; /* the walk reuses w: the input is copied out first */
 	r = w->r;
 	gen = w->gen;
 	counts = bpf_map_lookup_elem(&counts_gen, &gen);
 	if (!counts)
 		return 0;
+	w->unsent = 0;
 	key.ustack = user_stack(ctx, &r, task, gen, &key, false, with_py);
-	if (!(key.flags & SAMPLE_DEFERRED))
-		count(counts, &key);
+	if (key.flags & SAMPLE_DEFERRED)
+		return 0;
+	if (w->unsent) { /* a stack new to this CPU: whole through the ring, else stored now */
+		if (send_sample(w, &key))
+			return 0;
+		key.ustack = stack_store(gen, w->n, 0, key.ustack);
+		if (!key.ustack)
+			key.flags |= SAMPLE_USTACK_LOST;
+	}
+	count(counts, &key);
 	return 0;
 }
 

@@ -24,10 +24,10 @@ struct uregs {
 /* A user stack walk in progress, shared with walk_step(); and what profile_tick hands the walker
  * program it tail-calls (the sample's key, its generation and user registers). */
 struct walk {
-	struct sample_key key; /* the CPU sample being walked, from profile_tick */
+	struct sample_record rec; /* the CPU sample being walked: its key from profile_tick; sent from here */
 	struct uregs r;
 	__u32 gen;
-	__u32 gen_pad;
+	__u32 unsent;     /* the walk's stack was left unstored, for the walker to send (stack_store) */
 	__u64 ip, sp, bp; /* registers of the frame being unwound */
 	__u32 pid;
 	__u32 n;          /* frames written to scratch */
@@ -420,7 +420,14 @@ static __always_inline __u64 walk_user_impl(const struct uregs *r, const struct 
 		w->key_flags |= SAMPLE_WALK_PARTIAL;
 		ask_refresh(pid);
 	}
-	h = stack_store(gen, n, block);
+	/* A CPU sample taken in user code goes whole through the ring: left unstored, for the walker to send.
+	 * Not one with an address in no known mapping: it may yet be deferred, and the deferral reuses the
+	 * scratch stack. */
+	if (!block && send_walked && !w->rec.key.kstack && !(w->used & USED_UNKNOWN)) {
+		w->unsent = 1;
+		return stack_hash(n);
+	}
+	h = stack_store(gen, n, block, 0);
 	if (!h)
 		w->key_flags |= SAMPLE_USTACK_LOST;
 	return h;

@@ -99,6 +99,28 @@ static unsigned defer_ring_bytes(int ncpus)
 	return bytes;
 }
 
+/* The samples ring (send_walked): what comes in one flush interval at opts' frequency, for records of
+ * SENT_RECORD_BYTES (a key and 38 frames), in a power of two from SENT_RING_MIN to SENT_RING_MAX. What does
+ * not fit goes to the maps, as before the ring (STAT_SEND_FULL): only a cost, no loss. Mapped twice, as
+ * the deferred ring: its pages count twice in flamed's RSS once written (2 MiB at 99 Hz on 2 CPUs). */
+#define SENT_RECORD_BYTES 400u
+#define SENT_RING_MIN (64u << 10)
+#define SENT_RING_MAX (4u << 20)
+
+static unsigned sent_ring_bytes(int ncpus, unsigned frequency, unsigned flush_interval)
+{
+	double want = (double)ncpus * frequency * (flush_interval ?: 1) * SENT_RECORD_BYTES;
+	unsigned bytes = SENT_RING_MIN;
+	const char *test = getenv("FLAMED_TEST_SENT_RING"); /* tests only: a smaller ring, to fill */
+
+	if (test && !strcmp(test, "4096"))
+		return 4096;
+
+	while (bytes < SENT_RING_MAX && bytes < want)
+		bytes <<= 1;
+	return bytes;
+}
+
 /* CLOCK_MONOTONIC now, in ns: the clock of the kernel's task start times and bpf_ktime_get_ns(). */
 static __u64 mono_ns(void)
 {
@@ -123,8 +145,12 @@ static int configure(struct profile *skel, const struct sampler_opts *opts, cons
 	skel->rodata->python_walk = f[BPF_FEATURE_PYTHON].on;
 	skel->rodata->defer_new = f[BPF_FEATURE_UNWIND].on && opts->unwind_mode != UNWIND_MODE_FP && opts->defer_new;
 	skel->rodata->defer_since_ns = mono_ns();
+	/* Samples sent whole: only where a walker program walks them (not with --unwind fp). */
+	skel->rodata->send_walked = f[BPF_FEATURE_UNWIND].on && opts->unwind_mode != UNWIND_MODE_FP;
 	skel->rodata->test_refuse = test_refuse();
 	if ((err = bpf_map__set_max_entries(skel->maps.deferred, skel->rodata->defer_new ? defer_ring_bytes(ncpus) : 4096)) ||
+	    (err = bpf_map__set_max_entries(skel->maps.samples, skel->rodata->send_walked ?
+					    sent_ring_bytes(ncpus, opts->frequency, opts->flush_interval) : 4096)) ||
 	    (err = bpf_map__set_max_entries(skel->maps.defer_records, skel->rodata->defer_new ? (unsigned)ncpus : 1)) ||
 	    (err = bpf_map__set_max_entries(skel->maps.py_procs, opts->max_python_procs ?: 1)) ||
 	    (err = bpf_map__set_max_entries(skel->maps.py_threads, opts->max_python_threads ?: 1)) ||

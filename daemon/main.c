@@ -120,6 +120,9 @@ static void update_status(struct daemon *d, const struct sampler_stats *st, doub
 	s->cpus = st->cpus;
 	s->samples = st->stat[STAT_SAMPLES];
 	memcpy(s->lost, st->stat, sizeof(s->lost));
+	s->sent_read = st->sent_read;
+	s->sent_malformed = st->sent_malformed;
+	s->sent_ring_bytes = st->sent_ring_bytes;
 	s->flushes++;
 	s->last_flush_time = time(NULL);
 	s->last_flush_seconds = seconds;
@@ -592,6 +595,7 @@ static int start(struct daemon *d)
 	};
 	struct sampler_opts sopts = {
 		.frequency = opt.frequency,
+		.flush_interval = opt.flush_interval,
 		.include_idle = opt.include_idle,
 		.max_stacks = opt.max_stacks ? opt.max_stacks : default_max_stacks(),
 		.max_keys = opt.max_keys,

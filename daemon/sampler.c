@@ -48,6 +48,12 @@ struct sampler {
 	unsigned stash_n, stash_used;
 	uint64_t stacks_stashed, stacks_looked_up;
 	struct ring_buffer *events;
+	struct ring_buffer *sent;    /* the samples sent whole: read at each drain, never polled */
+	sampler_cb sent_cb;          /* during a drain */
+	void *sent_ctx;
+	int64_t sent_offset;
+	int sent_err;
+	uint64_t sent_read, sent_malformed;
 	sampler_process_cb event_cb; /* during sampler_read_events */
 	void *event_ctx;
 	sampler_deferred_cb deferred_cb; /* sampler_on_deferred */
@@ -152,6 +158,32 @@ static int on_deferred(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* ring_buffer callback: one sample sent whole, to the drain's callback. */
+static int on_sent(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+	const struct sample_record *r = data;
+	int err;
+
+	if (size < offsetof(struct sample_record, ips) || !r->nu || r->nu > PROFILE_MAX_DEPTH ||
+	    size < offsetof(struct sample_record, ips) + r->nu * sizeof(__u64)) {
+		s->sent_malformed++;
+		return 0;
+	}
+	struct sampler_sample smp = {
+		.key = &r->key,
+		.unix_sec = (int64_t)r->key.boot_sec + s->sent_offset,
+		.uips = r->ips,
+		.nu = r->nu,
+		.count = 1,
+	};
+	s->sent_read++;
+	err = s->sent_cb(&smp, s->sent_ctx);
+	if (err && !s->sent_err)
+		s->sent_err = err;
+	return 0;
+}
+
 int sampler_new(const struct sampler_opts *opts, struct sampler **out, struct bpfload_report *rep)
 {
 	struct sampler *s;
@@ -188,6 +220,11 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **out, struct bp
 		err = ring_buffer__add(s->events, bpf_map__fd(s->skel->maps.deferred), on_deferred, s);
 	if (err)
 		goto fail;
+	if (s->skel->rodata->send_walked &&
+	    !(s->sent = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), on_sent, s, NULL))) {
+		err = -errno;
+		goto fail;
+	}
 	s->exec_link = bpf_program__attach(s->skel->progs.process_exec);
 	if (!s->exec_link) {
 		err = -errno;
@@ -471,6 +508,14 @@ int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx)
 	emptied = stash_stacks(s, stacks_fd);
 	/* A chunk of counts at a time: the old generation is quiescent, so no key comes or goes meanwhile. */
 	ret = drain_map(s, counts_fd, stacks_fd, false, offset, cb, ctx);
+	if (s->sent) { /* the samples sent whole so far (some of the new generation's too: no matter) */
+		s->sent_cb = cb;
+		s->sent_ctx = ctx;
+		s->sent_offset = offset;
+		s->sent_err = 0;
+		err = ring_buffer__consume(s->sent);
+		ret = ret ?: (err < 0 ? err : s->sent_err);
+	}
 	if (s->switch_link) {
 		err = drain_map(s, offcpu_fd, stacks_fd, true, offset, cb, ctx);
 		ret = ret ?: err;
@@ -535,6 +580,9 @@ int sampler_get_stats(struct sampler *s, struct sampler_stats *out)
 	out->drains = s->drains;
 	out->stacks_stashed = s->stacks_stashed;
 	out->stacks_looked_up = s->stacks_looked_up;
+	out->sent_read = s->sent_read;
+	out->sent_malformed = s->sent_malformed;
+	out->sent_ring_bytes = s->sent ? bpf_map__max_entries(s->skel->maps.samples) : 0;
 	return 0;
 }
 
@@ -553,6 +601,7 @@ void sampler_free(struct sampler *s)
 	bpf_link__destroy(s->exit_link);
 	bpf_link__destroy(s->switch_link);
 	ring_buffer__free(s->events);
+	ring_buffer__free(s->sent);
 	profile__destroy(s->skel);
 	free(s->links);
 	free(s->event_fds);

@@ -12,6 +12,7 @@ struct sampler;
 
 struct sampler_opts {
 	unsigned frequency;  /* samples per second per CPU */
+	unsigned flush_interval; /* seconds between drains: the samples ring holds what comes between two */
 	bool include_idle;   /* count the idle task (pid 0) */
 	unsigned max_stacks; /* stack map entries per generation (kernel and user stacks share it) */
 	unsigned max_keys;   /* distinct keys counted per generation */
@@ -45,6 +46,9 @@ struct sampler_stats {
 	uint64_t drains;
 	uint64_t stacks_stashed;   /* stacks of drained keys found among those a drain read in batches */
 	uint64_t stacks_looked_up; /* ... and read one lookup each (the batches' stash was full) */
+	uint64_t sent_read;        /* samples read whole from the samples ring (struct sample_record) */
+	uint64_t sent_malformed;   /* ... refused: a record shorter than its frames */
+	unsigned sent_ring_bytes;  /* the samples ring's size (0: not used) */
 };
 
 typedef int (*sampler_cb)(const struct sampler_sample *s, void *ctx);
@@ -68,8 +72,8 @@ struct bpfload_report;
 int sampler_new(const struct sampler_opts *opts, struct sampler **out, struct bpfload_report *rep);
 
 /* Counts the waits going on (with off_cpu) up to now, switches generations, waits until no program
- * writes the old one, then calls cb for every key it counted (CPU samples, then off-CPU time) and
- * empties it. Returns 0, the first non-zero cb return, or -errno from a map operation. */
+ * writes the old one, then calls cb for every key it counted (CPU samples, the samples sent whole
+ * through the ring so far, then off-CPU time) and empties it. Returns 0, the first non-zero cb return, or -errno from a map operation. */
 int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx);
 
 /* Where deferred samples go while sampler_read_events reads them (cb NULL: they are dropped). */

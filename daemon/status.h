@@ -23,6 +23,8 @@ struct daemon_status {
 	unsigned cpus;             /* CPUs with an attached event */
 	uint64_t samples;          /* counted by BPF since start */
 	uint64_t lost[STAT_MAX];   /* per enum profile_stat (STAT_IDLE: idle samples left out) */
+	uint64_t sent_read, sent_malformed; /* samples read whole from the samples ring; refused (sampler.h) */
+	uint64_t sent_ring_bytes;  /* its size; 0: not used */
 	uint64_t samples_stored;   /* written to the database */
 	uint64_t samples_unstored; /* drained but lost to a failed transaction */
 	uint64_t samples_pruned;   /* sample rows deleted by retention */

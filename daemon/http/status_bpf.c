@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "http/counters.h"
 #include "http/http_impl.h"
 #include "http/metric.h"
 #include "http/status_bpf.h"
@@ -14,6 +15,21 @@
 static const char *const walker_names[WALKER_MAX] = {
 	[WALKER_NATIVE] = "native",
 	[WALKER_PYTHON] = "python",
+};
+
+/* CPU samples sent whole through the samples ring (include/profile.h, struct sample_record): a sample
+ * taken in user code and walked costs a copy of its frames instead of two hash map updates. */
+static const struct counter sent_counters[] = {
+	STATUS_COUNTER(lost[STAT_SENT], "samples", "flamed_bpf_sent_samples_total", "counter",
+		"CPU samples taken in user code sent whole through the samples ring, not counted in the maps."),
+	STATUS_COUNTER(lost[STAT_SEND_FULL], "ring_full", "flamed_bpf_sent_ring_full_total", "counter",
+		"CPU samples not sent: the samples ring was full (stored in the maps instead)."),
+	STATUS_COUNTER(sent_read, "read", "flamed_bpf_sent_read_total", "counter",
+		"Samples read from the samples ring by the drains."),
+	STATUS_COUNTER(sent_malformed, "malformed", "flamed_bpf_sent_malformed_total", "counter",
+		"Records of the samples ring refused: shorter than the frames they claim."),
+	STATUS_COUNTER(sent_ring_bytes, "ring_bytes", "flamed_bpf_sent_ring_bytes", "gauge",
+		"The samples ring's size (0: not used, with --unwind fp)."),
 };
 
 /* The kernel's error as its symbol ("E2BIG"), or its number when it has none. */
@@ -62,7 +78,10 @@ void status_bpf_json(FILE *o, const struct daemon_status *s)
 	fputs("], \"walkers\": {", o);
 	for (int w = 0; w < WALKER_MAX; w++)
 		fprintf(o, "%s\"%s\": %" PRIu64, w ? ", " : "", walker_names[w], s->lost[STAT_WALKER + w]);
-	fprintf(o, ", \"missing\": %" PRIu64 "}, \"features\": {", s->lost[STAT_WALKER_MISSING]);
+	fprintf(o, ", \"missing\": %" PRIu64 "}, \"sent\": {\"enabled\": %s", s->lost[STAT_WALKER_MISSING],
+		s->sent_ring_bytes ? "true" : "false");
+	counters_json(o, sent_counters, COUNTERS_LEN(sent_counters), s);
+	fputs("}, \"features\": {", o);
 	for (int f = 0; f < BPF_FEATURE_MAX; f++) {
 		fprintf(o, "%s\"%s\": ", f ? ", " : "", bpfload_feature_name(f));
 		feature_json(o, &r->feature[f]);
@@ -92,6 +111,7 @@ void status_bpf_text(FILE *o, const struct daemon_status *s)
 	for (int w = 0; w < WALKER_MAX; w++)
 		fprintf(o, "bpf_walker_%s_samples %" PRIu64 "\n", walker_names[w], s->lost[STAT_WALKER + w]);
 	fprintf(o, "bpf_walker_missing %" PRIu64 "\n", s->lost[STAT_WALKER_MISSING]);
+	counters_text(o, "bpf_sent", sent_counters, COUNTERS_LEN(sent_counters), s);
 	for (int f = 0; f < BPF_FEATURE_MAX; f++) {
 		const struct bpf_feature_state *st = &r->feature[f];
 
@@ -123,6 +143,7 @@ void status_bpf_metrics(FILE *o, const struct daemon_status *s)
 	http_metric_u64(o, "flamed_bpf_walker_missing_total", "counter",
 			"CPU samples whose walker program could not be called (read by frame pointers instead).",
 			s->lost[STAT_WALKER_MISSING]);
+	counters_metrics(o, sent_counters, COUNTERS_LEN(sent_counters), s);
 	http_metric_u64(o, "flamed_bpf_verified_instructions_limit", "gauge",
 			"The most instructions the kernel's verifier processes for one program.", BPFLOAD_INSNS_LIMIT);
 	http_metric(o, "flamed_bpf_feature_enabled", "gauge",
