@@ -1,5 +1,6 @@
 /* metric.c - Prometheus text lines (see metric.h). */
 #include <inttypes.h>
+#include <math.h>
 
 #include "http/metric.h"
 
@@ -12,4 +13,9 @@ void http_metric_u64(FILE *o, const char *name, const char *type, const char *he
 {
 	http_metric(o, name, type, help);
 	fprintf(o, "%s %" PRIu64 "\n", name, v);
+}
+
+double finite_or_zero(double d)
+{
+	return isfinite(d) ? d : 0;
 }

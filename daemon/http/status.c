@@ -2,7 +2,6 @@
  * format. */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -35,12 +34,6 @@ static const char *const lost_kinds[STAT_MAX] = {
 	[STAT_STACK_NOMEM] = "stack_alloc_failed",
 	[STAT_COUNTS_FULL] = "counts_full",
 };
-
-static double finite_or_zero(double d)
-{
-	return isfinite(d) ? d : 0;
-}
-
 
 /* Status as "name value" lines, one per field. */
 static void status_text(FILE *o, const struct daemon_status *s, int64_t now)

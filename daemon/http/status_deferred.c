@@ -1,7 +1,6 @@
 /* status_deferred.c - samples deferred until their process's unwind tables were ready (daemon/deferred.c):
  * copied, walked with the tables, given up, dropped, waiting, as JSON, text and metrics. */
 #include <inttypes.h>
-#include <math.h>
 
 #include "http/counters.h"
 #include "http/http_impl.h"
@@ -42,11 +41,6 @@ static const struct counter counters[] = {
 	STATUS_COUNTER(deferred.waiting_bytes, "waiting_bytes", "flamed_deferred_waiting_bytes", "gauge",
 		"Memory the waiting samples take."),
 };
-
-static double finite_or_zero(double d)
-{
-	return isfinite(d) ? d : 0;
-}
 
 void status_deferred_json(FILE *o, const struct daemon_status *s)
 {

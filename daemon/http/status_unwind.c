@@ -1,6 +1,5 @@
 /* status_unwind.c - the unwinder's counters (unwinder.h) described once and written as JSON, text and
  * metrics; the disk cache's and JIT code's parts come from status_unwcache.c and status_unwjit.c. */
-#include <math.h>
 
 #include "http/counters.h"
 #include "http/http_impl.h"
@@ -60,11 +59,6 @@ static const struct counter counters[] = {
 	STATUS_COUNTER(unwind.requests_pending, "requests_pending", "flamed_unwind_requests_pending", "gauge",
 		"Requests for a process's tables waiting for the unwinder's thread now."),
 };
-
-static double finite_or_zero(double d)
-{
-	return isfinite(d) ? d : 0;
-}
 
 void status_unwind_json(FILE *o, const struct daemon_status *s)
 {
