@@ -299,6 +299,25 @@ static void test_procmaps_file(const char *dir)
 	CHECK(procmaps_read_file(path, &m, &n) == -ENOENT, "procmaps: a missing file is -ENOENT");
 }
 
+/* A copy of /bin/true at path mapped executable (a page of it): the mapping, or MAP_FAILED; unlinked
+ * after the mapping with unlink_after (a deleted file's mapping). */
+static void *map_copy_of_true(const char *path, bool unlink_after)
+{
+	char cmd[2 * PATH_MAX];
+	void *mem = MAP_FAILED;
+	int fd;
+
+	snprintf(cmd, sizeof(cmd), "cp /bin/true %s", path);
+	fd = run(cmd) == 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd >= 0) {
+		mem = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+		close(fd);
+		if (unlink_after)
+			unlink(path);
+	}
+	return mem;
+}
+
 /* The same mappings from a live process (read with PROCMAP_QUERY where the kernel has it) as from a
  * copy of its maps file's text (a plain file: parsed line by line); with a deleted file's mapping. */
 static void test_procmaps_query(const char *dir)
@@ -306,17 +325,10 @@ static void test_procmaps_query(const char *dir)
 	char path[PATH_MAX], copy[PATH_MAX], cmd[3 * PATH_MAX];
 	struct procmap *live = NULL, *text = NULL;
 	size_t nlive = 0, ntext = 0, nread, same = 0, deleted = 0;
-	void *mem = MAP_FAILED;
-	int fd;
+	void *mem;
 
 	snprintf(path, sizeof(path), "%s/gone.bin", dir);
-	snprintf(cmd, sizeof(cmd), "cp /bin/true %s", path);
-	fd = run(cmd) == 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	if (fd >= 0) {
-		mem = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
-		close(fd);
-		unlink(path);
-	}
+	mem = map_copy_of_true(path, true);
 	CHECK(mem != MAP_FAILED, "procmaps: a deleted file mapped executable");
 	snprintf(copy, sizeof(copy), "%s/maps.copy", dir);
 	snprintf(cmd, sizeof(cmd), "cat /proc/%d/maps > %s", (int)getpid(), copy);
@@ -352,11 +364,10 @@ static void test_procmaps_query(const char *dir)
 static void test_snapshot_changed(const char *dir)
 {
 	struct symbolizer *s = NULL;
-	char path[PATH_MAX], cmd[2 * PATH_MAX];
+	char path[PATH_MAX], name[256];
 	uint32_t pid = (uint32_t)getpid();
-	void *mem = MAP_FAILED;
+	void *mem;
 	bool first, again, mapped, after_flush;
-	int fd;
 
 	if (symbolizer_new(NULL, &s) < 0) {
 		CHECK(0, "snapshot: symbolizer_new");
@@ -365,14 +376,9 @@ static void test_snapshot_changed(const char *dir)
 	first = symbolizer_snapshot(s, pid) == 0 && symbolizer_maps_changed(s);
 	again = symbolizer_snapshot(s, pid) == 0 && !symbolizer_maps_changed(s);
 	snprintf(path, sizeof(path), "%s/mapped.bin", dir);
-	snprintf(cmd, sizeof(cmd), "cp /bin/true %s", path);
-	fd = run(cmd) == 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	if (fd >= 0) {
-		mem = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
-		close(fd);
-	}
+	mem = map_copy_of_true(path, false);
 	symbolizer_begin_flush(s);
-	symbolizer_user(s, pid, (uint64_t)(uintptr_t)mem, false, cmd, sizeof(cmd)); /* the flush's read: sees it */
+	symbolizer_user(s, pid, (uint64_t)(uintptr_t)mem, false, name, sizeof(name)); /* the flush's read: sees it */
 	mapped = mem != MAP_FAILED && symbolizer_snapshot(s, pid) == 0 && symbolizer_maps_changed(s);
 	after_flush = symbolizer_snapshot(s, pid) == 0 && !symbolizer_maps_changed(s);
 	CHECK(first, "snapshot: the first read is a change");
