@@ -221,11 +221,13 @@ test_kill9() {
 }
 
 # --max-keys 256 and --max-stacks 256 under churn: what does not fit is counted as lost, shown by
-# /api/v1/status, /metrics and the log, and flamed goes on serving and storing.
+# /api/v1/status, /metrics and the log, and flamed goes on serving and storing. The samples ring is one
+# page (FLAMED_TEST_SENT_RING): full at once, the samples it would take go to the maps (as where a host's
+# samples outrun it), which fill.
 test_mapsfull() {
 	local db=$TMP/maps.db s1 s2 m full stored1 stored2 stackfull
 
-	run_flamed mapsfull --db "$db" --frequency 499 --flush-interval 1 --max-keys 256 --max-stacks 256 \
+	FLAMED_TEST_SENT_RING=4096 run_flamed mapsfull --db "$db" --frequency 499 --flush-interval 1 --max-keys 256 --max-stacks 256 \
 		--listen 127.0.0.1:0
 	bg_workload churn 8
 	wait_until 10 eval '[ "$(status .samples_lost.counts_full)" -gt 0 ]'
