@@ -75,8 +75,8 @@ else
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 endif
 
-$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) include/profile.h include/python.h include/unwind.h $(BUILD)/vmlinux.h
-	$(CLANG) -g -O2 -Wall -Werror -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -c $< -o $@.tmp
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(wildcard lib/*/*.bpf.h) include/profile.h include/python.h include/unwind.h $(BUILD)/vmlinux.h
+	$(CLANG) -g -O2 -Wall -Werror -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Iinclude -Ilib -I$(BUILD) -c $< -o $@.tmp
 	$(LLVM_STRIP) -g $@.tmp -o $@ && rm -f $@.tmp   # keep BTF, drop DWARF
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o

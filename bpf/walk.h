@@ -223,7 +223,7 @@ static __always_inline long table_step(struct walk *w, const struct unwind_row *
 	return w->done != WALK_ON;
 }
 
-#include "python_walk.h"
+#include "python/pywalk.bpf.h"
 
 /* One step of a walk: records the frame at w->ip and unwinds to its caller; with_py (a constant: the
  * native walker is compiled without it), in a Python process, writes an eval-loop call's Python frames
