@@ -5,7 +5,7 @@
  * walks its copies afterwards. A Python process's Python frames are read at once (they change as it
  * runs), each eval-loop call's apart, for the daemon to put in place. A block's waits are counted (in
  * the offcpu maps) under the id of its record, which the daemon replaces with the walk. Included by
- * profile.bpf.c, after python_walk.h. */
+ * profile.bpf.c, after python/pywalk.bpf.h. */
 #ifndef FLAMED_BPF_DEFER_H
 #define FLAMED_BPF_DEFER_H
 

@@ -24,7 +24,7 @@
 /* Knobs set by the daemon before load. */
 const volatile bool include_idle = false;
 const volatile __u32 unwind_mode = UNWIND_MODE_FP; /* enum unwind_mode */
-const volatile bool python_walk = false;           /* write Python frames (python_walk.h) */
+const volatile bool python_walk = false;           /* write Python frames (python/pywalk.bpf.h) */
 const volatile __u32 test_refuse = 0;              /* tests only: REFUSE_* programs the verifier refuses */
 
 /* Generation being filled: 0 or 1. Written by the daemon through the mmaped .bss. */

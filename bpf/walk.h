@@ -1,7 +1,7 @@
 /* walk.h - the user stack walk of profile.bpf.c: with unwind tables (include/unwind.h) where a process has
- * them and frame pointers elsewhere, Python frames in place of the eval loop (python_walk.h), and a sample
- * of a process whose tables are not ready deferred (defer.h). Included by profile.bpf.c after its maps and
- * stack store. */
+ * them and frame pointers elsewhere, Python frames in place of the eval loop (lib/python/pywalk.bpf.h), and
+ * a sample of a process whose tables are not ready deferred (defer.h). Included by profile.bpf.c after its
+ * maps and stack store. */
 #ifndef FLAMED_BPF_WALK_H
 #define FLAMED_BPF_WALK_H
 

@@ -1,10 +1,11 @@
-/* python_walk.h - the Python part of profile.bpf.c's user stack walk (include/python.h): finds the
- * sampled thread's thread state, writes the Python frames of each eval-loop call in its place (given
- * back to the caller's when the call was sampled starting or ending), steps over -X perf trampolines and
- * writes the frames left after a walk that failed. Included by profile.bpf.c after struct walk, struct
- * walk_ctx and table_step; every read of the process is bounded and checked. */
-#ifndef FLAMED_BPF_PYTHON_WALK_H
-#define FLAMED_BPF_PYTHON_WALK_H
+/* pywalk.bpf.h - CPython's BPF walker, the Python part of profile.bpf.c's user stack walk
+ * (include/python.h): finds the sampled thread's thread state, writes the Python frames of each eval-loop
+ * call in its place (given back to the caller's when the call was sampled starting or ending), steps over
+ * -X perf trampolines and writes the frames left after a walk that failed. Part of the runtime's folder
+ * (pyprocs.c writes the py_procs entries it reads); included by bpf/walk.h after struct walk, struct
+ * walk_ctx and table_step, BPF code only; every read of the process is bounded and checked. */
+#ifndef FLAMED_PYTHON_PYWALK_BPF_H
+#define FLAMED_PYTHON_PYWALK_BPF_H
 
 /* Threads of a Python process walked to find the sampled one's thread state, at most. */
 #define PY_MAX_THREADS 256
