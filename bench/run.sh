@@ -1088,6 +1088,8 @@ header() {
 }
 
 notes() {
+	local ab_which="the commit its rows name: the ab part did not run now"
+	want ab && ab_which="$AB_BASE in this run"
 	cat << EOF
 How each figure is measured:
 
@@ -1109,7 +1111,7 @@ How each figure is measured:
   \`flamed --python off\` (for the BPF program's cost per sample without the Python walk) and \`perf record -a -g\`;
   the chain row reads flamed's own database: of the workload's main-thread samples (under Py_RunMain), those
   whose Python frames run main, the $((PY_DEPTH + 1)) handlers and spin with nothing between.
-- A/B (11): \`BENCH_AB=COMMIT\` ($AB_BASE in this run) built from its own tree (\`git archive\`) beside this build,
+- A/B (11): \`BENCH_AB=COMMIT\` ($ab_which) built from its own tree (\`git archive\`) beside this build,
   then $REPEAT rounds, each running A's flamed and then B's (this build) at 99 Hz for $T s over the same load: two
   \`bench/pyburn.py\` ($((PY_DEPTH + 4)) Python frames deep) and, beside them, a 20 ms \`bench/burn\` and a \`sleep\` about
   three times a second (short-lived processes, as a host starts them). Each flamed is warmed first by a 1 s
