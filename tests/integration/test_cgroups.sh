@@ -137,8 +137,10 @@ g_web=$(sum_samples "$TMP/grouped.folded" '^web\.service;')
 g_docker=$(sum_samples "$TMP/grouped.folded" "^docker ${CID:0:12};")
 check "group=unit: web.service's stacks under it, first ($g_web = $s_web - the mover's $mover_web)" \
 	[ "$g_web" -eq $((s_web - mover_web)) ]
-check "group=unit: the container's under \"docker ${CID:0:12}\" ($g_docker = $s_docker + $mover_web)" \
-	[ "$g_docker" -eq $((s_docker + mover_web)) ]
+# Its launcher shell moved itself in at once: a sample of it in the same second before the move (outside
+# $TOP) ties with its later ones for its newest, and may take its samples out of the window's groups.
+check "group=unit: the container's under \"docker ${CID:0:12}\" ($g_docker = $s_docker + $mover_web, less at most its launcher's $l_docker)" \
+	[ "$g_docker" -le $((s_docker + mover_web)) -a "$g_docker" -ge $((s_docker + mover_web - l_docker)) ]
 curl -sf "$URL/api/v1/profile?$W&cgroup=$TOP&format=pprof" > "$TMP/p.pb.gz"
 if command -v go > /dev/null; then
 	go tool pprof -sample_index=samples -tags "$TMP/p.pb.gz" > "$TMP/tags.txt" 2>&1
