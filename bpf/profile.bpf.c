@@ -480,7 +480,7 @@ static __always_inline int walk_sample(struct bpf_perf_event_data *ctx, const en
 	key.ustack = user_stack(ctx, &r, task, gen, &key, false, with_py);
 	if (key.flags & SAMPLE_DEFERRED)
 		return 0;
-	if (w->unsent) { /* a stack new to this CPU: whole through the ring, else stored now */
+	if (w->unsent) { /* taken in user code: whole through the ring, or (the ring full) stored now */
 		if (send_sample(w, &key))
 			return 0;
 		key.ustack = stack_store(gen, w->n, 0, key.ustack);
