@@ -371,11 +371,8 @@ static int run_rechecks(struct daemon *d)
 
 		/* One read of its mappings, for the symbolizer, the unwinder and the runtimes. Found as
 		 * they were, the unwinder and the runtimes have them already, and the dynamic loader is
-		 * done: the next read is the last round's (a runtime's jitdump file). By the maps file its
-		 * first read left open, closed at the last round's. */
-		unsigned held = round + 1 < RECHECK_ROUNDS ? PROCCACHE_KEEP_FD : PROCCACHE_CLOSE_FD;
-
-		if (symbolizer_snapshot(d->sym, pid, held) == 0) {
+		 * done: the next read is the last round's (a runtime's jitdump file). */
+		if (symbolizer_snapshot(d->sym, pid) == 0) {
 			if (!symbolizer_maps_changed(d->sym)) {
 				d->rechecks_unchanged++;
 				rechecks_queue(&d->rechecks, pid, round ? round + 1 : RECHECK_ROUNDS - 1, now);
@@ -419,7 +416,7 @@ static void on_process_event(const struct process_event *e, void *ctx)
 	}
 	/* Gone: what is known is used. One read of its mappings serves the symbolizer and the runtimes. */
 	if (kind == PROCESS_NEW) {
-		read_now = symbolizer_snapshot(d->sym, pid, PROCCACHE_FRESH | PROCCACHE_KEEP_FD) == 0;
+		read_now = symbolizer_snapshot(d->sym, pid) == 0;
 		if (read_now) {
 			rechecks_queue(&d->rechecks, pid, 0, now_sec());
 			rechecks_chain(&d->rechecks, pid, token);
