@@ -73,7 +73,8 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **out, struct bp
 
 /* Counts the waits going on (with off_cpu) up to now, switches generations, waits until no program
  * writes the old one, then calls cb for every key it counted (CPU samples, the samples sent whole
- * through the ring so far, then off-CPU time) and empties it. Returns 0, the first non-zero cb return, or -errno from a map operation. */
+ * through the ring so far, then off-CPU time) and empties it. Returns 0, the first non-zero cb return,
+ * or -errno from a map operation. */
 int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx);
 
 /* Where deferred samples go while sampler_read_events reads them (cb NULL: they are dropped). */

@@ -61,7 +61,7 @@ struct daemon_status {
 	struct lineage_stats lineage; /* who started whom (lineage.h) */
 	uint64_t rechecks;            /* new processes' mappings read again shortly after their first report */
 	uint64_t rechecks_dropped;    /* ... not: more were waiting than the daemon keeps */
-	uint64_t rechecks_unchanged;  /* ... that found them as they were (nothing for the unwinder) */
+	uint64_t rechecks_unchanged;  /* ... that found them as they were */
 	uint64_t reports_chained;     /* later reports of a process its rechecks read again, not read then */
 	struct cgroups_stats cgroups; /* where samples ran (cgroups.h) */
 	struct bpfload_report bpf;    /* the BPF programs loaded, the features left out and why */

@@ -27,8 +27,7 @@ static const struct counter reading[] = {
 		"New processes' mappings read again shortly after their first report (the dynamic loader may not "
 		"have mapped their libraries then)."),
 	STATUS_COUNTER(rechecks_unchanged, "rechecks_unchanged", "flamed_processes_rechecks_unchanged_total", "counter",
-		"Such reads that found the mappings as they were: nothing new for the unwinder or the runtimes, and "
-		"the dynamic loader done (the next is the last, 250 ms later)."),
+		"Such reads that found the mappings as they were since the read before."),
 	STATUS_COUNTER(rechecks_dropped, "rechecks_dropped", "flamed_processes_rechecks_dropped_total", "counter",
 		"Such reads left out: more new processes were waiting for one than the daemon keeps."),
 	STATUS_COUNTER(reports_chained, "reports_chained", "flamed_processes_reports_chained_total", "counter",
