@@ -508,7 +508,7 @@ int deferred_poll(struct deferred *d, bool all)
 	return !d->wait_head ? -1 : fast ? POLL_MS : POLL_SLOW_MS;
 }
 
-uint64_t deferred_emit(struct deferred *d, int64_t unix_offset, sampler_cb cb, void *ctx)
+uint64_t deferred_emit(struct deferred *d, const struct unix_clock *clock, sampler_cb cb, void *ctx)
 {
 	struct walked *w, *next;
 	double now = mono_now();
@@ -517,7 +517,7 @@ uint64_t deferred_emit(struct deferred *d, int64_t unix_offset, sampler_cb cb, v
 	for (w = d->done_head; w; w = next) {
 		struct sampler_sample s = {
 			.key = &w->key,
-			.unix_sec = (int64_t)w->key.boot_sec + unix_offset,
+			.unix_sec = unix_clock_sec(clock, w->key.boot_sec),
 			.kips = w->ips,
 			.nk = w->nk,
 			.uips = w->ips + w->nk,

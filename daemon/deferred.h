@@ -77,9 +77,9 @@ int deferred_poll(struct deferred *d, bool all);
 int deferred_offcpu(struct deferred *d, const struct sampler_sample *s, sampler_cb cb, void *ctx);
 
 /* Hands every walked sample (and off-CPU wait held for a walk) to cb (a flush's ingest_sample) and forgets
- * it; forgets the blocks' walks no wait was counted under for two minutes. unix_offset turns
- * key->boot_sec into unix seconds (sampler_boot_to_unix). Returns how many CPU samples. */
-uint64_t deferred_emit(struct deferred *d, int64_t unix_offset, sampler_cb cb, void *ctx);
+ * it; forgets the blocks' walks no wait was counted under for two minutes. clock turns key->boot_sec
+ * into unix seconds (sampler_unix_clock). Returns how many CPU samples. */
+uint64_t deferred_emit(struct deferred *d, const struct unix_clock *clock, sampler_cb cb, void *ctx);
 
 void deferred_get_stats(const struct deferred *d, struct deferred_stats *out);
 

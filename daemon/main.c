@@ -253,7 +253,9 @@ static int flush(struct daemon *d)
 		fprintf(stderr, "flamed: draining the BPF maps failed: %s\n", strerror(-err));
 	if (d->deferred) { /* the deferred samples whose tables came, and those that waited too long */
 		deferred_poll(d->deferred, d->stopping_flush);
-		n_deferred = deferred_emit(d->deferred, sampler_boot_to_unix(), ingest_sample, d->ingest);
+		struct unix_clock clock = sampler_unix_clock();
+
+		n_deferred = deferred_emit(d->deferred, &clock, ingest_sample, d->ingest);
 	}
 	lineage_store(d->lineage, d->store); /* fails only with the flush's transaction */
 	store_err = ingest_end(d->ingest, &n);

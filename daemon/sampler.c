@@ -51,7 +51,7 @@ struct sampler {
 	struct ring_buffer *sent;    /* the samples sent whole: read at each drain, never polled */
 	sampler_cb sent_cb;          /* during a drain */
 	void *sent_ctx;
-	int64_t sent_offset;
+	struct unix_clock sent_clock;
 	int sent_err;
 	uint64_t sent_read, sent_malformed;
 	sampler_process_cb event_cb; /* during sampler_read_events */
@@ -172,7 +172,7 @@ static int on_sent(void *ctx, void *data, size_t size)
 	}
 	struct sampler_sample smp = {
 		.key = &r->key,
-		.unix_sec = (int64_t)r->key.boot_sec + s->sent_offset,
+		.unix_sec = unix_clock_sec(&s->sent_clock, r->key.boot_sec),
 		.uips = r->ips,
 		.nu = r->nu,
 		.count = 1,
@@ -242,14 +242,14 @@ fail:
 }
 
 /* Offset that turns CLOCK_BOOTTIME seconds into unix seconds, rounded to the nearest second. */
-int64_t sampler_boot_to_unix(void)
+struct unix_clock sampler_unix_clock(void)
 {
 	struct timespec rt, bt;
 
 	clock_gettime(CLOCK_REALTIME, &rt);
 	clock_gettime(CLOCK_BOOTTIME, &bt);
 	int64_t ns = (rt.tv_sec - bt.tv_sec) * 1000000000LL + (rt.tv_nsec - bt.tv_nsec);
-	return (ns + 500000000LL) / 1000000000LL;
+	return (struct unix_clock){ .offset = (ns + 500000000LL) / 1000000000LL, .now = rt.tv_sec };
 }
 
 /* Makes gen the one being filled and returns once no program can still be writing the other. */
@@ -460,7 +460,7 @@ static int take_offcpu(struct sampler *s, int fd, __u64 *batch, bool first, bool
 
 /* Hands every key of a quiescent counts map (take: how its values are read) to cb. Returns 0, the first
  * non-zero cb return, or -errno. */
-static int drain_map(struct sampler *s, int counts_fd, int stacks_fd, bool offcpu, int64_t offset, sampler_cb cb,
+static int drain_map(struct sampler *s, int counts_fd, int stacks_fd, bool offcpu, const struct unix_clock *clock, sampler_cb cb,
 		     void *ctx)
 {
 	__u64 batch = 0;
@@ -473,7 +473,7 @@ static int drain_map(struct sampler *s, int counts_fd, int stacks_fd, bool offcp
 		for (int i = 0; i < n; i++) {
 			struct sampler_sample smp = {
 				.key = &s->keys[i],
-				.unix_sec = (int64_t)s->keys[i].boot_sec + offset,
+				.unix_sec = unix_clock_sec(clock, s->keys[i].boot_sec),
 				.count = offcpu ? (s->values[i] + 500) / 1000 : s->values[i],
 			};
 
@@ -495,7 +495,7 @@ int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx)
 	int counts_fd = bpf_map__fd(old ? s->skel->maps.counts1 : s->skel->maps.counts0);
 	int offcpu_fd = bpf_map__fd(old ? s->skel->maps.offcpu1 : s->skel->maps.offcpu0);
 	int stacks_fd = bpf_map__fd(old ? s->skel->maps.stacks1 : s->skel->maps.stacks0);
-	int64_t offset = sampler_boot_to_unix();
+	struct unix_clock clock = sampler_unix_clock();
 	bool emptied;
 	int err, ret;
 
@@ -507,17 +507,17 @@ int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx)
 		return err;
 	emptied = stash_stacks(s, stacks_fd);
 	/* A chunk of counts at a time: the old generation is quiescent, so no key comes or goes meanwhile. */
-	ret = drain_map(s, counts_fd, stacks_fd, false, offset, cb, ctx);
+	ret = drain_map(s, counts_fd, stacks_fd, false, &clock, cb, ctx);
 	if (s->sent) { /* the samples sent whole so far (some of the new generation's too: no matter) */
 		s->sent_cb = cb;
 		s->sent_ctx = ctx;
-		s->sent_offset = offset;
+		s->sent_clock = clock;
 		s->sent_err = 0;
 		err = ring_buffer__consume(s->sent);
 		ret = ret ?: (err < 0 ? err : s->sent_err);
 	}
 	if (s->switch_link) {
-		err = drain_map(s, offcpu_fd, stacks_fd, true, offset, cb, ctx);
+		err = drain_map(s, offcpu_fd, stacks_fd, true, &clock, cb, ctx);
 		ret = ret ?: err;
 	}
 	if (!emptied)

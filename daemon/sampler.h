@@ -80,9 +80,23 @@ int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx);
 /* Where deferred samples go while sampler_read_events reads them (cb NULL: they are dropped). */
 void sampler_on_deferred(struct sampler *s, sampler_deferred_cb cb, void *ctx);
 
-/* The offset from CLOCK_BOOTTIME seconds to unix seconds now, as a drain turns key->boot_sec into
- * unix_sec. */
-int64_t sampler_boot_to_unix(void);
+/* How a drain turns key->boot_sec into unix_sec: offset from CLOCK_BOOTTIME seconds to unix seconds
+ * (rounded), now the unix second of the drain. boot_sec is whole seconds, so boot_sec + offset can be up
+ * to half a second past the sample's time: into the second after the drain's, which a query for up to
+ * now, made just after, would miss. No sample is taken after its drain: it is put at most at now. */
+struct unix_clock {
+	int64_t offset, now;
+};
+
+/* The clock as it is now. */
+struct unix_clock sampler_unix_clock(void);
+
+static inline int64_t unix_clock_sec(const struct unix_clock *c, uint32_t boot_sec)
+{
+	int64_t t = (int64_t)boot_sec + c->offset;
+
+	return t < c->now ? t : c->now;
+}
 
 /* A descriptor that polls readable when events of processes (or deferred samples) are waiting. */
 int sampler_events_fd(const struct sampler *s);

@@ -24,6 +24,10 @@
 
 #define TOKEN 77
 
+/* Boot seconds as unix seconds: as they are, and 100 s later; the drain long after. */
+static const struct unix_clock clock0 = { .offset = 0, .now = INT64_MAX };
+static const struct unix_clock clock100 = { .offset = 100, .now = INT64_MAX };
+
 /* What the flush got. */
 struct got {
 	unsigned n;
@@ -119,31 +123,35 @@ static void test_walked(const struct maps *m)
 	deferred_get_stats(d, &st);
 	CHECK(st.received == 1 && st.waiting == 1 && st.bytes_copied == r->copied,
 	      "a sample kept, with its %u bytes of stack", r->copied);
-	CHECK(deferred_poll(d, false) > 0 && deferred_emit(d, 0, on_sample, &g) == 0 && g.n == 0,
+	CHECK(deferred_poll(d, false) > 0 && deferred_emit(d, &clock0, on_sample, &g) == 0 && g.n == 0,
 	      "no tables yet: it waits, and the flush gets nothing");
 	err = unwinder_add(u, pid, TOKEN);
 	CHECK(err == 0 && bpf_map_lookup_elem(m->procs, &pid, v) == 0, "the unwinder gives this process tables (%d)", err);
 	v->flags |= UNWIND_PROC_PENDING;
 	CHECK(bpf_map_update_elem(m->procs, &pid, v, BPF_ANY) == 0 && deferred_poll(d, false) > 0 &&
-	      deferred_emit(d, 0, on_sample, &g) == 0, "tables still being built (UNWIND_PROC_PENDING): it waits");
+	      deferred_emit(d, &clock0, on_sample, &g) == 0, "tables still being built (UNWIND_PROC_PENDING): it waits");
 	v->flags = 0;
 	v->token = TOKEN - 1;
 	CHECK(bpf_map_update_elem(m->procs, &pid, v, BPF_ANY) == 0 && deferred_poll(d, false) > 0 &&
-	      deferred_emit(d, 0, on_sample, &g) == 0, "tables of the image before (an older token): it waits");
+	      deferred_emit(d, &clock0, on_sample, &g) == 0, "tables of the image before (an older token): it waits");
 	v->token = TOKEN;
 	bpf_map_update_elem(m->procs, &pid, v, BPF_ANY);
 	CHECK(deferred_poll(d, false) == -1, "the tables are there: it is walked, nothing waits");
-	CHECK(deferred_emit(d, 100, on_sample, &g) == 1 && g.n == 1 && g.count == 1, "the flush gets it, once");
+	CHECK(deferred_emit(d, &clock100, on_sample, &g) == 1 && g.n == 1 && g.count == 1, "the flush gets it, once");
 	CHECK(whole(&g), "its user frames are backtrace()'s, whole (%u)", g.nu);
 	CHECK(g.nk == 1 && g.kips[0] == 0xffffffff81000000ULL, "its kernel frame is kept");
 	CHECK(g.key.pid == pid && g.key.tid == pid + 1 && !strcmp(g.key.comm, "deferred") && g.unix_sec == 1100,
 	      "its key is kept, its second on the wall clock");
+	/* boot_sec + offset past the drain's second (boot_sec whole, the offset rounded): the drain's. */
+	CHECK(unix_clock_sec(&(struct unix_clock){ .offset = 100, .now = 1099 }, 1000) == 1099 &&
+	      unix_clock_sec(&(struct unix_clock){ .offset = 100, .now = 1100 }, 1000) == 1100,
+	      "a second past the drain's is the drain's");
 	CHECK(!(g.key.flags & (SAMPLE_USTACK_FP | SAMPLE_USTACK_LOST | SAMPLE_USTACK_TRUNCATED)), "flags: none");
 	CHECK(g.key.ustack && g.key.kstack, "its stacks have hashes (the flush folds each distinct pair once)");
 	deferred_get_stats(d, &st);
 	CHECK(st.walked == 1 && st.given_up == 0 && st.stored == 1 && st.waiting == 0 && st.waiting_bytes == 0 &&
 	      st.short_copies == 0 && st.wait_seconds > 0, "stats: walked 1, stored 1, nothing waiting");
-	CHECK(deferred_emit(d, 0, on_sample, &g) == 0 && g.n == 1, "a second flush gets nothing");
+	CHECK(deferred_emit(d, &clock0, on_sample, &g) == 0 && g.n == 1, "a second flush gets nothing");
 out:
 	deferred_free(d);
 	unwinder_free(u);
@@ -163,7 +171,7 @@ static void test_given_up(const struct maps *m)
 		goto out;
 	deferred_add(r, sizeof(*r), d);
 	usleep(2000);
-	CHECK(deferred_poll(d, false) == -1 && deferred_emit(d, 0, on_sample, &g) == 1,
+	CHECK(deferred_poll(d, false) == -1 && deferred_emit(d, &clock0, on_sample, &g) == 1,
 	      "no tables within its wait: walked anyway");
 	CHECK((g.key.flags & SAMPLE_USTACK_FP) && g.nu >= 1 && g.uips[0] == snap.regs.ip,
 	      "by frame pointers, from its ip (%u frames)", g.nu);
@@ -174,13 +182,13 @@ static void test_given_up(const struct maps *m)
 	if (!d)
 		goto out;
 	deferred_add(r, sizeof(*r), d);
-	CHECK(deferred_poll(d, false) == -1 && deferred_emit(d, 0, on_sample, &g) == 1,
+	CHECK(deferred_poll(d, false) == -1 && deferred_emit(d, &clock0, on_sample, &g) == 1,
 	      "its process is gone (no tables will come): walked at once, whatever the wait");
 	r->key.pid = (__u32)getpid(); /* alive, and no tables in the maps */
 	deferred_add(r, sizeof(*r), d);
-	CHECK(deferred_poll(d, false) == 20 && deferred_emit(d, 0, on_sample, &g) == 0,
+	CHECK(deferred_poll(d, false) == 20 && deferred_emit(d, &clock0, on_sample, &g) == 0,
 	      "a live process without tables: it waits, looked at every 20 ms");
-	CHECK(deferred_poll(d, true) == -1 && deferred_emit(d, 0, on_sample, &g) == 1,
+	CHECK(deferred_poll(d, true) == -1 && deferred_emit(d, &clock0, on_sample, &g) == 1,
 	      "the last flush walks what still waits");
 out:
 	deferred_free(d);
@@ -203,7 +211,7 @@ static void test_superseded(const struct maps *m)
 	v->token = TOKEN + 1;
 	CHECK(bpf_map_update_elem(m->procs, &pid, v, BPF_ANY) == 0, "tables of a later image of this process");
 	deferred_add(r, sizeof(*r), d);
-	CHECK(deferred_poll(d, false) == -1 && deferred_emit(d, 0, on_sample, &g) == 1,
+	CHECK(deferred_poll(d, false) == -1 && deferred_emit(d, &clock0, on_sample, &g) == 1,
 	      "the sample is stored at once, the process alive and the wait an hour");
 	CHECK(g.nu == 0 && (g.key.flags & SAMPLE_USTACK_LOST) && !(g.key.flags & SAMPLE_USTACK_FP),
 	      "without user frames (%u), flagged lost", g.nu);
@@ -256,7 +264,7 @@ static void test_bounds(const struct maps *m)
 		goto out;
 	deferred_add(r, sizeof(*r), d);
 	deferred_poll(d, true);
-	CHECK(deferred_emit(d, 0, on_sample, &g) == 1 && g.nk == PROFILE_MAX_DEPTH,
+	CHECK(deferred_emit(d, &clock0, on_sample, &g) == 1 && g.nk == PROFILE_MAX_DEPTH,
 	      "counts past the record's room are clamped to it");
 out:
 	deferred_free(d);
@@ -298,12 +306,12 @@ static void test_offcpu(const struct maps *m)
 	CHECK(deferred_offcpu(d, &s, on_sample, &g) == 0 && g.n == 1 && g.count == 70 && g.nu == 0 &&
 	      (g.key.flags & SAMPLE_USTACK_LOST) && !(g.key.flags & SAMPLE_DEFERRED) && !g.key.ustack,
 	      "a wait under an id with no record: stored at once, without user frames");
-	CHECK(deferred_poll(d, false) > 0 && deferred_emit(d, 0, on_sample, &g) == 0 && g.n == 1,
+	CHECK(deferred_poll(d, false) > 0 && deferred_emit(d, &clock0, on_sample, &g) == 0 && g.n == 1,
 	      "no tables yet: the block and its wait wait");
 	err = unwinder_add(u, pid, TOKEN);
 	CHECK(err == 0, "the unwinder gives this process tables (%d)", err);
 	CHECK(deferred_poll(d, false) == -1, "the tables are there: the block is walked");
-	CHECK(deferred_emit(d, 100, on_sample, &g) == 0 && g.n == 2, "the flush gets its held wait (no CPU sample)");
+	CHECK(deferred_emit(d, &clock100, on_sample, &g) == 0 && g.n == 2, "the flush gets its held wait (no CPU sample)");
 	CHECK(g.count == 1000 && whole(&g) && g.nk == 1 && g.kips[0] == 0xffffffff81000000ULL,
 	      "the wait, with the block's frames, whole (%u user frames)", g.nu);
 	CHECK(g.key.tid == pid + 2 && g.unix_sec == 1101 && !strcmp(g.key.comm, "waiter") &&
