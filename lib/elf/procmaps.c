@@ -4,12 +4,14 @@
 #include "util/textparse.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <unistd.h>
 #include <linux/types.h>
 
 #define DELETED_SUFFIX " (deleted)"
@@ -191,22 +193,30 @@ static int query_exec(int fd, struct map_list *l)
 	}
 }
 
-int procmaps_read_file(const char *path, struct procmap **out, size_t *n)
+int procmaps_read_fd(int fd, struct procmap **out, size_t *n)
 {
 	struct map_list l = { 0 };
 	FILE *fp;
-	int err;
+	int err, dfd;
 
-	fp = fopen(path, "re");
-	if (!fp)
-		return -errno;
-	err = query_exec(fileno(fp), &l);
-	if (err == -ENOTTY || err == -EINVAL) { /* older kernel, or not a procfs file: its text */
+	err = query_exec(fd, &l);
+	if (err == -ENOTTY || err == -EINVAL) { /* older kernel, or not a procfs file: its text, from its start */
 		procmaps_free(l.v, l.n);
 		l = (struct map_list){ 0 };
+		if (lseek(fd, 0, SEEK_SET) < 0)
+			return -errno;
+		dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (dfd < 0)
+			return -errno;
+		fp = fdopen(dfd, "re");
+		if (!fp) {
+			err = -errno;
+			close(dfd);
+			return err;
+		}
 		err = read_lines(fp, &l);
+		fclose(fp);
 	}
-	fclose(fp);
 	if (err) {
 		procmaps_free(l.v, l.n);
 		return err;
@@ -218,12 +228,36 @@ int procmaps_read_file(const char *path, struct procmap **out, size_t *n)
 	return 0;
 }
 
-int procmaps_read(uint32_t pid, struct procmap **out, size_t *n)
+int procmaps_read_file(const char *path, struct procmap **out, size_t *n)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	err = procmaps_read_fd(fd, out, n);
+	close(fd);
+	return err;
+}
+
+int procmaps_open(uint32_t pid)
 {
 	char path[64];
+	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/maps", pid);
-	return procmaps_read_file(path, out, n);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int procmaps_read(uint32_t pid, struct procmap **out, size_t *n)
+{
+	int fd = procmaps_open(pid), err;
+
+	if (fd < 0)
+		return fd;
+	err = procmaps_read_fd(fd, out, n);
+	close(fd);
+	return err;
 }
 
 uint64_t procmaps_sig(const struct procmap *maps, size_t n)

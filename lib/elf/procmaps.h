@@ -32,6 +32,16 @@ int procmaps_read_file(const char *path, struct procmap **out, size_t *n);
 /* procmaps_read_file on /proc/PID/maps. */
 int procmaps_read(uint32_t pid, struct procmap **out, size_t *n);
 
+/* Opens /proc/PID/maps (close-on-exec): an fd that procmaps_read_fd reads as often as wanted, each time
+ * the process's mappings as they are then, for as long as the program image it was opened on lives (the
+ * kernel holds that image's address space: after an execve or the process's end a read fails, or finds
+ * nothing). Returns the fd or -errno (-ENOENT: no such process). */
+int procmaps_open(uint32_t pid);
+
+/* procmaps_read_file on an open maps-format file (from its start): PROCMAP_QUERY where the kernel and
+ * the file have it, else its text. The fd stays open. */
+int procmaps_read_fd(int fd, struct procmap **out, size_t *n);
+
 /* A copy of maps[0..n) (paths copied) into *out (NULL when n is 0), freed with procmaps_free.
  * Returns 0 or -ENOMEM. */
 int procmaps_copy(const struct procmap *maps, size_t n, struct procmap **out);
