@@ -371,10 +371,13 @@ static int run_rechecks(struct daemon *d)
 		const struct procmap *maps = NULL;
 		size_t n = 0;
 
-		/* One read of its mappings, for the symbolizer, the unwinder and the runtimes. Handed on
-		 * even found as they were: skipping those (and the rounds after) lost the roots of 2-8% of
-		 * new Python processes' first samples in test_firstsamples, 1 run in 3. */
-		if (symbolizer_snapshot(d->sym, pid) == 0) {
+		/* One read of its mappings, for the symbolizer, the unwinder and the runtimes, by the maps file
+		 * its first read left open, closed at the last round's. Handed on even found as they were:
+		 * skipping those (and the rounds after) lost the roots of 2-8% of new Python processes' first
+		 * samples in test_firstsamples, 1 run in 3. */
+		unsigned held = round + 1 < RECHECK_ROUNDS ? PROCCACHE_KEEP_FD : PROCCACHE_CLOSE_FD;
+
+		if (symbolizer_snapshot(d->sym, pid, held) == 0) {
 			d->rechecks_unchanged += !symbolizer_maps_changed(d->sym);
 			rechecks_queue(&d->rechecks, pid, round + 1, now);
 			maps = symbolizer_maps(d->sym, pid, &n);
@@ -414,7 +417,7 @@ static void on_process_event(const struct process_event *e, void *ctx)
 	}
 	/* Gone: what is known is used. One read of its mappings serves the symbolizer and the runtimes. */
 	if (kind == PROCESS_NEW) {
-		read_now = symbolizer_snapshot(d->sym, pid) == 0;
+		read_now = symbolizer_snapshot(d->sym, pid, PROCCACHE_FRESH | PROCCACHE_KEEP_FD) == 0;
 		if (read_now) {
 			rechecks_queue(&d->rechecks, pid, 0, now_sec());
 			rechecks_chain(&d->rechecks, pid, token);

@@ -13,6 +13,7 @@
 
 #include <microhttpd.h>
 
+#include "http/counters.h"
 #include "http/http_impl.h"
 #include "http/metric.h"
 #include "render/json.h"
@@ -35,6 +36,18 @@ static const char *const lost_kinds[STAT_MAX] = {
 	[STAT_COUNTS_FULL] = "counts_full",
 };
 
+/* How the symbolizer read processes' mappings (symbolize/proccache.h). */
+static const struct counter maps_counters[] = {
+	STATUS_COUNTER(symbolizer.maps_reads.opens, "maps_opens", "flamed_symbolizer_maps_opens_total", "counter",
+		"/proc/PID/maps files opened to read a process's mappings."),
+	STATUS_COUNTER(symbolizer.maps_reads.fd_reads, "maps_fd_reads", "flamed_symbolizer_maps_fd_reads_total", "counter",
+		"Reads of a new process's mappings by the maps file its first read left open, not opened again."),
+	STATUS_COUNTER(symbolizer.maps_reads.fds_full, "maps_fds_full", "flamed_symbolizer_maps_fds_full_total", "counter",
+		"Maps files not left open: 64 were."),
+	STATUS_COUNTER(symbolizer.maps_reads.fds_held, "maps_fds_held", "flamed_symbolizer_maps_fds_held", "gauge",
+		"Maps files held open now, for a new process's reads in its first quarter second."),
+};
+
 /* Status as "name value" lines, one per field. */
 static void status_text(FILE *o, const struct daemon_status *s, int64_t now)
 {
@@ -55,6 +68,7 @@ static void status_text(FILE *o, const struct daemon_status *s, int64_t now)
 		s->sym_user_misses, s->sym_kernel_hits, s->sym_kernel_misses, s->sym_binaries_cached,
 		s->sym_processes_cached, s->sym_cache_bytes, s->sym_binaries_evicted, s->symbolizer.binaries_over_bound,
 		s->sym_symbols_dropped);
+	counters_text(o, "symbolizer", maps_counters, COUNTERS_LEN(maps_counters), s);
 	status_unwind_text(o, s);
 }
 
@@ -99,9 +113,11 @@ void http_handle_status(struct http *h, struct request *rq)
 	fprintf(o, "\"symbolizer\": {\"user_hits\": %" PRIu64 ", \"user_misses\": %" PRIu64 ", \"kernel_hits\": %"
 		PRIu64 ", \"kernel_misses\": %" PRIu64 ", \"binaries_cached\": %" PRIu64 ", \"processes_cached\": %"
 		PRIu64 ", \"symbol_cache_bytes\": %" PRIu64 ", \"binaries_evicted\": %" PRIu64
-		", \"binaries_over_bound\": %" PRIu64 ", \"symbols_dropped\": %" PRIu64 "}", s.sym_user_hits,
+		", \"binaries_over_bound\": %" PRIu64 ", \"symbols_dropped\": %" PRIu64, s.sym_user_hits,
 		s.sym_user_misses, s.sym_kernel_hits, s.sym_kernel_misses, s.sym_binaries_cached, s.sym_processes_cached,
 		s.sym_cache_bytes, s.sym_binaries_evicted, s.symbolizer.binaries_over_bound, s.sym_symbols_dropped);
+	counters_json(o, maps_counters, COUNTERS_LEN(maps_counters), &s);
+	fputc('}', o);
 	fprintf(o, ", \"fold_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64 ", \"full\": %" PRIu64 "}",
 		s.fold_hits, s.fold_misses, s.fold_full);
 	status_unwind_json(o, &s);
@@ -183,6 +199,7 @@ static void metrics_symbolizer(FILE *o, const struct daemon_status *s)
 	http_metric_u64(o, "flamed_symbolizer_symbols_dropped_total", "counter",
 		   "Function symbols not kept: a binary had more than the bound (4 Mi) of them.",
 		   s->sym_symbols_dropped);
+	counters_metrics(o, maps_counters, COUNTERS_LEN(maps_counters), s);
 	http_metric(o, "flamed_fold_cache_total", "counter",
 	       "Drained keys whose stacks were folded already this flush (hit), folded (miss), or folded and not "
 	       "kept: the cache was full (full).");

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "util/pidcache.h"
 
@@ -15,18 +16,31 @@ struct proc {
 	struct procmap *maps;
 	size_t n;
 	uint64_t snap_sig;       /* procmaps_sig of the maps its last snapshot read; 0: none */
+	bool has_fd;             /* fd: its /proc/PID/maps held open (PROCCACHE_KEEP_FD) */
+	int fd;
 };
 
 struct proccache {
 	struct pidcache procs; /* of struct proc */
 	bool changed;          /* the last snapshot found other mappings than the snapshot before */
+	unsigned fds;          /* maps files held open */
+	struct proccache_stats st;
 };
+
+static void close_fd(struct proccache *c, struct proc *p)
+{
+	if (!p->has_fd)
+		return;
+	close(p->fd);
+	p->has_fd = false;
+	c->fds--;
+}
 
 static void release(struct pidcache_entry *e, void *ctx)
 {
 	struct proc *p = (struct proc *)e;
 
-	(void)ctx;
+	close_fd(ctx, p);
 	procmaps_free(p->maps, p->n);
 }
 
@@ -37,7 +51,7 @@ int proccache_new(unsigned max, struct proccache **out)
 
 	if (!c)
 		return -ENOMEM;
-	err = pidcache_init(&c->procs, max, sizeof(struct proc), release, NULL);
+	err = pidcache_init(&c->procs, max, sizeof(struct proc), release, c);
 	if (err) {
 		free(c);
 		return err;
@@ -47,15 +61,55 @@ int proccache_new(unsigned max, struct proccache **out)
 }
 
 /* Re-reads the maps of p; keeps the old table when the process is gone or the read fails. */
-static void refresh(struct proccache *c, struct proc *p)
+/* Reads p's mappings into maps (flags: PROCCACHE_*): by its held file where it has one, else by opening
+ * /proc/PID/maps, held open afterwards with PROCCACHE_KEEP_FD while fewer than PROCCACHE_MAX_FDS are. A
+ * held file that reads nothing (its image gone: an execve, or the process's end) is closed and the file
+ * opened again. */
+static int read_maps(struct proccache *c, struct proc *p, unsigned flags, struct procmap **maps, size_t *n)
+{
+	int fd, err;
+
+	if (p->has_fd && (flags & PROCCACHE_FRESH))
+		close_fd(c, p);
+	if (p->has_fd) {
+		err = procmaps_read_fd(p->fd, maps, n);
+		if (!err && *n) {
+			c->st.fd_reads++;
+			return 0;
+		}
+		procmaps_free(*maps, *n);
+		*maps = NULL;
+		*n = 0;
+		close_fd(c, p);
+	}
+	fd = procmaps_open(p->e.pid);
+	if (fd < 0)
+		return fd;
+	err = procmaps_read_fd(fd, maps, n);
+	c->st.opens++;
+	if (!err && *n && (flags & PROCCACHE_KEEP_FD) && c->fds < PROCCACHE_MAX_FDS) {
+		p->fd = fd;
+		p->has_fd = true;
+		c->fds++;
+		return 0;
+	}
+	if (!err && (flags & PROCCACHE_KEEP_FD) && c->fds >= PROCCACHE_MAX_FDS)
+		c->st.fds_full++;
+	close(fd);
+	return err;
+}
+
+static void refresh(struct proccache *c, struct proc *p, unsigned flags)
 {
 	struct procmap *maps = NULL;
 	size_t n = 0;
 
 	p->read = true;
 	p->read_gen = c->procs.gen;
-	if (procmaps_read(p->e.pid, &maps, &n) < 0)
+	if (read_maps(c, p, flags, &maps, &n) < 0)
 		return;
+	if (flags & PROCCACHE_CLOSE_FD)
+		close_fd(c, p); /* the last read it was held for */
 	if (n == 0) {
 		procmaps_free(maps, n);
 		return;
@@ -89,7 +143,7 @@ const struct procmap *proccache_find(struct proccache *c, uint32_t pid, uint64_t
 	if (!p)
 		return NULL;
 	if (!p->read || p->read_gen != c->procs.gen)
-		refresh(c, p);
+		refresh(c, p, 0); /* by its held file, if it has one */
 	return find_mapping(p, addr);
 }
 
@@ -101,12 +155,12 @@ const struct procmap *proccache_maps(struct proccache *c, uint32_t pid, size_t *
 	if (!p)
 		return NULL;
 	if (!p->read || p->read_gen != c->procs.gen)
-		refresh(c, p);
+		refresh(c, p, 0); /* by its held file, if it has one */
 	*n = p->n;
 	return p->maps;
 }
 
-const struct procmap *proccache_snapshot(struct proccache *c, uint32_t pid, size_t *n)
+const struct procmap *proccache_snapshot(struct proccache *c, uint32_t pid, unsigned flags, size_t *n)
 {
 	struct proc *p = (struct proc *)pidcache_get(&c->procs, pid);
 	uint64_t sig;
@@ -115,7 +169,7 @@ const struct procmap *proccache_snapshot(struct proccache *c, uint32_t pid, size
 	c->changed = false;
 	if (!p)
 		return NULL;
-	refresh(c, p);
+	refresh(c, p, flags);
 	if (p->n) { /* compared with its last snapshot's, not a flush's read between: what was handed on */
 		sig = procmaps_sig(p->maps, p->n);
 		c->changed = sig != p->snap_sig;
@@ -143,6 +197,12 @@ void proccache_keep(struct proccache *c, uint32_t pid)
 size_t proccache_count(const struct proccache *c)
 {
 	return c->procs.count;
+}
+
+void proccache_get_stats(const struct proccache *c, struct proccache_stats *out)
+{
+	*out = c->st;
+	out->fds_held = c->fds;
 }
 
 void proccache_free(struct proccache *c)

@@ -411,6 +411,7 @@ void symbolizer_get_stats(const struct symbolizer *s, struct symbolizer_stats *o
 	out->debug_files_found = bs.debug_files_found;
 	out->symbols_dropped = bs.symbols_dropped;
 	out->processes_cached = proccache_count(s->procs);
+	proccache_get_stats(s->procs, &out->maps_reads);
 	out->jit_hits = s->jit_hits;
 	out->perfmap_files_loaded = ps.files_loaded;
 	out->perfmap_lines_skipped = ps.lines_skipped;
@@ -435,10 +436,10 @@ bool symbolizer_maps_changed(const struct symbolizer *s)
 	return proccache_changed(s->procs);
 }
 
-int symbolizer_snapshot(struct symbolizer *s, uint32_t pid)
+int symbolizer_snapshot(struct symbolizer *s, uint32_t pid, unsigned flags)
 {
 	size_t n;
-	const struct procmap *maps = proccache_snapshot(s->procs, pid, &n);
+	const struct procmap *maps = proccache_snapshot(s->procs, pid, flags, &n);
 	bool jit_read = false;
 
 	for (size_t i = 0; i < n; i++) {

@@ -9,6 +9,7 @@
 #include "elf/procmaps.h"
 #include "symbolize/gdbjit.h"
 #include "symbolize/jitdump.h"
+#include "symbolize/proccache.h"
 
 struct debugfetch;
 
@@ -43,6 +44,7 @@ struct symbolizer_stats {
 	uint64_t binaries_over_bound; /* loaded past max_symbol_bytes: every cached binary in use this flush */
 	uint64_t symbols_dropped; /* function symbols past ELF_MAX_SYMBOLS in one binary, not kept */
 	uint64_t processes_cached;
+	struct proccache_stats maps_reads; /* /proc/PID/maps opened, read by a held file, held now */
 	uint64_t symbol_bytes;       /* memory held by cached symbol tables */
 	uint64_t jit_hits;           /* user frames of JIT code named (FRAME_JIT; also in user_hits) */
 	uint64_t gdbjit_hits;        /* of which from the GDB JIT interface's objects */
@@ -125,9 +127,10 @@ int symbolizer_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t len
 /* Captures what naming pid's frames needs while the process lives: its mappings now and the binaries
  * behind them (opened through /proc/PID/map_files, so deleted files and other mount namespaces
  * work), and the jitdump file it maps. Call it at a process's first sample; a process that exits before
- * the flush is still named.
+ * the flush is still named. flags: how /proc/PID/maps is read (PROCCACHE_FRESH at an image's first
+ * sample, PROCCACHE_KEEP_FD where it is read again shortly, PROCCACHE_CLOSE_FD at the last of those).
  * Returns 0 or -ESRCH (gone already, or no executable mapping). */
-int symbolizer_snapshot(struct symbolizer *s, uint32_t pid);
+int symbolizer_snapshot(struct symbolizer *s, uint32_t pid, unsigned flags);
 
 /* Whether the last symbolizer_snapshot found pid's mappings other than its snapshot before (true at its
  * first): a read again that found them unchanged has nothing new for the unwinder or the runtimes. */

@@ -373,18 +373,132 @@ static void test_snapshot_changed(const char *dir)
 		CHECK(0, "snapshot: symbolizer_new");
 		return;
 	}
-	first = symbolizer_snapshot(s, pid) == 0 && symbolizer_maps_changed(s);
-	again = symbolizer_snapshot(s, pid) == 0 && !symbolizer_maps_changed(s);
+	first = symbolizer_snapshot(s, pid, 0) == 0 && symbolizer_maps_changed(s);
+	again = symbolizer_snapshot(s, pid, 0) == 0 && !symbolizer_maps_changed(s);
 	snprintf(path, sizeof(path), "%s/mapped.bin", dir);
 	mem = map_copy_of_true(path, false);
 	symbolizer_begin_flush(s);
 	symbolizer_user(s, pid, (uint64_t)(uintptr_t)mem, false, name, sizeof(name)); /* the flush's read: sees it */
-	mapped = mem != MAP_FAILED && symbolizer_snapshot(s, pid) == 0 && symbolizer_maps_changed(s);
-	after_flush = symbolizer_snapshot(s, pid) == 0 && !symbolizer_maps_changed(s);
+	mapped = mem != MAP_FAILED && symbolizer_snapshot(s, pid, 0) == 0 && symbolizer_maps_changed(s);
+	after_flush = symbolizer_snapshot(s, pid, 0) == 0 && !symbolizer_maps_changed(s);
 	CHECK(first, "snapshot: the first read is a change");
 	CHECK(again, "snapshot: read again at once, unchanged");
 	CHECK(mapped, "snapshot: a file mapped executable since is a change, though a flush read it between");
 	CHECK(after_flush, "snapshot: and read again, unchanged");
+	if (mem != MAP_FAILED)
+		munmap(mem, 4096);
+	symbolizer_free(s);
+}
+
+/* The maps file a snapshot holds open (PROCCACHE_KEEP_FD) serves the next snapshots of the process without
+ * an open: the mappings as they are then; a file mapped since is seen. PROCCACHE_CLOSE_FD closes it after
+ * its read, PROCCACHE_FRESH opens the file again. Held for a program image: after the process's execve
+ * the held file reads nothing, and the file is opened again (the new program's mappings). At most
+ * PROCCACHE_MAX_FDS are held. */
+static void test_snapshot_held(const char *dir)
+{
+	struct symbolizer *s = NULL;
+	struct symbolizer_stats st;
+	uint32_t pid = (uint32_t)getpid();
+	char path[PATH_MAX], buf[16];
+	void *mem;
+	bool first, reused, mapped, closed, fresh, execd = false, bounded;
+	int go[2], pfd;
+	pid_t child = -1;
+
+	if (symbolizer_new(NULL, &s) < 0) {
+		CHECK(0, "held: symbolizer_new");
+		return;
+	}
+	first = symbolizer_snapshot(s, pid, PROCCACHE_FRESH | PROCCACHE_KEEP_FD) == 0;
+	symbolizer_get_stats(s, &st);
+	first = first && st.maps_reads.opens == 1 && st.maps_reads.fds_held == 1;
+	reused = symbolizer_snapshot(s, pid, PROCCACHE_KEEP_FD) == 0 && !symbolizer_maps_changed(s);
+	symbolizer_get_stats(s, &st);
+	reused = reused && st.maps_reads.opens == 1 && st.maps_reads.fd_reads == 1;
+	snprintf(path, sizeof(path), "%s/held.bin", dir);
+	mem = map_copy_of_true(path, false);
+	mapped = mem != MAP_FAILED && symbolizer_snapshot(s, pid, PROCCACHE_CLOSE_FD) == 0 && symbolizer_maps_changed(s);
+	symbolizer_get_stats(s, &st);
+	mapped = mapped && st.maps_reads.opens == 1 && st.maps_reads.fd_reads == 2;
+	closed = st.maps_reads.fds_held == 0 && symbolizer_snapshot(s, pid, 0) == 0;
+	symbolizer_get_stats(s, &st);
+	closed = closed && st.maps_reads.opens == 2 && st.maps_reads.fds_held == 0;
+	fresh = symbolizer_snapshot(s, pid, PROCCACHE_KEEP_FD) == 0 &&
+		symbolizer_snapshot(s, pid, PROCCACHE_FRESH | PROCCACHE_KEEP_FD) == 0;
+	symbolizer_get_stats(s, &st);
+	fresh = fresh && st.maps_reads.opens == 4 && st.maps_reads.fds_held == 1;
+	CHECK(first, "held: the first snapshot opens the maps file and holds it");
+	CHECK(reused, "held: the next reads by it, unchanged, no open");
+	CHECK(mapped, "held: a file mapped since is seen by the held file (%" PRIu64 " reads by it)", st.maps_reads.fd_reads);
+	CHECK(closed, "held: closed after the read that said so; the next one opens the file");
+	CHECK(fresh, "held: PROCCACHE_FRESH opens the file again, holding the new one");
+
+	/* A child that execs /bin/sleep once told: its held file was its first image's. */
+	if (pipe(go) == 0 && (child = fork()) == 0) {
+		close(go[1]);
+		if (read(go[0], buf, 1) == 1)
+			execl("/bin/sleep", "sleep", "5", (char *)NULL);
+		_exit(127);
+	}
+	if (child > 0) {
+		const struct procmap *m;
+		size_t n = 0;
+		char exe[PATH_MAX], link[64];
+		ssize_t len;
+
+		close(go[0]);
+		(void)symbolizer_snapshot(s, (uint32_t)child, PROCCACHE_FRESH | PROCCACHE_KEEP_FD);
+		symbolizer_get_stats(s, &st);
+		uint64_t opens = st.maps_reads.opens;
+		if (write(go[1], "x", 1) == 1)
+			for (int i = 0; i < 200; i++) { /* until it runs sleep */
+				snprintf(link, sizeof(link), "/proc/%d/exe", (int)child);
+				len = readlink(link, exe, sizeof(exe) - 1);
+				if (len > 0 && (exe[len] = '\0', strstr(exe, "sleep")))
+					break;
+				usleep(10000);
+			}
+		usleep(20000);
+		execd = symbolizer_snapshot(s, (uint32_t)child, PROCCACHE_KEEP_FD) == 0 && symbolizer_maps_changed(s);
+		m = symbolizer_maps(s, (uint32_t)child, &n);
+		bool has_sleep = false;
+		for (size_t i = 0; m && i < n; i++)
+			has_sleep |= m[i].path && strstr(m[i].path, "sleep") != NULL;
+		symbolizer_get_stats(s, &st);
+		CHECK(execd && has_sleep && st.maps_reads.opens == opens + 1,
+		      "held: after the process's execve its held file is opened again: sleep's mappings (%zu, %" PRIu64
+		      " opens more)", n, st.maps_reads.opens - opens);
+		close(go[1]);
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+
+	/* The bound: more processes than it, each held. */
+	pid_t kids[PROCCACHE_MAX_FDS + 6];
+	int nkids = 0;
+
+	for (int i = 0; i < PROCCACHE_MAX_FDS + 6; i++) {
+		pid_t k = fork();
+
+		if (k == 0) {
+			pause();
+			_exit(0);
+		}
+		if (k > 0)
+			kids[nkids++] = k;
+	}
+	pfd = 0;
+	for (int i = 0; i < nkids; i++)
+		pfd += symbolizer_snapshot(s, (uint32_t)kids[i], PROCCACHE_FRESH | PROCCACHE_KEEP_FD) == 0;
+	symbolizer_get_stats(s, &st);
+	bounded = pfd == nkids && st.maps_reads.fds_held == PROCCACHE_MAX_FDS && st.maps_reads.fds_full >= 6;
+	CHECK(bounded, "held: at most %d files held (%" PRIu64 " held, %" PRIu64 " not for the bound, of %d processes read)",
+	      PROCCACHE_MAX_FDS, st.maps_reads.fds_held, st.maps_reads.fds_full, pfd);
+	for (int i = 0; i < nkids; i++) {
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
 	if (mem != MAP_FAILED)
 		munmap(mem, 4096);
 	symbolizer_free(s);
@@ -1050,6 +1164,7 @@ int main(void)
 	test_procmaps_file(dir);
 	test_procmaps_query(dir);
 	test_snapshot_changed(dir);
+	test_snapshot_held(dir);
 	test_kallsyms_fixture(dir);
 	test_kallsyms_real();
 	if (run("cc --version >/dev/null 2>&1 && objcopy --version >/dev/null 2>&1 && "
