@@ -228,15 +228,23 @@ int procmaps_read_fd(int fd, struct procmap **out, size_t *n)
 	return 0;
 }
 
-int procmaps_read_file(const char *path, struct procmap **out, size_t *n)
+/* procmaps_read_fd on fd (or its -errno, returned), then closed. */
+static int read_and_close(int fd, struct procmap **out, size_t *n)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+	int err;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	err = procmaps_read_fd(fd, out, n);
 	close(fd);
 	return err;
+}
+
+int procmaps_read_file(const char *path, struct procmap **out, size_t *n)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	return read_and_close(fd < 0 ? -errno : fd, out, n);
 }
 
 int procmaps_open(uint32_t pid)
@@ -251,13 +259,7 @@ int procmaps_open(uint32_t pid)
 
 int procmaps_read(uint32_t pid, struct procmap **out, size_t *n)
 {
-	int fd = procmaps_open(pid), err;
-
-	if (fd < 0)
-		return fd;
-	err = procmaps_read_fd(fd, out, n);
-	close(fd);
-	return err;
+	return read_and_close(procmaps_open(pid), out, n);
 }
 
 uint64_t procmaps_sig(const struct procmap *maps, size_t n)

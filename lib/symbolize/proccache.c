@@ -60,7 +60,6 @@ int proccache_new(unsigned max, struct proccache **out)
 	return 0;
 }
 
-/* Re-reads the maps of p; keeps the old table when the process is gone or the read fails. */
 /* Reads p's mappings into maps (flags: PROCCACHE_*): by its held file where it has one, else by opening
  * /proc/PID/maps, held open afterwards with PROCCACHE_KEEP_FD while fewer than PROCCACHE_MAX_FDS are. A
  * held file that reads nothing (its image gone: an execve, or the process's end) is closed and the file
@@ -87,18 +86,20 @@ static int read_maps(struct proccache *c, struct proc *p, unsigned flags, struct
 		return fd;
 	err = procmaps_read_fd(fd, maps, n);
 	c->st.opens++;
-	if (!err && *n && (flags & PROCCACHE_KEEP_FD) && c->fds < PROCCACHE_MAX_FDS) {
-		p->fd = fd;
-		p->has_fd = true;
-		c->fds++;
-		return 0;
-	}
-	if (!err && (flags & PROCCACHE_KEEP_FD) && c->fds >= PROCCACHE_MAX_FDS)
+	if (!err && *n && (flags & PROCCACHE_KEEP_FD)) {
+		if (c->fds < PROCCACHE_MAX_FDS) {
+			p->fd = fd;
+			p->has_fd = true;
+			c->fds++;
+			return 0;
+		}
 		c->st.fds_full++;
+	}
 	close(fd);
 	return err;
 }
 
+/* Re-reads the maps of p; keeps the old table when the process is gone or the read fails. */
 static void refresh(struct proccache *c, struct proc *p, unsigned flags)
 {
 	struct procmap *maps = NULL;
