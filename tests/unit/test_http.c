@@ -234,6 +234,7 @@ static void fake_status(struct daemon_status *out, void *ctx)
 	out->sym_processes_cached = 9;
 	out->sym_symbols_dropped = 13;
 	out->symbolizer.binaries_over_bound = 14;
+	out->symbolizer.maps_reads = (struct proccache_stats){ .opens = 15, .fd_reads = 16, .fds_full = 17, .fds_held = 18 };
 	out->off_cpu = true;
 	out->bpf.feature[BPF_FEATURE_OFFCPU].asked = true; /* --off-cpu, and its program loaded */
 	out->bpf.feature[BPF_FEATURE_OFFCPU].on = true;
@@ -390,7 +391,7 @@ static void test_status(unsigned port, struct fake *fake)
 		"\"last_flush_seconds\":0.25", "\"db_bytes\":65536", "\"stacks_stored\":42",
 		"\"symbolizer\":{\"user_hits\":100,\"user_misses\":10,\"kernel_hits\":200,\"kernel_misses\":20,"
 		"\"binaries_cached\":8,\"processes_cached\":9,\"symbol_cache_bytes\":0,\"binaries_evicted\":0,\"binaries_over_bound\":14,"
-		"\"symbols_dropped\":13}",
+		"\"symbols_dropped\":13,\"maps_opens\":15,\"maps_fd_reads\":16,\"maps_fds_full\":17,\"maps_fds_held\":18}",
 		"\"off_cpu\":{\"enabled\":true,\"asked\":true,\"min_wait_us\":250,\"max_stacks\":8192,\"blocks\":31,\"walked\":32,"
 		"\"reused\":33,\"waits\":35,\"short_waits\":36,\"ongoing\":37,\"deferred\":41,\"lost\":{\"no_storage\":34,"
 		"\"stack_evicted\":38,\"counts_full\":39},\"keys_stored\":40,\"us_stored\":1500000,\"us_unstored\":250}",
@@ -458,6 +459,8 @@ static void test_metrics(unsigned port)
 		"flamed_symbolize_hits_total{kind=\"kernel\"} 200", "flamed_symbolize_misses_total{kind=\"user\"} 10",
 		"flamed_symbolize_misses_total{kind=\"kernel\"} 20", "flamed_symbolizer_binaries_cached 8",
 		"flamed_symbolizer_processes_cached 9", "flamed_symbolizer_symbols_dropped_total 13", "flamed_database_bytes 65536", "flamed_stacks_stored 42",
+		"flamed_symbolizer_maps_opens_total 15", "flamed_symbolizer_maps_fd_reads_total 16",
+		"flamed_symbolizer_maps_fds_full_total 17", "flamed_symbolizer_maps_fds_held 18",
 		"flamed_build_info{version=\"9.9.9-\\\"test\\\"\"} 1", "flamed_http_requests_total{code=\"200\"} ",
 		"flamed_http_requests_total{code=\"400\"} ", "flamed_http_requests_total{code=\"404\"} ",
 		"flamed_offcpu_enabled 1", "flamed_offcpu_min_wait_seconds 0.000250", "flamed_offcpu_blocks_total 31",
