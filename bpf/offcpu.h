@@ -190,7 +190,7 @@ static __always_inline void offcpu_wake(struct task_struct *next, __u64 now, __u
 	}
 	/* Gathered per thread and second, one map update a second at most (or at a flush, a new place
 	 * to block, or the thread's exit), not one a switch. */
-	sec = now / 1000000000ULL;
+	sec = boot_second(now);
 	if (s->acc_sec != sec) {
 		offcpu_flush(next, s, gen);
 		s->acc_sec = sec;
@@ -253,7 +253,7 @@ int offcpu_ongoing(struct bpf_iter__task *ctx)
 	if (__sync_val_compare_and_swap(&s->since, since, now) != since)
 		return 0; /* it woke meanwhile: its wake counts it */
 	stat_inc(STAT_OFFCPU_ONGOING);
-	offcpu_count(task, s, now - since, now / 1000000000ULL, gen);
+	offcpu_count(task, s, now - since, boot_second(now), gen);
 	return 0;
 }
 

@@ -30,6 +30,18 @@ const volatile __u32 test_refuse = 0;              /* tests only: REFUSE_* progr
 /* Generation being filled: 0 or 1. Written by the daemon through the mmaped .bss. */
 __u32 active_gen = 0;
 
+/* The part of a second by which the wall clock is ahead of CLOCK_BOOTTIME (unix - boot time, less its
+ * whole seconds), written by the daemon through the mmaped .bss at each drain: a key's boot_sec is
+ * CLOCK_BOOTTIME moved by it, so its seconds begin where the wall clock's do, and the daemon puts each
+ * sample in the unix second it was taken in by adding the whole seconds. */
+__u64 unix_frac_ns = 0;
+
+/* boot_sec of a key for CLOCK_BOOTTIME ns (see unix_frac_ns). */
+static __always_inline __u32 boot_second(__u64 boot_ns)
+{
+	return (boot_ns + *(volatile __u64 *)&unix_frac_ns) / 1000000000ULL;
+}
+
 struct counts_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384); /* sized by the daemon before load */
@@ -409,7 +421,7 @@ int profile_tick(struct bpf_perf_event_data *ctx)
 		stat_inc(STAT_IDLE);
 		return 0;
 	}
-	key.boot_sec = bpf_ktime_get_boot_ns() / 1000000000ULL;
+	key.boot_sec = boot_second(bpf_ktime_get_boot_ns());
 	key.cgroup = bpf_get_current_cgroup_id();
 	/* The task's fields are read with plain loads (a BTF pointer), not with helper calls. */
 	task = bpf_get_current_task_btf();

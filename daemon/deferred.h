@@ -78,7 +78,7 @@ int deferred_offcpu(struct deferred *d, const struct sampler_sample *s, sampler_
 
 /* Hands every walked sample (and off-CPU wait held for a walk) to cb (a flush's ingest_sample) and forgets
  * it; forgets the blocks' walks no wait was counted under for two minutes. clock turns key->boot_sec
- * into unix seconds (sampler_unix_clock). Returns how many CPU samples. */
+ * into unix seconds (sampler_clock). Returns how many CPU samples. */
 uint64_t deferred_emit(struct deferred *d, const struct unix_clock *clock, sampler_cb cb, void *ctx);
 
 void deferred_get_stats(const struct deferred *d, struct deferred_stats *out);

@@ -63,7 +63,7 @@ struct ingest {
 	unsigned nframes;
 	uint64_t samples, keys, rejected;
 	uint64_t offcpu_keys, offcpu_us; /* off-CPU keys drained this flush, and their time */
-	int64_t boot_to_mono;      /* CLOCK_MONOTONIC - CLOCK_BOOTTIME (ns) at this flush's start */
+	int64_t unix_to_mono;      /* CLOCK_MONOTONIC - CLOCK_REALTIME (ns) at this flush's start */
 	int store_err;
 };
 
@@ -76,11 +76,11 @@ static int64_t clock_ns(clockid_t clock)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* When sample s was taken, as CLOCK_MONOTONIC ns: the middle of its second (it is known to the second),
- * or 0 where that would come before the clock's start. */
+/* When sample s was taken, as CLOCK_MONOTONIC ns: the middle of its unix second (it is known to the
+ * second), or 0 where that would come before the clock's start. */
 static uint64_t sample_mono(const struct ingest *f, const struct sampler_sample *s)
 {
-	int64_t mono = (int64_t)s->key->boot_sec * 1000000000LL + 500000000LL + f->boot_to_mono;
+	int64_t mono = s->unix_sec * 1000000000LL + 500000000LL + f->unix_to_mono;
 
 	return mono > 0 ? (uint64_t)mono : 0;
 }
@@ -381,7 +381,7 @@ void ingest_begin(struct ingest *in)
 	in->samples = in->keys = in->rejected = in->offcpu_keys = in->offcpu_us = 0;
 	in->store_err = store_begin(in->store);
 	symbolizer_begin_flush(in->sym);
-	in->boot_to_mono = clock_ns(CLOCK_MONOTONIC) - clock_ns(CLOCK_BOOTTIME);
+	in->unix_to_mono = clock_ns(CLOCK_MONOTONIC) - clock_ns(CLOCK_REALTIME);
 	foldcache_reset(in->folds);
 	if (in->rts)
 		runtimes_flush_begin(in->rts);

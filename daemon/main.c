@@ -253,7 +253,7 @@ static int flush(struct daemon *d)
 		fprintf(stderr, "flamed: draining the BPF maps failed: %s\n", strerror(-err));
 	if (d->deferred) { /* the deferred samples whose tables came, and those that waited too long */
 		deferred_poll(d->deferred, d->stopping_flush);
-		struct unix_clock clock = sampler_unix_clock();
+		struct unix_clock clock = sampler_clock(d->smp);
 
 		n_deferred = deferred_emit(d->deferred, &clock, ingest_sample, d->ingest);
 	}

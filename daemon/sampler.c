@@ -52,6 +52,7 @@ struct sampler {
 	sampler_cb sent_cb;          /* during a drain */
 	void *sent_ctx;
 	struct unix_clock sent_clock;
+	int64_t clock_offset; /* whole seconds of unix - boot time, as the BPF program begins seconds (set_clock) */
 	int sent_err;
 	uint64_t sent_read, sent_malformed;
 	sampler_process_cb event_cb; /* during sampler_read_events */
@@ -184,6 +185,24 @@ static int on_sent(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* Reads how far the wall clock is ahead of CLOCK_BOOTTIME now: its whole seconds kept in s->clock_offset, the
+ * rest written to the BPF program's unix_frac_ns, by which it begins a key's seconds. Each drain reads
+ * it again (after the samples it takes), so the wall clock set since is followed. */
+static void set_clock(struct sampler *s)
+{
+	struct timespec rt, bt;
+	int64_t ns, sec;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_BOOTTIME, &bt);
+	ns = (rt.tv_sec - bt.tv_sec) * 1000000000LL + (rt.tv_nsec - bt.tv_nsec);
+	sec = ns / 1000000000LL;
+	if (ns < 0 && sec * 1000000000LL != ns)
+		sec--; /* the floor */
+	s->clock_offset = sec;
+	__atomic_store_n(&s->skel->bss->unix_frac_ns, (__u64)(ns - sec * 1000000000LL), __ATOMIC_RELAXED);
+}
+
 int sampler_new(const struct sampler_opts *opts, struct sampler **out, struct bpfload_report *rep)
 {
 	struct sampler *s;
@@ -208,6 +227,7 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **out, struct bp
 	err = bpfload_load(opts, &s->skel, rep);
 	if (err)
 		goto fail;
+	set_clock(s);
 	/* 4. Listen for events of processes (first samples, Python code), then attach: one cpu-clock event
 	 * per online CPU. */
 	s->events = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s, NULL);
@@ -241,15 +261,9 @@ fail:
 	return err < 0 ? err : -EINVAL;
 }
 
-/* Offset that turns CLOCK_BOOTTIME seconds into unix seconds, rounded to the nearest second. */
-struct unix_clock sampler_unix_clock(void)
+struct unix_clock sampler_clock(const struct sampler *s)
 {
-	struct timespec rt, bt;
-
-	clock_gettime(CLOCK_REALTIME, &rt);
-	clock_gettime(CLOCK_BOOTTIME, &bt);
-	int64_t ns = (rt.tv_sec - bt.tv_sec) * 1000000000LL + (rt.tv_nsec - bt.tv_nsec);
-	return (struct unix_clock){ .offset = (ns + 500000000LL) / 1000000000LL, .now = rt.tv_sec };
+	return (struct unix_clock){ .offset = s->clock_offset, .now = (int64_t)time(NULL) };
 }
 
 /* Makes gen the one being filled and returns once no program can still be writing the other. */
@@ -495,7 +509,7 @@ int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx)
 	int counts_fd = bpf_map__fd(old ? s->skel->maps.counts1 : s->skel->maps.counts0);
 	int offcpu_fd = bpf_map__fd(old ? s->skel->maps.offcpu1 : s->skel->maps.offcpu0);
 	int stacks_fd = bpf_map__fd(old ? s->skel->maps.stacks1 : s->skel->maps.stacks0);
-	struct unix_clock clock = sampler_unix_clock();
+	struct unix_clock clock = sampler_clock(s);
 	bool emptied;
 	int err, ret;
 
@@ -523,6 +537,7 @@ int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx)
 	if (!emptied)
 		clear_stacks(s, stacks_fd);
 	stash_release(s);
+	set_clock(s);
 	s->drains++;
 	return ret;
 }

@@ -80,16 +80,18 @@ int sampler_drain(struct sampler *s, sampler_cb cb, void *ctx);
 /* Where deferred samples go while sampler_read_events reads them (cb NULL: they are dropped). */
 void sampler_on_deferred(struct sampler *s, sampler_deferred_cb cb, void *ctx);
 
-/* How a drain turns key->boot_sec into unix_sec: offset from CLOCK_BOOTTIME seconds to unix seconds
- * (rounded), now the unix second of the drain. boot_sec is whole seconds, so boot_sec + offset can be up
- * to half a second past the sample's time: into the second after the drain's, which a query for up to
- * now, made just after, would miss. No sample is taken after its drain: it is put at most at now. */
+/* How a drain turns key->boot_sec into unix_sec: the BPF program begins a key's seconds where the wall
+ * clock's begin (unix_frac_ns), so offset, the whole seconds of unix - boot time, puts a sample in the
+ * unix second it was taken in (CLOCK_BOOTTIME in whole seconds plus a rounded offset put up to half of
+ * them a second late or early: a query for up to now made just after missed some, a window from the
+ * second after a process ended got some of its last samples). now is the unix second of the drain: a
+ * guard for the wall clock set back, as no sample is taken after its drain. */
 struct unix_clock {
 	int64_t offset, now;
 };
 
-/* The clock as it is now. */
-struct unix_clock sampler_unix_clock(void);
+/* The clock the samples taken since the last drain were taken by. */
+struct unix_clock sampler_clock(const struct sampler *s);
 
 static inline int64_t unix_clock_sec(const struct unix_clock *c, uint32_t boot_sec)
 {

@@ -54,7 +54,7 @@ enum unwind_mode {
 struct sample_key {
 	__u32 pid;          /* tgid in the initial pid namespace */
 	__u32 tid;
-	__u32 boot_sec;     /* CLOCK_BOOTTIME seconds */
+	__u32 boot_sec;     /* CLOCK_BOOTTIME seconds, begun where the wall clock's begin (unix_frac_ns) */
 	__u32 flags;        /* SAMPLE_*_LOST */
 	__u64 kstack;       /* key of the kernel stack in the stacks map (a hash of its frames); 0: none */
 	__u64 ustack;       /* likewise for the user stack */

@@ -142,7 +142,7 @@ static void test_walked(const struct maps *m)
 	CHECK(g.nk == 1 && g.kips[0] == 0xffffffff81000000ULL, "its kernel frame is kept");
 	CHECK(g.key.pid == pid && g.key.tid == pid + 1 && !strcmp(g.key.comm, "deferred") && g.unix_sec == 1100,
 	      "its key is kept, its second on the wall clock");
-	/* boot_sec + offset past the drain's second (boot_sec whole, the offset rounded): the drain's. */
+	/* boot_sec + offset past the drain's second (the wall clock set back since): the drain's. */
 	CHECK(unix_clock_sec(&(struct unix_clock){ .offset = 100, .now = 1099 }, 1000) == 1099 &&
 	      unix_clock_sec(&(struct unix_clock){ .offset = 100, .now = 1100 }, 1000) == 1100,
 	      "a second past the drain's is the drain's");
