@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -62,8 +63,8 @@ int proccache_new(unsigned max, struct proccache **out)
 
 /* Reads p's mappings into maps (flags: PROCCACHE_*): by its held file where it has one, else by opening
  * /proc/PID/maps, held open afterwards with PROCCACHE_KEEP_FD while fewer than PROCCACHE_MAX_FDS are. A
- * held file that reads nothing (its image gone: an execve, or the process's end) is closed and the file
- * opened again. */
+ * held file that reads nothing (its image gone: an execve, or the process's end) is closed; the file is
+ * opened again for a flush's read of a live process, not for a recheck. */
 static int read_maps(struct proccache *c, struct proc *p, unsigned flags, struct procmap **maps, size_t *n)
 {
 	int fd, err;
@@ -80,6 +81,14 @@ static int read_maps(struct proccache *c, struct proc *p, unsigned flags, struct
 		*maps = NULL;
 		*n = 0;
 		close_fd(c, p);
+		/* Its image is gone: an execve, or the process's end. A recheck is of the image it was held
+		 * for (the one first reported): a new image has its own report, read fresh, and rechecks.
+		 * Opening the file again cost a sixth of the daemon's time over a shell's short-lived
+		 * children (most reported first in the shell's image, before their execve). A flush's read
+		 * opens it again, unless the process has ended (an open would fail, after looking the pid
+		 * up in /proc). */
+		if ((flags & (PROCCACHE_KEEP_FD | PROCCACHE_CLOSE_FD)) || (kill((pid_t)p->e.pid, 0) && errno == ESRCH))
+			return -ESRCH;
 	}
 	fd = procmaps_open(p->e.pid);
 	if (fd < 0)

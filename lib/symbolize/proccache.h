@@ -40,7 +40,8 @@ const struct procmap *proccache_maps(struct proccache *c, uint32_t pid, size_t *
  * times in its first quarter second) keeps the file open between reads, as the kernel answers a held
  * file with the mappings as they are then (PROCMAP_QUERY or the text from its start) and its open is
  * most of a read's cost. A held file is that of one program image: after an execve it reads nothing,
- * and is opened again. */
+ * and is closed. A recheck (PROCCACHE_KEEP_FD or CLOSE_FD) then reads no more: the new image has its
+ * own first report, read with PROCCACHE_FRESH. A flush's read opens the file again. */
 #define PROCCACHE_FRESH 1u    /* open the file again, not by the held one (a new image's first read) */
 #define PROCCACHE_KEEP_FD 2u  /* hold the file open after this read, for the next */
 #define PROCCACHE_CLOSE_FD 4u /* close the held file after this read: the last it was held for */
