@@ -185,9 +185,10 @@ static int on_sent(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* Reads how far the wall clock is ahead of CLOCK_BOOTTIME now: its whole seconds kept in s->clock_offset, the
- * rest written to the BPF program's unix_frac_ns, by which it begins a key's seconds. Each drain reads
- * it again (after the samples it takes), so the wall clock set since is followed. */
+/* Reads how far the wall clock is ahead of CLOCK_BOOTTIME now: its whole seconds kept in
+ * s->clock_offset, the rest written to the BPF program's unix_frac_ns, by which it begins a key's
+ * seconds. Each drain reads it again (after the samples it takes), so the wall clock set since is
+ * followed. */
 static void set_clock(struct sampler *s)
 {
 	struct timespec rt, bt;
