@@ -475,8 +475,8 @@ static int take_offcpu(struct sampler *s, int fd, __u64 *batch, bool first, bool
 
 /* Hands every key of a quiescent counts map (take: how its values are read) to cb. Returns 0, the first
  * non-zero cb return, or -errno. */
-static int drain_map(struct sampler *s, int counts_fd, int stacks_fd, bool offcpu, const struct unix_clock *clock, sampler_cb cb,
-		     void *ctx)
+static int drain_map(struct sampler *s, int counts_fd, int stacks_fd, bool offcpu, const struct unix_clock *clock,
+		     sampler_cb cb, void *ctx)
 {
 	__u64 batch = 0;
 	int n, err, ret = 0;
