@@ -1,11 +1,13 @@
 /* offcpu.h - the off-CPU part of profile.bpf.c: on sched_switch, a thread that blocks (sleeping or
- * uninterruptible) is stamped and its stacks taken with the same walk as a CPU sample; when it runs
- * again the time blocked is gathered per thread and second and added to (pid, tid, second, stacks) in
- * the offcpu maps of the generation being filled. Per-thread state lives in task storage, which dies with the thread. A thread that
- * blocks where it blocked last (same user registers and system call) within OFFCPU_REWALK_NS keeps
- * its last stacks without a walk: a context-switch storm walks each thread about once a second.
- * Waits still going on are counted at each flush by the offcpu_ongoing iterator, up to then.
- * Included by profile.bpf.c after the walk. */
+ * uninterruptible) is stamped and its stacks taken with the same walk as a CPU sample, its user stack
+ * by the walker program its process needs (offcpu_walk_native or offcpu_walk_python, tail-called as
+ * profile_tick calls walk_native and walk_python); when it runs again the time blocked is gathered per
+ * thread and second and added to (pid, tid, second, stacks) in the offcpu maps of the generation being
+ * filled. Per-thread state lives in task storage, which dies with the thread. A thread that blocks
+ * where it blocked last (same user registers and system call) within OFFCPU_REWALK_NS keeps its last
+ * stacks without a walk: a context-switch storm walks each thread about once a second. Waits still
+ * going on are counted at each flush by the offcpu_ongoing iterator, up to then. Included by
+ * profile.bpf.c after the walk. */
 #ifndef FLAMED_BPF_OFFCPU_H
 #define FLAMED_BPF_OFFCPU_H
 
@@ -124,13 +126,47 @@ static __always_inline void offcpu_flush(struct task_struct *task, struct offcpu
 		offcpu_count(task, s, ns, s->acc_sec, gen);
 }
 
-/* prev (the current task) blocks: stamps it, with its stacks (walked, or those of its last block). */
+/* The walker programs by enum walker that a block's user stack is handed to, as cpu_walkers is for a CPU
+ * sample (filled by the daemon, bpfload.c): a thread of a native-only process never runs the Python walk. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, WALKER_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} offcpu_walkers SEC(".maps");
+
+/* Task (the current one, blocking at now in cgroup, its place `where`) is stamped in s with the stacks of
+ * key, walked now into generation gen. */
+static __always_inline void offcpu_walked(struct task_struct *task, struct offcpu_task *s, const struct sample_key *key,
+					  __u64 where, __u64 now, __u64 cgroup, __u32 gen)
+{
+	if (key->ustack)
+		note_process(task, key->pid);
+	/* Walked again at its next block, by when its tables may be there; a deferred one is walked whole
+	 * by the daemon, and its record is used again where the thread blocks alike. */
+	if ((key->flags & (SAMPLE_WALK_PARTIAL | SAMPLE_DEFERRED)) == SAMPLE_WALK_PARTIAL)
+		where = 0;
+	s->kstack = key->kstack;
+	s->ustack = key->ustack;
+	s->flags = key->flags & ~SAMPLE_WALK_PARTIAL; /* SAMPLE_DEFERRED kept: ustack is an id */
+	s->gen = gen + 1;
+	s->where = where;
+	s->walked_ns = now;
+	s->cgroup = cgroup;
+	stat_inc(STAT_OFFCPU_WALKED);
+	*(volatile __u64 *)&s->since = now;
+}
+
+/* prev (the current task) blocks: stamps it, with its stacks (those of its last block, or walked: its
+ * user stack by the walker program its process needs, tail-called, which stamps it). */
 static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, __u64 now, __u32 gen)
 {
 	struct offcpu_task *s = bpf_task_storage_get(&offcpu_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	struct sample_key key = {};
 	struct uregs r = {};
 	__u64 where = 0, cgroup = bpf_get_current_cgroup_id();
+	__u32 zero = 0, which = WALKER_NATIVE;
+	struct walk *w;
 
 	stat_inc(STAT_OFFCPU_BLOCKS);
 	if (!s) {
@@ -143,32 +179,64 @@ static __always_inline void offcpu_block(void *ctx, struct task_struct *prev, __
 		task_uregs(prev, &r);
 		where = (r.ip * 0x9e3779b97f4a7c15ULL) ^ (r.sp * 0xff51afd7ed558ccdULL) ^ r.bp ^ (r.syscall << 48);
 	}
-	/* (A Python thread's walk leaves where 0: it blocks from the same native place under any Python
-	 * caller, so its stacks are never reused.) */
 	if (where && where == s->where && s->gen && now - s->walked_ns < OFFCPU_REWALK_NS && cgroup == s->cgroup) {
 		stat_inc(STAT_OFFCPU_REUSED);
-	} else {
-		if (python_walk && bpf_map_lookup_elem(&py_procs, &key.pid))
-			where = 0;
-		offcpu_flush(prev, s, gen); /* what it gathered belongs to its old stacks */
-		key.kstack = capture(ctx, gen, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key, true);
-		key.ustack = prev->mm ? user_stack(ctx, &r, prev, gen, &key, true, true) : 0;
-		if (key.ustack)
-			note_process(prev, key.pid);
-		/* Walked again at its next block, by when its tables may be there; a deferred one is walked
-		 * whole by the daemon, and its record is used again where the thread blocks alike. */
-		if ((key.flags & (SAMPLE_WALK_PARTIAL | SAMPLE_DEFERRED)) == SAMPLE_WALK_PARTIAL)
-			where = 0;
-		s->kstack = key.kstack;
-		s->ustack = key.ustack;
-		s->flags = key.flags & ~SAMPLE_WALK_PARTIAL; /* SAMPLE_DEFERRED kept: ustack is an id */
-		s->gen = gen + 1;
-		s->where = where;
-		s->walked_ns = now;
-		s->cgroup = cgroup;
-		stat_inc(STAT_OFFCPU_WALKED);
+		*(volatile __u64 *)&s->since = now;
+		return;
 	}
-	*(volatile __u64 *)&s->since = now;
+	/* (A Python thread's walk leaves where 0: it blocks from the same native place under any Python
+	 * caller, so its stacks are never reused.) */
+	if (python_walk && bpf_map_lookup_elem(&py_procs, &key.pid)) {
+		where = 0;
+		which = WALKER_PYTHON;
+	}
+	offcpu_flush(prev, s, gen); /* what it gathered belongs to its old stacks */
+	key.kstack = capture(ctx, gen, 0, SAMPLE_KSTACK_LOST, STAT_KSTACK_ERROR, &key, true);
+	if (unwind_mode != UNWIND_MODE_FP && prev->mm) {
+		w = bpf_map_lookup_elem(&walks, &zero);
+		if (w) {
+			w->rec.key = key;
+			w->r = r;
+			w->gen = gen;
+			w->block_where = where;
+			w->block_now = now;
+			w->block_cgroup = cgroup;
+			bpf_tail_call(ctx, &offcpu_walkers, which);
+		}
+		stat_inc(STAT_OFFCPU_WALKER_MISSING); /* reached only when there was no program to go to */
+	}
+	key.ustack = prev->mm ? capture(ctx, gen, BPF_F_USER_STACK, SAMPLE_USTACK_LOST, STAT_USTACK_ERROR, &key, true) : 0;
+	offcpu_walked(prev, s, &key, where, now, cgroup, gen);
+}
+
+/* A walker program which (a constant) for a block: the user stack of the thread offcpu_block left in this
+ * CPU's walk, walked (the Python walker's with Python frames) or deferred, and the thread stamped. */
+static __always_inline int offcpu_walk(void *ctx, const enum walker which)
+{
+	struct task_struct *task = bpf_get_current_task_btf(); /* prev: sched_switch runs before the switch */
+	struct offcpu_task *s;
+	struct sample_key key;
+	struct uregs r;
+	struct walk *w;
+	__u64 where, now, cgroup;
+	__u32 zero = 0, gen;
+
+	stat_inc(STAT_OFFCPU_WALKER + which);
+	w = bpf_map_lookup_elem(&walks, &zero);
+	if (!w)
+		return 0;
+	key = w->rec.key; /* the walk reuses w: the input is copied out first */
+	r = w->r;
+	gen = w->gen;
+	where = w->block_where;
+	now = w->block_now;
+	cgroup = w->block_cgroup;
+	s = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
+	if (!s)
+		return 0;
+	key.ustack = user_stack(ctx, &r, task, gen, &key, true, which == WALKER_PYTHON);
+	offcpu_walked(task, s, &key, where, now, cgroup, gen);
+	return 0;
 }
 
 /* next runs again: its wait, if it was blocked and no flush counted it meanwhile, is counted. */
@@ -206,13 +274,26 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 
 	if (test_refused(REFUSE_OFFCPU_SWITCH))
 		return 0;
-	/* Blocked: not preempted, and asleep (a task preempted while going to sleep is still runnable). */
+	if (next->pid)
+		offcpu_wake(next, now, gen);
+	/* Blocked: not preempted, and asleep (a task preempted while going to sleep is still runnable).
+	 * Last: the walk of its user stack ends this program, in a walker it tail-calls. */
 	if (!preempt && prev->pid && (prev_state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE)) &&
 	    (offcpu_kthreads || !(prev->flags & PF_KTHREAD)))
 		offcpu_block(ctx, prev, now, gen);
-	if (next->pid)
-		offcpu_wake(next, now, gen);
 	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int offcpu_walk_native(void *ctx)
+{
+	return offcpu_walk(ctx, WALKER_NATIVE);
+}
+
+SEC("tp_btf/sched_switch")
+int offcpu_walk_python(void *ctx)
+{
+	return offcpu_walk(ctx, WALKER_PYTHON);
 }
 
 /* A thread exits: what it gathered goes into the map before its task storage goes. */

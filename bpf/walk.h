@@ -22,12 +22,13 @@ struct uregs {
 };
 
 /* A user stack walk in progress, shared with walk_step(); and what profile_tick hands the walker
- * program it tail-calls (the sample's key, its generation and user registers). */
+ * program it tail-calls (the sample's key, its generation and user registers), and offcpu_block likewise. */
 struct walk {
 	struct sample_record rec; /* the CPU sample being walked: its key from profile_tick; sent from here */
 	struct uregs r;
 	__u32 gen;
 	__u32 unsent;     /* the walk's stack was left unstored, for the walker to send (stack_store) */
+	__u64 block_where, block_now, block_cgroup; /* an off-CPU block's (offcpu.h): where, when, cgroup */
 	__u64 ip, sp, bp; /* registers of the frame being unwound */
 	__u32 pid;
 	__u32 n;          /* frames written to scratch */

@@ -32,6 +32,8 @@ static const struct {
 	{ "process_exec", BPF_FEATURE_MAX, REFUSE_PROCESS_EXEC },
 	{ "walk_native", BPF_FEATURE_UNWIND, 0 },
 	{ "walk_python", BPF_FEATURE_PYTHON, 0 }, /* refused for tests by "python" (REFUSE_PYTHON) */
+	{ "offcpu_walk_native", BPF_FEATURE_UNWIND, 0 }, /* with off-CPU time: sched_switch's walkers */
+	{ "offcpu_walk_python", BPF_FEATURE_PYTHON, 0 },
 	{ "process_fork", BPF_FEATURE_FORKS, REFUSE_PROCESS_FORK },
 	{ "offcpu_switch", BPF_FEATURE_OFFCPU, REFUSE_OFFCPU_SWITCH },
 	{ "offcpu_exit", BPF_FEATURE_OFFCPU, REFUSE_OFFCPU_EXIT },
@@ -163,9 +165,11 @@ static int configure(struct profile *skel, const struct sampler_opts *opts, cons
 		return err;
 	/* Off-CPU: its programs load only when asked for, its maps take room only then. */
 	skel->rodata->offcpu_min_ns = opts->off_cpu_min_ns;
-	/* The walkers profile_tick hands user stacks to: only those their features need. */
+	/* The walkers profile_tick and offcpu_switch hand user stacks to: only those their features need. */
 	if ((err = bpf_program__set_autoload(skel->progs.walk_native, f[BPF_FEATURE_UNWIND].on)) ||
-	    (err = bpf_program__set_autoload(skel->progs.walk_python, f[BPF_FEATURE_PYTHON].on)))
+	    (err = bpf_program__set_autoload(skel->progs.walk_python, f[BPF_FEATURE_PYTHON].on)) ||
+	    (err = bpf_program__set_autoload(skel->progs.offcpu_walk_native, off_cpu && f[BPF_FEATURE_UNWIND].on)) ||
+	    (err = bpf_program__set_autoload(skel->progs.offcpu_walk_python, off_cpu && f[BPF_FEATURE_PYTHON].on)))
 		return err;
 	if ((err = bpf_program__set_autoload(skel->progs.process_fork, f[BPF_FEATURE_FORKS].on)) ||
 	    (err = bpf_program__set_autoload(skel->progs.offcpu_switch, off_cpu)) ||
@@ -288,22 +292,23 @@ static void note_programs(struct profile *skel, struct bpfload_report *rep)
 	}
 }
 
-/* Puts each walker program that loaded in its slot of cpu_walkers, where profile_tick tail-calls it.
- * Returns 0 or -errno. */
+/* Puts each walker program that loaded in its slot of cpu_walkers, where profile_tick tail-calls it, and
+ * each off-CPU one in offcpu_walkers, for offcpu_switch. Returns 0 or -errno. */
 static int fill_walkers(struct profile *skel)
 {
-	const struct bpf_program *walkers[WALKER_MAX] = {
-		[WALKER_NATIVE] = skel->progs.walk_native,
-		[WALKER_PYTHON] = skel->progs.walk_python,
+	const struct bpf_program *walkers[2][WALKER_MAX] = {
+		{ [WALKER_NATIVE] = skel->progs.walk_native, [WALKER_PYTHON] = skel->progs.walk_python },
+		{ [WALKER_NATIVE] = skel->progs.offcpu_walk_native, [WALKER_PYTHON] = skel->progs.offcpu_walk_python },
 	};
-	int map = bpf_map__fd(skel->maps.cpu_walkers);
+	int maps[2] = { bpf_map__fd(skel->maps.cpu_walkers), bpf_map__fd(skel->maps.offcpu_walkers) };
 
-	for (__u32 i = 0; i < WALKER_MAX; i++) {
-		int fd = bpf_program__fd(walkers[i]);
+	for (int m = 0; m < 2; m++)
+		for (__u32 i = 0; i < WALKER_MAX; i++) {
+			int fd = bpf_program__fd(walkers[m][i]);
 
-		if (fd >= 0 && bpf_map_update_elem(map, &i, &fd, BPF_ANY))
-			return -errno;
-	}
+			if (fd >= 0 && bpf_map_update_elem(maps[m], &i, &fd, BPF_ANY))
+				return -errno;
+		}
 	return 0;
 }
 

@@ -177,6 +177,9 @@ enum profile_stat {
 	STAT_WALKER_MISSING,     /* ... not: the tail call failed (no program there); read by frame pointers */
 	STAT_SENT,               /* CPU samples sent whole through the samples ring (struct sample_record) */
 	STAT_SEND_FULL,          /* ... not: the ring was full; stored in the maps instead */
+	STAT_OFFCPU_WALKER,      /* off-CPU blocks whose user stack each walker program walked: + enum walker */
+	STAT_OFFCPU_WALKER_LAST = STAT_OFFCPU_WALKER + WALKER_MAX - 1,
+	STAT_OFFCPU_WALKER_MISSING, /* ... not: the tail call failed (no program there); read by frame pointers */
 	STAT_MAX,
 };
 

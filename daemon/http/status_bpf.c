@@ -78,7 +78,10 @@ void status_bpf_json(FILE *o, const struct daemon_status *s)
 	fputs("], \"walkers\": {", o);
 	for (int w = 0; w < WALKER_MAX; w++)
 		fprintf(o, "%s\"%s\": %" PRIu64, w ? ", " : "", walker_names[w], s->lost[STAT_WALKER + w]);
-	fprintf(o, ", \"missing\": %" PRIu64 "}, \"sent\": {\"enabled\": %s", s->lost[STAT_WALKER_MISSING],
+	fprintf(o, ", \"missing\": %" PRIu64 ", \"off_cpu\": {", s->lost[STAT_WALKER_MISSING]);
+	for (int w = 0; w < WALKER_MAX; w++) /* off-CPU blocks each walker walked, likewise */
+		fprintf(o, "%s\"%s\": %" PRIu64, w ? ", " : "", walker_names[w], s->lost[STAT_OFFCPU_WALKER + w]);
+	fprintf(o, ", \"missing\": %" PRIu64 "}}, \"sent\": {\"enabled\": %s", s->lost[STAT_OFFCPU_WALKER_MISSING],
 		s->sent_ring_bytes ? "true" : "false");
 	counters_json(o, sent_counters, COUNTERS_LEN(sent_counters), s);
 	fputs("}, \"features\": {", o);
@@ -111,6 +114,9 @@ void status_bpf_text(FILE *o, const struct daemon_status *s)
 	for (int w = 0; w < WALKER_MAX; w++)
 		fprintf(o, "bpf_walker_%s_samples %" PRIu64 "\n", walker_names[w], s->lost[STAT_WALKER + w]);
 	fprintf(o, "bpf_walker_missing %" PRIu64 "\n", s->lost[STAT_WALKER_MISSING]);
+	for (int w = 0; w < WALKER_MAX; w++)
+		fprintf(o, "bpf_walker_%s_offcpu_blocks %" PRIu64 "\n", walker_names[w], s->lost[STAT_OFFCPU_WALKER + w]);
+	fprintf(o, "bpf_walker_offcpu_missing %" PRIu64 "\n", s->lost[STAT_OFFCPU_WALKER_MISSING]);
 	counters_text(o, "bpf_sent", sent_counters, COUNTERS_LEN(sent_counters), s);
 	for (int f = 0; f < BPF_FEATURE_MAX; f++) {
 		const struct bpf_feature_state *st = &r->feature[f];
@@ -143,6 +149,15 @@ void status_bpf_metrics(FILE *o, const struct daemon_status *s)
 	http_metric_u64(o, "flamed_bpf_walker_missing_total", "counter",
 			"CPU samples whose walker program could not be called (read by frame pointers instead).",
 			s->lost[STAT_WALKER_MISSING]);
+	http_metric(o, "flamed_bpf_walker_offcpu_blocks_total", "counter",
+		    "Off-CPU blocks whose user stack each walker program was handed (with --off-cpu), as for CPU "
+		    "samples: a thread runs only the walker its process needs.");
+	for (int w = 0; w < WALKER_MAX; w++)
+		fprintf(o, "flamed_bpf_walker_offcpu_blocks_total{walker=\"%s\"} %" PRIu64 "\n", walker_names[w],
+			s->lost[STAT_OFFCPU_WALKER + w]);
+	http_metric_u64(o, "flamed_bpf_walker_offcpu_missing_total", "counter",
+			"Off-CPU blocks whose walker program could not be called (read by frame pointers instead).",
+			s->lost[STAT_OFFCPU_WALKER_MISSING]);
 	counters_metrics(o, sent_counters, COUNTERS_LEN(sent_counters), s);
 	http_metric_u64(o, "flamed_bpf_verified_instructions_limit", "gauge",
 			"The most instructions the kernel's verifier processes for one program.", BPFLOAD_INSNS_LIMIT);

@@ -1,9 +1,9 @@
 #!/bin/bash
 # test_bpf_load.sh - the BPF programs against the real verifier. Every program flamed can attach (the CPU
 # sampler, the exec and fork hooks, off-CPU's sched_switch and exit programs, the task iterator; Python
-# frames on and off, unwind tables and frame pointers, the walker programs the sampler tail-calls) loads with
-# the verifier's work under a tenth of its bound of 1,000,000 instructions, built by this build's clang and by every other clang-14 to clang-19
-# installed here; the status and /metrics say how much each took. Then a program the kernel refuses
+# frames on and off, unwind tables and frame pointers, the walker programs the sampler and sched_switch
+# tail-call) loads with the verifier's work under a tenth of its bound of 1,000,000 instructions, built
+# by this build's clang and by every other clang-14 to clang-19 installed here; the status and /metrics say how much each took. Then a program the kernel refuses
 # (made to, through FLAMED_TEST_REFUSE, which only tests use) takes only its feature down: CPU samples
 # still arrive, and the log, the status, the metrics and `flamectl record --off-cpu` say what is off and why.
 . "$(dirname "$0")/lib.sh"
@@ -11,8 +11,8 @@
 need_root bpf_load
 LIMIT=1000000
 # The programs of each run: the walkers load only where their features are asked for.
-PROGRAMS="offcpu_exit offcpu_ongoing offcpu_switch process_exec process_fork profile_tick walk_native walk_python"
-NO_PYTHON="offcpu_exit offcpu_ongoing offcpu_switch process_exec process_fork profile_tick walk_native"
+PROGRAMS="offcpu_exit offcpu_ongoing offcpu_switch offcpu_walk_native offcpu_walk_python process_exec process_fork profile_tick walk_native walk_python"
+NO_PYTHON="offcpu_exit offcpu_ongoing offcpu_switch offcpu_walk_native process_exec process_fork profile_tick walk_native"
 FP_ONLY="offcpu_exit offcpu_ongoing offcpu_switch process_exec process_fork profile_tick"
 # Each program's verified instructions stay under a tenth of the bound (the walkers split by runtime keep
 # each small); half would be the danger line.
@@ -131,7 +131,7 @@ FLAMED_TEST_REFUSE=python run_flamed python-refused --db "$TMP/py.db" --listen 1
 curl -sf "$URL/api/v1/status" > "$TMP/status.json"
 check "Python refused: python off and why; off-CPU time, its iterator and the unwind tables still on" \
 	jq -e '.python.enabled == false and (.python.refused | test("refused walk_python")) and .off_cpu.enabled and
-		.bpf.features.off_cpu_ongoing.on and .bpf.features.unwind_tables.on and (.bpf.programs | length) == 7' "$TMP/status.json"
+		.bpf.features.off_cpu_ongoing.on and .bpf.features.unwind_tables.on and (.bpf.programs | length) == 8' "$TMP/status.json"
 check "Python refused: the log says so" grep -q "^flamed: naming Python frames (--python) is off: the kernel refused walk_python" "$TMP/flamed.log"
 stop_flamed
 

@@ -1,19 +1,26 @@
 #!/bin/bash
 # test_walkers.sh - a CPU sample's user stack goes to the walker program its process needs, by tail call:
 # a native-only process's samples never run the Python walker (walk_python), a Python process's do, and
-# both keep their whole stacks. The status (bpf.walkers) and /metrics count each walker's samples.
+# both keep their whole stacks. The same for off-CPU blocks (--off-cpu: offcpu_switch tail-calls the
+# off-CPU walkers): a native-only sleeper's blocks never run offcpu_walk_python, a Python sleeper's do, and
+# their waits keep the whole stack. The status (bpf.walkers) and /metrics count each walker's samples.
 . "$(dirname "$0")/lib.sh"
 
 need_root walkers
 system_python
 build_workload branches
-run_flamed walkers --db "$TMP/w.db" --listen 127.0.0.1:0 --frequency 99 --flush-interval 1
+gcc -O2 -g "$(dirname "$0")/../workloads/offwl.c" -o "$TMP/offwl" || { fail "build offwl"; exit 1; }
+run_flamed walkers --db "$TMP/w.db" --listen 127.0.0.1:0 --frequency 99 --flush-interval 1 --off-cpu
 
 # counts: "NATIVE PYTHON MISSING PYPROCS" from the status (PYPROCS: Python processes flamed tracks now).
 counts() {
 	curl -sf -o /dev/null "$URL/api/v1/processes?flush=1"
 	curl -sf "$URL/api/v1/status" |
 		jq -r '"\(.bpf.walkers.native) \(.bpf.walkers.python) \(.bpf.walkers.missing) \(.python.processes)"'
+}
+# offcounts: "NATIVE PYTHON MISSING" off-CPU blocks handed to each walker, from the status.
+offcounts() {
+	curl -sf "$URL/api/v1/status" | jq -r '.bpf.walkers.off_cpu | "\(.native) \(.python) \(.missing)"'
 }
 # stored PID: the samples stored for PID.
 stored() { curl -sf "$URL/api/v1/profile?pid=$1&format=folded&from=-5m" | awk '{ s += $NF } END { print s + 0 }'; }
@@ -55,7 +62,42 @@ else
 	check "its Python frames are there ($pychain samples through crank;gear_a|gear_b;tooth)" [ "$pychain" -gt 0 ]
 fi
 
+# ---- Off-CPU: a native-only sleeper's blocks, then a Python one's ----
+read -r on0 op0 om0 <<< "$(offcounts)"
+read -r _ _ _ procs2 <<< "$(counts)"
+"$TMP/offwl" 1 > /dev/null & opid=$!
+wait $opid
+read -r _ _ _ procs3 <<< "$(counts)"
+read -r on1 op1 om1 <<< "$(offcounts)"
+curl -sf "$URL/api/v1/profile?pid=$opid&kind=offcpu&format=folded&from=-5m" > "$TMP/offwl.folded"
+onap=$(sum_samples "$TMP/offwl.folded" ';cycle;nap;(__)?(clock_)?nanosleep;')
+echo "# off-CPU native window: native walker +$((on1 - on0)), python walker +$((op1 - op0)), missing +$((om1 - om0)); offwl asleep $onap us under cycle;nap;nanosleep"
+check "the off-CPU native walker walked the native sleeper's blocks (+$((on1 - on0)))" [ $((on1 - on0)) -gt 0 ]
+if [ "$procs2" = 0 ] && [ "$procs3" = 0 ]; then
+	check "no block of the window ran the off-CPU Python walker (+$((op1 - op0))): no Python process ran" [ "$op1" -eq "$op0" ]
+else
+	skip "the off-CPU Python walker's count over the native window: $procs3 Python processes of the host are tracked"
+fi
+check "every off-CPU walker was there: none missing (+$((om1 - om0)))" [ "$om1" -eq "$om0" ]
+check "the native sleeper's wait keeps its stack: 0.5 to 0.7 s under cycle;nap;nanosleep ($onap us)" \
+	[ "$onap" -ge 500000 -a "$onap" -le 700000 ]
+if py_supported "$SYSPY_VER"; then
+	"$SYSPY" "$(dirname "$0")/../workloads/pynap.py" 1 > /dev/null & qpid=$!
+	wait $qpid
+	read -r on2 op2 om2 <<< "$(offcounts)"
+	curl -sf "$URL/api/v1/profile?pid=$qpid&kind=offcpu&format=folded&from=-5m" > "$TMP/pynap.folded"
+	pysleep=$(sum_samples "$TMP/pynap.folded" ';nap_sleep \(pynap\.py\);')
+	echo "# off-CPU Python window: native walker +$((on2 - on1)), python walker +$((op2 - op1)); pynap asleep $pysleep us under nap_sleep"
+	check "the off-CPU Python walker walked the Python sleeper's blocks (+$((op2 - op1)))" [ $((op2 - op1)) -gt 0 ]
+	check "its sleep is under its Python frame: 0.9 to 1.2 s under nap_sleep ($pysleep us)" \
+		[ "$pysleep" -ge 900000 -a "$pysleep" -le 1200000 ]
+fi
+
 curl -sf "$URL/metrics" > "$TMP/metrics"
+check "metrics: flamed_bpf_walker_offcpu_blocks_total for each walker, as the status says" \
+	eval 'grep -q "^flamed_bpf_walker_offcpu_blocks_total{walker=\"native\"} [1-9][0-9]*$" "$TMP/metrics" &&
+	      grep -q "^flamed_bpf_walker_offcpu_blocks_total{walker=\"python\"} [0-9]*$" "$TMP/metrics" &&
+	      grep -q "^flamed_bpf_walker_offcpu_missing_total 0$" "$TMP/metrics"'
 check "metrics: flamed_bpf_walker_samples_total for each walker, as the status says" \
 	eval 'grep -q "^flamed_bpf_walker_samples_total{walker=\"native\"} [1-9][0-9]*$" "$TMP/metrics" &&
 	      grep -q "^flamed_bpf_walker_samples_total{walker=\"python\"} [0-9]*$" "$TMP/metrics" &&
