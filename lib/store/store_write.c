@@ -535,8 +535,8 @@ static int validate_frames(struct store *st, const struct store_sample *s)
 	return 0;
 }
 
-/* Checks a sample before anything is written; -EINVAL with the reason in errmsg. */
-static int validate(struct store *st, const struct store_sample *s)
+/* Checks a sample's stack (its folded text and frames); -EINVAL with the reason in errmsg. */
+static int validate_stack(struct store *st, const struct store_sample *s)
 {
 	size_t len;
 
@@ -549,6 +549,20 @@ static int validate(struct store *st, const struct store_sample *s)
 		return store_set_err(st, -EINVAL, "invalid sample: the stack contains a line break");
 	if (s->folded[0] == ';' || s->folded[len - 1] == ';' || strstr(s->folded, ";;"))
 		return store_set_err(st, -EINVAL, "invalid sample: the stack has an empty frame: '%s'", s->folded);
+	return validate_frames(st, s);
+}
+
+/* Checks a sample before anything is written; -EINVAL with the reason in errmsg. Its stack only when it
+ * has no id yet: one with an id (s->stack_id) was checked when store_add gave it that id, and only the
+ * id is used. */
+static int validate(struct store *st, const struct store_sample *s)
+{
+	if (!(s->stack_id && *s->stack_id > 0)) {
+		int err = validate_stack(st, s);
+
+		if (err)
+			return err;
+	}
 	if (s->count == 0)
 		return store_set_err(st, -EINVAL, "invalid sample: the count is 0");
 	if (s->kind != STORE_CPU && s->kind != STORE_OFFCPU)
@@ -571,7 +585,7 @@ static int validate(struct store *st, const struct store_sample *s)
 			if ((unsigned char)s->cgroup[i] < 0x20 || s->cgroup[i] == 0x7f)
 				return store_set_err(st, -EINVAL, "invalid sample: the cgroup path has a control character");
 	}
-	return validate_frames(st, s);
+	return 0;
 }
 
 
