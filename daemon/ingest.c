@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "framecache.h"
 #include "ingest.h"
 #include "store/store.h"
 #include "runtimes.h"
@@ -22,6 +23,10 @@
  * about 700 Python stacks 40 frames deep or 8192 small native ones. */
 #define FOLDCACHE_STACKS 8192
 #define FOLDCACHE_BYTES (4u << 20)
+/* User frames named once per flush and reused for the other stacks they are in: 16384 frames in 2 MiB,
+ * enough for the callers of every Python stack a flush of a busy host drains. */
+#define FRAMECACHE_FRAMES 16384
+#define FRAMECACHE_BYTES (2u << 20)
 
 /* One frame of the stack being folded: its text in the folded line and where its code lives. */
 struct frame_slot {
@@ -55,6 +60,8 @@ struct ingest {
 	struct runtimes *rts;      /* NULL: no runtime's frames are named */
 	struct cgroups *cgroups;   /* NULL: where samples ran is not learnt */
 	struct foldcache *folds;   /* this flush's stacks folded so far, by raw stack */
+	struct framecache *names;  /* this flush's user frames named so far */
+	bool by_time;              /* the stack being folded is named as of its second (not cached) */
 	struct user_frame user[PROFILE_MAX_DEPTH];
 	struct store *store;
 	char folded[FOLDED_MAX];
@@ -144,14 +151,13 @@ static struct sample_runtime frame_runtime(const struct ingest *f, const struct 
 
 /* Names user frame i (leaf first) of sample s into f->user[i]: a runtime's frame by the runtime (r: the
  * process's), a native one from the ELF symbols of its binary. */
-static void name_user_frame(struct ingest *f, const struct sampler_sample *s, unsigned i,
-			    const struct sample_runtime *r)
+static void name_user_frame_now(struct ingest *f, const struct sampler_sample *s, unsigned i,
+				const struct sample_runtime *r)
 {
 	struct user_frame *u = &f->user[i];
 	struct sample_runtime fr = { 0 };
 	struct runtime_frame rf;
 
-	u->drop = false;
 	u->file[0] = '\0';
 	u->start_line = u->line = 0;
 	if (!(s->key->flags & SAMPLE_USTACK_FP)) /* frame pointers read no runtime's frame */
@@ -169,6 +175,44 @@ static void name_user_frame(struct ingest *f, const struct sampler_sample *s, un
 	u->line = rf.line;
 	u->origin.ninlined = 0;
 	u->origin.module[0] = u->origin.build_id[0] = '\0';
+}
+
+/* Names user frame i of sample s, as name_user_frame_now does, once per flush for each process, value
+ * and way it was reached: a flush names a frame as its first sample did (the symbolizer's and runtimes'
+ * caches are read again only between flushes), except JIT code named as of the sample's second. */
+static void name_user_frame(struct ingest *f, const struct sampler_sample *s, unsigned i,
+			    const struct sample_runtime *r)
+{
+	struct frame_key k = { .pid = s->key->pid, .how = (i > 0) | (s->key->flags & SAMPLE_USTACK_FP ? 2 : 0),
+			       .value = s->uips[i] };
+	struct user_frame *u = &f->user[i];
+	const struct named_frame *hit = f->by_time ? NULL : framecache_get(f->names, &k);
+	struct named_frame kept;
+
+	u->drop = false;
+	if (!hit) {
+		name_user_frame_now(f, s, i, r);
+		if (f->by_time)
+			return;
+		kept = (struct named_frame){ .kind = u->kind, .name = u->name, .module = u->origin.module,
+					     .build_id = u->origin.build_id, .file = u->file,
+					     .start_line = u->start_line, .line = u->line,
+					     .ninlined = u->origin.ninlined };
+		for (int j = 0; j < u->origin.ninlined && j < SYMBOLIZER_MAX_INLINED; j++)
+			kept.inlined[j] = u->origin.inlined[j];
+		framecache_put(f->names, &k, &kept); /* full: named again next time, counted */
+		return;
+	}
+	u->kind = hit->kind;
+	frame_copy_str(u->name, sizeof(u->name), hit->name);
+	frame_copy_str(u->origin.module, sizeof(u->origin.module), hit->module);
+	frame_copy_str(u->origin.build_id, sizeof(u->origin.build_id), hit->build_id);
+	frame_copy_str(u->file, sizeof(u->file), hit->file);
+	u->start_line = hit->start_line;
+	u->line = hit->line;
+	u->origin.ninlined = hit->ninlined;
+	for (int j = 0; j < hit->ninlined; j++)
+		frame_copy_str(u->origin.inlined[j], sizeof(u->origin.inlined[j]), hit->inlined[j]);
 }
 
 /* Whether user frame u is the runtime's (r) own native code. */
@@ -317,6 +361,7 @@ int ingest_sample(const struct sampler_sample *s, void *ctx)
 	mono = sample_mono(f, s);
 	if (s->nu && symbolizer_names_by_time(f->sym, s->key->pid, mono))
 		k.sec = s->key->boot_sec + 1;
+	f->by_time = k.sec != 0;
 	done = foldcache_get(f->folds, &k); /* the same stack in another thread (or second) */
 	if (!done) {
 		symbolizer_set_time(f->sym, mono);
@@ -361,11 +406,13 @@ int ingest_new(const struct ingest_opts *o, struct ingest **out)
 	in = calloc(1, sizeof(*in)); /* large: the frames and folded text of the deepest stack */
 	if (!in)
 		return -ENOMEM;
-	err = foldcache_new(FOLDCACHE_STACKS, FOLDCACHE_BYTES, &in->folds);
+	err = foldcache_new(FOLDCACHE_STACKS, FOLDCACHE_BYTES, &in->folds) ?:
+	      framecache_new(FRAMECACHE_FRAMES, FRAMECACHE_BYTES, &in->names);
 	if (!err && o->cgroups)
 		err = cgroups_new(NULL, &in->cgroups);
 	if (err) {
 		foldcache_free(in->folds);
+		framecache_free(in->names);
 		free(in);
 		return err;
 	}
@@ -383,6 +430,7 @@ void ingest_begin(struct ingest *in)
 	symbolizer_begin_flush(in->sym);
 	in->unix_to_mono = clock_ns(CLOCK_MONOTONIC) - clock_ns(CLOCK_REALTIME);
 	foldcache_reset(in->folds);
+	framecache_reset(in->names);
 	if (in->rts)
 		runtimes_flush_begin(in->rts);
 }
@@ -398,9 +446,10 @@ int ingest_end(struct ingest *in, struct ingest_counts *out)
 	return in->store_err;
 }
 
-void ingest_get_stats(const struct ingest *in, struct foldcache_stats *out)
+void ingest_get_stats(const struct ingest *in, struct foldcache_stats *folds, struct framecache_stats *names)
 {
-	foldcache_get_stats(in->folds, out);
+	foldcache_get_stats(in->folds, folds);
+	framecache_get_stats(in->names, names);
 }
 
 void ingest_get_cgroup_stats(const struct ingest *in, struct cgroups_stats *out)
@@ -416,6 +465,7 @@ void ingest_free(struct ingest *in)
 	if (!in)
 		return;
 	foldcache_free(in->folds);
+	framecache_free(in->names);
 	cgroups_free(in->cgroups);
 	free(in);
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "foldcache.h"
+#include "framecache.h"
 #include "cgroups.h"
 #include "sampler.h"
 
@@ -46,8 +47,8 @@ int ingest_sample(const struct sampler_sample *s, void *ctx);
  * out. Returns 0 or the store's -errno (store_errmsg() tells more; the flush's rows are lost). */
 int ingest_end(struct ingest *in, struct ingest_counts *out);
 
-/* Copies the counters of the folded stacks' cache. */
-void ingest_get_stats(const struct ingest *in, struct foldcache_stats *out);
+/* Copies the counters of the folded stacks' cache and of the named frames' cache. */
+void ingest_get_stats(const struct ingest *in, struct foldcache_stats *folds, struct framecache_stats *names);
 
 /* Copies the counters of learning where samples ran (zeros when not learnt). */
 void ingest_get_cgroup_stats(const struct ingest *in, struct cgroups_stats *out);

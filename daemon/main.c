@@ -138,7 +138,7 @@ static void update_status(struct daemon *d, const struct sampler_stats *st, doub
 	s->sym_cache_bytes = sy.symbol_bytes;
 	s->sym_binaries_evicted = sy.binaries_evicted;
 	s->sym_symbols_dropped = sy.symbols_dropped;
-	ingest_get_stats(d->ingest, &fc);
+	ingest_get_stats(d->ingest, &fc, &s->frames);
 	s->fold_hits = fc.hits;
 	s->fold_misses = fc.misses;
 	s->fold_full = fc.full;

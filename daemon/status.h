@@ -8,6 +8,7 @@
 #include "bpfload.h"
 #include "debugfiles.h"
 #include "deferred.h"
+#include "framecache.h"
 #include "cgroups.h"
 #include "lineage.h"
 #include "runtimes.h"
@@ -41,6 +42,7 @@ struct daemon_status {
 	uint64_t sym_symbols_dropped; /* symbols past the per-binary bound, not kept */
 	struct symbolizer_stats symbolizer; /* all of the symbolizer's counters (JIT code's among them) */
 	uint64_t fold_hits, fold_misses, fold_full; /* stacks folded once per flush (foldcache.h) */
+	struct framecache_stats frames; /* user frames named once per flush (framecache.h) */
 	const char *unwind_mode;   /* "fp", "dwarf" or "auto" */
 	struct unwinder_stats unwind; /* zeros with --unwind fp */
 	bool deferred_on;             /* samples before their process's tables are copied and walked later */

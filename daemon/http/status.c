@@ -48,6 +48,15 @@ static const struct counter maps_counters[] = {
 		"Maps files held open now, for a new process's reads in its first quarter second."),
 };
 
+/* The ingest's cache of user frames named this flush (daemon/framecache.c). */
+static const struct counter frame_cache_counters[] = {
+	STATUS_COUNTER_OF(frames.hits, "frame_cache", "result", "hits", "flamed_frame_cache_total",
+		"User frames of drained stacks named already this flush (hits), named (misses), or named and not "
+		"kept: the cache was full (full)."),
+	STATUS_COUNTER_OF(frames.misses, "frame_cache", "result", "misses", "flamed_frame_cache_total", NULL),
+	STATUS_COUNTER_OF(frames.full, "frame_cache", "result", "full", "flamed_frame_cache_total", NULL),
+};
+
 /* Status as "name value" lines, one per field. */
 static void status_text(FILE *o, const struct daemon_status *s, int64_t now)
 {
@@ -69,6 +78,7 @@ static void status_text(FILE *o, const struct daemon_status *s, int64_t now)
 		s->sym_processes_cached, s->sym_cache_bytes, s->sym_binaries_evicted, s->symbolizer.binaries_over_bound,
 		s->sym_symbols_dropped);
 	counters_text(o, "symbolizer", maps_counters, COUNTERS_LEN(maps_counters), s);
+	counters_text(o, "ingest", frame_cache_counters, COUNTERS_LEN(frame_cache_counters), s);
 	status_unwind_text(o, s);
 }
 
@@ -120,6 +130,7 @@ void http_handle_status(struct http *h, struct request *rq)
 	fputc('}', o);
 	fprintf(o, ", \"fold_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64 ", \"full\": %" PRIu64 "}",
 		s.fold_hits, s.fold_misses, s.fold_full);
+	counters_json(o, frame_cache_counters, COUNTERS_LEN(frame_cache_counters), &s);
 	status_unwind_json(o, &s);
 	status_runtimes_json(o, &s);
 	status_offcpu_json(o, &s);
@@ -206,6 +217,7 @@ static void metrics_symbolizer(FILE *o, const struct daemon_status *s)
 	fprintf(o, "flamed_fold_cache_total{result=\"hit\"} %" PRIu64 "\nflamed_fold_cache_total{result=\"miss\"} %"
 		PRIu64 "\nflamed_fold_cache_total{result=\"full\"} %" PRIu64 "\n", s->fold_hits, s->fold_misses,
 		s->fold_full);
+	counters_metrics(o, frame_cache_counters, COUNTERS_LEN(frame_cache_counters), s);
 }
 
 static void metrics_http(struct http *h, FILE *o)
