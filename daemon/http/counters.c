@@ -26,17 +26,36 @@ static bool group_ends(const struct counter *t, size_t n, size_t i)
 	return !t[i].group || i + 1 == n || !t[i + 1].group || strcmp(t[i + 1].group, t[i].group);
 }
 
-void counters_json(FILE *o, const struct counter *t, size_t n, const void *base)
+/* Whether t[i], labelled, begins its labelled metric. */
+static bool metric_starts(const struct counter *t, size_t i)
+{
+	return !i || !t[i - 1].label || strcmp(t[i - 1].metric, t[i].metric);
+}
+
+/* Writes the counters as counters_json does, sep before the first. */
+static void json(FILE *o, const char *sep, const struct counter *t, size_t n, const void *base)
 {
 	for (size_t i = 0; i < n; i++) {
-		bool first = group_starts(t, i);
+		const char *before = i ? ", " : sep;
 
-		if (t[i].group && first)
-			fprintf(o, ", \"%s\": {", t[i].group);
-		fprintf(o, "%s\"%s\": %" PRIu64, t[i].group && first ? "" : ", ", t[i].name, value(&t[i], base));
+		if (t[i].group && group_starts(t, i)) {
+			fprintf(o, "%s\"%s\": {", before, t[i].group);
+			before = "";
+		}
+		fprintf(o, "%s\"%s\": %" PRIu64, before, t[i].name, value(&t[i], base));
 		if (t[i].group && group_ends(t, n, i))
 			fputc('}', o);
 	}
+}
+
+void counters_json(FILE *o, const struct counter *t, size_t n, const void *base)
+{
+	json(o, ", ", t, n, base);
+}
+
+void counters_json_first(FILE *o, const struct counter *t, size_t n, const void *base)
+{
+	json(o, "", t, n, base);
 }
 
 void counters_text(FILE *o, const char *prefix, const struct counter *t, size_t n, const void *base)
@@ -49,12 +68,13 @@ void counters_text(FILE *o, const char *prefix, const struct counter *t, size_t 
 void counters_metrics(FILE *o, const struct counter *t, size_t n, const void *base)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (!t[i].group) {
+		if (!t[i].label) {
 			http_metric_u64(o, t[i].metric, t[i].type, t[i].help, value(&t[i], base));
 			continue;
 		}
-		if (group_starts(t, i))
+		if (metric_starts(t, i) && t[i].help)
 			http_metric(o, t[i].metric, t[i].type, t[i].help);
-		fprintf(o, "%s{%s=\"%s\"} %" PRIu64 "\n", t[i].metric, t[i].label, t[i].name, value(&t[i], base));
+		fprintf(o, "%s{%s=\"%s\"} %" PRIu64 "\n", t[i].metric, t[i].label,
+			t[i].label_value ? t[i].label_value : t[i].name, value(&t[i], base));
 	}
 }

@@ -1,51 +1,39 @@
 /* status_cgroups.c - where samples ran (daemon/cgroups.c): the cgroup2 mount read, cgroups learnt by id
  * and from /proc, those that could not be told, paths cut, and the bound, as JSON, text and metrics. */
-#include <inttypes.h>
-
+#include "http/counters.h"
 #include "http/http_impl.h"
-#include "http/metric.h"
 #include "http/status_cgroups.h"
 #include "render/json.h"
 
-/* Each counter: its JSON and text name, its metric and what it counts. */
-#define CGROUP_COUNTERS(X)                                                                               \
-	X(by_id, "flamed_cgroups_learnt_total{source=\"id\"}", "counter", NULL)                             \
-	X(by_proc, "flamed_cgroups_learnt_total{source=\"proc\"}", "counter", NULL)                         \
-	X(unknown, "flamed_cgroups_unknown_total", "counter",                                               \
-	  "Processes whose cgroup could not be told (the cgroup removed and the process gone).")             \
-	X(cut, "flamed_cgroups_paths_cut_total", "counter",                                                 \
-	  "Cgroup paths cut to 511 bytes or cleaned of control characters.")                                 \
-	X(forgotten, "flamed_cgroups_forgotten_total", "counter",                                           \
-	  "Times the cgroups remembered reached their bound and were forgotten.")                            \
-	X(known, "flamed_cgroups_known", "gauge", "Cgroups remembered now.")
+static const struct counter counters[] = {
+	STATUS_COUNTER_LABELLED(cgroups.by_id, "by_id", "source", "id", "flamed_cgroups_learnt_total",
+		"Cgroups learnt, by source: id (opened by the kernel's id on the cgroup2 file system), proc "
+		"(/proc/PID/cgroup)."),
+	STATUS_COUNTER_LABELLED(cgroups.by_proc, "by_proc", "source", "proc", "flamed_cgroups_learnt_total", NULL),
+	STATUS_COUNTER(cgroups.unknown, "unknown", "flamed_cgroups_unknown_total", "counter",
+		"Processes whose cgroup could not be told (the cgroup removed and the process gone)."),
+	STATUS_COUNTER(cgroups.cut, "cut", "flamed_cgroups_paths_cut_total", "counter",
+		"Cgroup paths cut to 511 bytes or cleaned of control characters."),
+	STATUS_COUNTER(cgroups.forgotten, "forgotten", "flamed_cgroups_forgotten_total", "counter",
+		"Times the cgroups remembered reached their bound and were forgotten."),
+	STATUS_COUNTER(cgroups.known, "known", "flamed_cgroups_known", "gauge", "Cgroups remembered now."),
+};
 
 void status_cgroups_json(FILE *o, const struct daemon_status *s)
 {
 	fputs(", \"cgroups\": {\"mount\": ", o);
 	json_write_string(o, s->cgroups.mount);
-#define JSON(f, metric, type, help) fprintf(o, ", \"%s\": %" PRIu64, #f, s->cgroups.f);
-	CGROUP_COUNTERS(JSON)
-#undef JSON
+	counters_json(o, counters, COUNTERS_LEN(counters), s);
 	fputs("}", o);
 }
 
 void status_cgroups_text(FILE *o, const struct daemon_status *s)
 {
 	fprintf(o, "cgroups_mount %s\n", s->cgroups.mount[0] ? s->cgroups.mount : "none");
-#define TEXT(f, metric, type, help) fprintf(o, "cgroups_%s %" PRIu64 "\n", #f, s->cgroups.f);
-	CGROUP_COUNTERS(TEXT)
-#undef TEXT
+	counters_text(o, "cgroups", counters, COUNTERS_LEN(counters), s);
 }
 
 void status_cgroups_metrics(FILE *o, const struct daemon_status *s)
 {
-	http_metric(o, "flamed_cgroups_learnt_total", "counter",
-		    "Cgroups learnt, by source: id (opened by the kernel's id on the cgroup2 file system), proc "
-		    "(/proc/PID/cgroup).");
-#define METRIC(f, metric, type, help)                  \
-	if (help)                                      \
-		http_metric(o, metric, type, help);    \
-	fprintf(o, "%s %" PRIu64 "\n", metric, s->cgroups.f);
-	CGROUP_COUNTERS(METRIC)
-#undef METRIC
+	counters_metrics(o, counters, COUNTERS_LEN(counters), s);
 }

@@ -2,7 +2,7 @@
  * runtime/runtime.h, and its counters are described so that one renderer can write them: each with a
  * name, a Prometheus name that no other counter has (a group's members share theirs, and carry a label),
  * a type and help, inside what it describes; then the renderer's JSON, text and metrics of a table with a
- * group, over values it knows. */
+ * group, and of one with labelled counters outside a group, over values it knows. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -90,7 +90,16 @@ static const struct counter sample[] = {
 	COUNTER(struct sample_stats, b, "beta", "flamed_test_beta", "gauge", "Betas now."),
 };
 
-static char *render(void (*fn)(FILE *, const struct counter *, size_t, const void *), const struct sample_stats *v)
+/* Two counters standing alone in the JSON and the text, one labelled metric in the metrics; and one more. */
+static const struct counter labelled[] = {
+	COUNTER_LABELLED(struct sample_stats, g1, "by_one", "source", "one", "flamed_test_learnt_total",
+			 "Learnt, by source."),
+	COUNTER_LABELLED(struct sample_stats, g2, "by_two", "source", "two", "flamed_test_learnt_total", NULL),
+	COUNTER(struct sample_stats, a, "alpha", "flamed_test_alpha_total", "counter", "Alphas."),
+};
+
+static char *render_table(void (*fn)(FILE *, const struct counter *, size_t, const void *), const struct counter *t,
+			  size_t n, const struct sample_stats *v)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -98,9 +107,14 @@ static char *render(void (*fn)(FILE *, const struct counter *, size_t, const voi
 
 	if (!o)
 		return NULL;
-	fn(o, sample, COUNTERS_LEN(sample), v);
+	fn(o, t, n, v);
 	fclose(o);
 	return buf;
+}
+
+static char *render(void (*fn)(FILE *, const struct counter *, size_t, const void *), const struct sample_stats *v)
+{
+	return render_table(fn, sample, COUNTERS_LEN(sample), v);
 }
 
 static void text_fn(FILE *o, const struct counter *t, size_t n, const void *base)
@@ -128,9 +142,35 @@ static void test_renderer(void)
 	free(metrics);
 }
 
+static void test_labelled(void)
+{
+	struct sample_stats v = { .a = 1, .b = 2, .g1 = 3, .g2 = 4 };
+	size_t n = COUNTERS_LEN(labelled);
+	char *json = render_table(counters_json_first, labelled, n, &v), *text = render_table(text_fn, labelled, n, &v);
+	char *metrics = render_table(counters_metrics, labelled, n, &v);
+	char *helpless = render_table(counters_metrics, labelled + 1, 1, &v);
+
+	CHECK(json && !strcmp(json, "\"by_one\": 3, \"by_two\": 4, \"alpha\": 1"),
+	      "JSON: labelled counters by name, the first without its comma (%s)", json ? json : "none");
+	CHECK(text && !strcmp(text, "test_by_one 3\ntest_by_two 4\ntest_alpha 1\n"), "text: labelled counters by name");
+	CHECK(metrics && !strcmp(metrics, "# HELP flamed_test_learnt_total Learnt, by source.\n"
+				  "# TYPE flamed_test_learnt_total counter\n"
+				  "flamed_test_learnt_total{source=\"one\"} 3\nflamed_test_learnt_total{source=\"two\"} 4\n"
+				  "# HELP flamed_test_alpha_total Alphas.\n# TYPE flamed_test_alpha_total counter\n"
+				  "flamed_test_alpha_total 1\n"),
+	      "metrics: labelled counters as one metric, their labels' values their own");
+	CHECK(helpless && !strcmp(helpless, "flamed_test_learnt_total{source=\"two\"} 4\n"),
+	      "metrics: a labelled metric begun without help has no HELP and TYPE lines");
+	free(json);
+	free(text);
+	free(metrics);
+	free(helpless);
+}
+
 int main(void)
 {
 	test_kinds();
 	test_renderer();
+	test_labelled();
 	return CHECK_EXIT();
 }
