@@ -6,15 +6,16 @@
 #include "http/metric.h"
 #include "http/status_lineage.h"
 
-/* Who started whom (daemon/lineage.c). Where parents were learnt is one labelled metric whose HELP and
- * TYPE status_lineage_metrics writes first (its first counter has no help). */
+/* Who started whom (daemon/lineage.c). Where parents were learnt is one labelled metric. */
 static const struct counter lineage[] = {
 	STATUS_COUNTER(lineage.noted, "noted", "flamed_processes_noted_total", "counter",
 		"Processes reported at their first samples."),
 	STATUS_COUNTER(lineage.known, "known", "flamed_processes_known", "gauge",
 		"Processes whose parent is remembered now."),
 	STATUS_COUNTER_LABELLED(lineage.from_forks, "from_forks", "source", "fork", "flamed_processes_parents_total",
-		NULL),
+		"Parents learnt, by source: fork (the kernel's record of the fork), first_sample (the process's "
+		"parent when first sampled), proc (/proc, the fork record gone), unknown (not learnt: gone, and "
+		"its fork forgotten)."),
 	STATUS_COUNTER_LABELLED(lineage.from_event, "from_event", "source", "first_sample",
 		"flamed_processes_parents_total", NULL),
 	STATUS_COUNTER_LABELLED(lineage.from_proc, "from_proc", "source", "proc", "flamed_processes_parents_total",
@@ -56,10 +57,6 @@ void status_lineage_text(FILE *o, const struct daemon_status *s)
 
 void status_lineage_metrics(FILE *o, const struct daemon_status *s)
 {
-	http_metric(o, "flamed_processes_parents_total", "counter",
-		    "Parents learnt, by source: fork (the kernel's record of the fork), first_sample (the process's "
-		    "parent when first sampled), proc (/proc, the fork record gone), unknown (not learnt: gone, and "
-		    "its fork forgotten).");
 	counters_metrics(o, lineage, COUNTERS_LEN(lineage), s);
 	counters_metrics(o, reading, COUNTERS_LEN(reading), s);
 }

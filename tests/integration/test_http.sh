@@ -99,6 +99,13 @@ check "metrics: flamed_offcpu_enabled 0 without --off-cpu" grep -qx 'flamed_offc
 check "metrics: every metric has HELP and TYPE" \
 	awk '/^# HELP/ { h[$3] = 1 } /^# TYPE/ { t[$3] = 1 } !/^#/ { n = $1; sub(/\{.*/, "", n); m[n] = 1 }
 	     END { for (n in m) { b = n; sub(/_(bucket|sum|count)$/, "", b); if (!(n in h) && !(b in h) || !(n in t) && !(b in t)) { print "no HELP/TYPE: " n; bad = 1 } } exit bad }' "$TMP/metrics"
+# The text format keeps a metric's lines together: its samples right after its TYPE, never after another
+# metric's, and the metric nowhere else.
+check "metrics: each metric's samples follow its own TYPE, all in one run" \
+	awk '/^# TYPE/ { if ($3 in seen) { print "TYPE again: " $3; bad = 1 } cur = $3; seen[cur] = 1; next } /^#/ { next }
+	     { n = $1; sub(/\{.*/, "", n); b = n; sub(/_(bucket|sum|count)$/, "", b)
+	       if (n != cur && b != cur) { print "sample of " n " under the TYPE of " cur; bad = 1 } }
+	     END { exit bad }' "$TMP/metrics"
 
 for bad in "/api/v1/profile?pid=abc" "/api/v1/profile?pid=-1" "/api/v1/profile?from=20&to=10" \
 	"/api/v1/profile?format=bmp" "/api/v1/profile?pid=1&pid=2" "/api/v1/profile?bogus=1" \
