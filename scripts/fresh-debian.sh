@@ -193,7 +193,8 @@ unshare --mount --propagation private "$0" --inside "$root" "$src" 2>&1 | tee -a
 rc=${PIPESTATUS[0]}
 summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
 echo
-echo "on a fresh Debian $version ($release) root, at $(git -C "$src" rev-parse --short HEAD) (the whole log: $log):"
+# The commit the root cloned (this checkout's HEAD may have moved on since).
+echo "on a fresh Debian $version ($release) root, at $(git -C "$root/root/flamed" rev-parse --short HEAD 2> /dev/null || echo '?') (the whole log: $log):"
 grep -E '^fresh-debian.sh: (make|make run|make run --off-cpu|bpf .*): ' "$log" | sed 's/^fresh-debian.sh: /  /'
 echo "  make test: ${summary:-no summary line}"
 grep -E '^SKIP: ' "$log" | sed 's/^/    /'
