@@ -372,13 +372,18 @@ static int run_rechecks(struct daemon *d)
 		size_t n = 0;
 
 		/* One read of its mappings, for the symbolizer, the unwinder and the runtimes, by the maps file
-		 * its first read left open, closed at the last round's. Handed on even found as they were
-		 * (30d08df skipped those, and was undone for test_firstsamples' lost roots: those were
-		 * the samples' seconds, 2eac0d8; the skip is untested since). */
+		 * its first read left open, closed at the last round's. Found as they were, the unwinder and
+		 * the runtimes have them already (handed on at the report, or the read before) and the
+		 * dynamic loader is done: nothing is handed on, and the next read is the last round's (a
+		 * runtime's jitdump file). */
 		unsigned held = round + 1 < RECHECK_ROUNDS ? PROCCACHE_KEEP_FD : PROCCACHE_CLOSE_FD;
 
 		if (symbolizer_snapshot(d->sym, pid, held) == 0) {
-			d->rechecks_unchanged += !symbolizer_maps_changed(d->sym);
+			if (!symbolizer_maps_changed(d->sym)) {
+				d->rechecks_unchanged++;
+				rechecks_queue(&d->rechecks, pid, round ? round + 1 : RECHECK_ROUNDS - 1, now);
+				continue;
+			}
 			rechecks_queue(&d->rechecks, pid, round + 1, now);
 			maps = symbolizer_maps(d->sym, pid, &n);
 		}
