@@ -187,10 +187,12 @@ static void metrics_samples(FILE *o, const struct daemon_status *s)
 
 static void metrics_symbolizer(FILE *o, const struct daemon_status *s)
 {
-	http_metric(o, "flamed_symbolize_hits_total", "counter", "Frames named, by kind.");
+	http_metric(o, "flamed_symbolize_hits_total", "counter",
+		    "Frames named, by kind (a user frame once per flush for its process and address: its other "
+		    "stacks reuse the name, flamed_frame_cache_total).");
 	fprintf(o, "flamed_symbolize_hits_total{kind=\"user\"} %" PRIu64 "\n", s->sym_user_hits);
 	fprintf(o, "flamed_symbolize_hits_total{kind=\"kernel\"} %" PRIu64 "\n", s->sym_kernel_hits);
-	http_metric(o, "flamed_symbolize_misses_total", "counter", "Frames left unnamed, by kind.");
+	http_metric(o, "flamed_symbolize_misses_total", "counter", "Frames left unnamed, by kind (counted as hits are).");
 	fprintf(o, "flamed_symbolize_misses_total{kind=\"user\"} %" PRIu64 "\n", s->sym_user_misses);
 	fprintf(o, "flamed_symbolize_misses_total{kind=\"kernel\"} %" PRIu64 "\n", s->sym_kernel_misses);
 	http_metric_u64(o, "flamed_symbolizer_binaries_cached", "gauge", "Binaries in the symbolizer's cache.",
