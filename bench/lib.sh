@@ -74,24 +74,52 @@ wait_count() {
 	return 1
 }
 
-# cpu_ticks PID: utime + stime of PID (all its threads), in clock ticks.
-cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+# The readers below run inside measured windows: they use shell builtins and set a variable, so that the
+# bench starts no process there for the profiler under test to take in (a process it samples is one it
+# reads the mappings of and, for a new binary, builds the unwind tables of: bpftool and jq, twice per
+# window, were 20 such processes).
+
+# cpu_ticks PID VAR: utime + stime of PID (all its threads), in clock ticks, into VAR.
+cpu_ticks() {
+	local line f
+	read -r line < "/proc/$1/stat" || return 1
+	read -r -a f <<< "${line##*) }"
+	printf -v "$2" '%d' $((f[11] + f[12]))
+}
 
 # status_kb PID FIELD: a "FIELD: N kB" line of /proc/PID/status (VmRSS, VmHWM).
 status_kb() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
 
-# bpf_prog_ids PID: the BPF programs PID holds open (fds that close while this reads are skipped).
-bpf_prog_ids() { { awk '$1 == "prog_id:" { print $2 }' /proc/"$1"/fdinfo/* 2> /dev/null || true; } | sort -u; }
+# vm_kb PID RSS_VAR HWM_VAR: VmRSS and VmHWM of PID (KiB) into the two variables (builtins: see cpu_ticks).
+vm_kb() {
+	local k v _
+	while read -r k v _; do
+		case $k in
+		VmRSS:) printf -v "$2" '%s' "$v" ;;
+		VmHWM:) printf -v "$3" '%s' "$v" ;;
+		esac
+	done < "/proc/$1/status"
+}
 
-# bpf_run_ns IDS...: the sum of run_time_ns and of run_cnt of the programs (kernel.bpf_stats_enabled).
-bpf_run_ns() {
-	local id ns=0 cnt=0 j
-	for id in "$@"; do
-		j=$(bpftool prog show id "$id" -j)
-		ns=$((ns + $(jq '.run_time_ns // 0' <<<"$j")))
-		cnt=$((cnt + $(jq '.run_cnt // 0' <<<"$j")))
+# bpf_run PID NS_VAR CNT_VAR: the sum of run_time_ns and of run_cnt (kernel.bpf_stats_enabled) of the BPF
+# programs PID holds open, each counted once, into the two variables (builtins: see cpu_ticks; an fd
+# that closes while this reads is skipped).
+bpf_run() {
+	local f k v _ id t c ns=0 cnt=0 seen=" "
+	for f in /proc/"$1"/fdinfo/*; do
+		id='' t=0 c=0
+		{ while read -r k v _; do
+			case $k in
+			prog_id:) id=$v ;;
+			run_time_ns:) t=$v ;;
+			run_cnt:) c=$v ;;
+			esac
+		done < "$f"; } 2> /dev/null
+		if [ -z "$id" ] || [[ $seen == *" $id "* ]]; then continue; fi
+		seen+="$id " ns=$((ns + t)) cnt=$((cnt + c))
 	done
-	echo "$ns $cnt"
+	printf -v "$2" '%d' "$ns"
+	printf -v "$3" '%d' "$cnt"
 }
 
 # row AREA MEASUREMENT RESULT TARGET STATUS: one line of the results table.

@@ -189,7 +189,7 @@ run_nodes() {
 # R_STORED (samples stored from then). BURN_ARGS: python (run_pyburners), pyshort (run_pyshort), node
 # (run_nodes), burn (burn_workload), else run_burners' FANOUT DEPTH after SECONDS.
 flamed_window() {
-	local dir=$1 ids=() t0 b0 b1 w0 s0
+	local dir=$1 t0 b0 b1 n0 n1 w0 s0
 	shift
 	if [ "$1" = python ] || [ "$1" = pyshort ]; then
 		"${PY[@]}" "$PYBURN" 1 "$PY_DEPTH" > /dev/null || die "the Python workload failed"
@@ -202,12 +202,11 @@ flamed_window() {
 	fi
 	wait_log "$dir/flamed.log" 'flushed [0-9]+ samples' "$FLAMED_PID" $((FLUSH_INTERVAL + 30)) ||
 		die "flamed did not flush: $(tail -3 "$dir/flamed.log")"
-	w0=$(date +%s.%N)
-	mapfile -t ids < <(bpf_prog_ids "$FLAMED_PID")
-	[ ${#ids[@]} -gt 0 ] || die "no BPF program found in /proc/$FLAMED_PID/fdinfo"
+	w0=$EPOCHREALTIME
 	s0=$(flushed_samples "$dir/flamed.log")
-	t0=$(cpu_ticks "$FLAMED_PID")
-	b0=$(bpf_run_ns "${ids[@]}")
+	# From here to the stop, the bench starts no process of its own (see cpu_ticks in lib.sh).
+	cpu_ticks "$FLAMED_PID" t0
+	bpf_run "$FLAMED_PID" b0 n0
 	case $1 in
 	python) run_pyburners "$T" "$dir" ;;
 	pyshort) run_pyshort "$T" "$dir" ;;
@@ -215,13 +214,14 @@ flamed_window() {
 	burn) burn_workload "$T" "$dir" ;;
 	*) run_burners "$@" "$dir" ;;
 	esac
-	b1=$(bpf_run_ns "${ids[@]}")
-	R_RSS=$(status_kb "$FLAMED_PID" VmRSS) R_HWM=$(status_kb "$FLAMED_PID" VmHWM)
+	bpf_run "$FLAMED_PID" b1 n1
+	vm_kb "$FLAMED_PID" R_RSS R_HWM
 	stop_flamed "$dir"
-	R_WALL=$(calc "$(date +%s.%N) - $w0")
+	[ "$n1" -gt 0 ] || die "no BPF program of flamed's ran: none in /proc/$FLAMED_PID/fdinfo, or kernel.bpf_stats_enabled is 0"
+	R_WALL=$(calc "$EPOCHREALTIME - $w0")
 	R_DAEMON_S=$(calc "$R_TOTAL_CPU - $t0 / $CLK_TCK")
-	R_BPF_S=$(calc "(${b1% *} - ${b0% *}) / 1e9")
-	R_BPF_RUNS=$((${b1#* } - ${b0#* }))
+	R_BPF_S=$(calc "($b1 - $b0) / 1e9")
+	R_BPF_RUNS=$((n1 - n0))
 	R_UNITS=$BURN_UNITS
 	R_STORED=$(($(flushed_samples "$dir/flamed.log") - s0))
 }
@@ -615,7 +615,7 @@ cgroups_window() {
 	"$BURN" --fanout 4 --depth 4 1 > /dev/null || die "the burn workload failed"
 	wait_log "$dir/flamed.log" 'flushed [0-9]+ samples' "$FLAMED_PID" $((FLUSH_INTERVAL + 30)) ||
 		die "flamed did not flush: $(tail -3 "$dir/flamed.log")"
-	t0=$(cpu_ticks "$FLAMED_PID")
+	cpu_ticks "$FLAMED_PID" t0
 	for i in $(seq 0 499); do
 		sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$CGROOT/svc$((i % spread)).service" \
 			timeout -s KILL $((T + 60)) "$BURN" --fanout 4 --depth 4 "$T" > /dev/null &
@@ -1101,7 +1101,10 @@ How each figure is measured:
   of \`bench/burn\` before that flush left out, so the symbols and unwind tables of burn, libc and ld.so are
   built, as in a daemon that has run for a while; the two burners then start as new processes inside the
   measured window) to its exit (rusage; the last flush in), plus the \`run_time_ns\` of its BPF program over the run
-  (\`kernel.bpf_stats_enabled=1\`); perf's is the user + sys time of \`perf record\` plus that of
+  (\`kernel.bpf_stats_enabled=1\`). Inside that window the bench starts no process of its own (its readings of
+  /proc and of the programs' run time are shell builtins): before
+  29 November 2026 it ran \`bpftool\` and \`jq\` for each program at both ends of the window, about 20 new
+  processes whose mappings flamed read and whose unwind tables it built, counted as flamed's. perf's is the user + sys time of \`perf record\` plus that of
   \`perf script | awk -f bench/fold.awk\`, which makes the folded stacks. Both are per second of wall time, in %
   of one core. perf's own sampling in interrupt context is charged to the interrupted processes, not to perf:
   it shows only in the throughput row.
