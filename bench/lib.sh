@@ -114,7 +114,7 @@ bpf_run() {
 			run_time_ns:) t=$v ;;
 			run_cnt:) c=$v ;;
 			esac
-		done < "$f"; } 2> /dev/null
+		done < "$f"; } 2> /dev/null || continue # closed since the glob: not a program's, or no longer
 		if [ -z "$id" ] || [[ $seen == *" $id "* ]]; then continue; fi
 		seen+="$id " ns=$((ns + t)) cnt=$((cnt + c))
 	done
