@@ -87,17 +87,16 @@ cpu_ticks() {
 	printf -v "$2" '%d' $((f[11] + f[12]))
 }
 
-# status_kb PID FIELD: a "FIELD: N kB" line of /proc/PID/status (VmRSS, VmHWM).
-status_kb() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
-
-# vm_kb PID RSS_VAR HWM_VAR: VmRSS and VmHWM of PID (KiB) into the two variables (builtins: see cpu_ticks).
-vm_kb() {
+# status_kb PID FIELD VAR: the N of the "FIELD: N kB" line of /proc/PID/status (VmRSS, VmHWM) into VAR,
+# empty when there is none (builtins: see cpu_ticks).
+status_kb() {
 	local k v _
+	printf -v "$3" '%s' ''
 	while read -r k v _; do
-		case $k in
-		VmRSS:) printf -v "$2" '%s' "$v" ;;
-		VmHWM:) printf -v "$3" '%s' "$v" ;;
-		esac
+		if [ "$k" = "$2:" ]; then
+			printf -v "$3" '%s' "$v"
+			return 0
+		fi
 	done < "/proc/$1/status"
 }
 

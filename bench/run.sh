@@ -215,7 +215,8 @@ flamed_window() {
 	*) run_burners "$@" "$dir" ;;
 	esac
 	bpf_run "$FLAMED_PID" b1 n1
-	vm_kb "$FLAMED_PID" R_RSS R_HWM
+	status_kb "$FLAMED_PID" VmRSS R_RSS
+	status_kb "$FLAMED_PID" VmHWM R_HWM
 	stop_flamed "$dir"
 	[ "$n1" -gt 0 ] || die "no BPF program of flamed's ran: none in /proc/$FLAMED_PID/fdinfo, or kernel.bpf_stats_enabled is 0"
 	R_WALL=$(calc "$EPOCHREALTIME - $w0")
@@ -557,11 +558,11 @@ serve_window() {
 	FLAMED_BIN=$2 start_flamed "$dir" --db "$dir/flamed.db" --listen 127.0.0.1:0 --frequency 99 -v
 	url=http://127.0.0.1:$(api_port "$dir")
 	run_pyshort "$T" "$dir"
-	R_RSS=$(status_kb "$FLAMED_PID" VmRSS)
+	status_kb "$FLAMED_PID" VmRSS R_RSS
 	wrk -t2 -c64 -d"$SERVE_T"s "$url/metrics" > "$dir/wrk-metrics.out" 2>&1 || die "wrk failed: $(tail -3 "$dir/wrk-metrics.out")"
 	wrk -t2 -c64 -d"$SERVE_T"s "$url/api/v1/profile?from=-5m&format=folded" > "$dir/wrk-profile.out" 2>&1 ||
 		die "wrk failed: $(tail -3 "$dir/wrk-profile.out")"
-	R_HWM=$(status_kb "$FLAMED_PID" VmHWM)
+	status_kb "$FLAMED_PID" VmHWM R_HWM
 	m=$(awk '/^Requests\/sec/ { printf "%.0f", $2 }' "$dir/wrk-metrics.out")
 	p=$(awk '/^Requests\/sec/ { printf "%.0f", $2 }' "$dir/wrk-profile.out")
 	R_REQS="/metrics $m/s, profile $p/s"
@@ -622,7 +623,7 @@ cgroups_window() {
 		pids+=($!)
 	done
 	for i in "${pids[@]}"; do wait "$i" || die "the burn workload failed"; done
-	R_RSS=$(status_kb "$FLAMED_PID" VmRSS)
+	status_kb "$FLAMED_PID" VmRSS R_RSS
 	stop_flamed "$dir"
 	R_DAEMON_S=$(calc "$R_TOTAL_CPU - $t0 / $CLK_TCK")
 }
@@ -855,8 +856,9 @@ offcpu_memory() {
 	track "$pid"
 	wait_count "$d/flamed.log" 'flushed [0-9]+ samples' "$OFFCPU_MEM_FLUSHES" "$FLAMED_PID" "$limit" ||
 		die "flamed --off-cpu did not flush $OFFCPU_MEM_FLUSHES times: $(tail -3 "$d/flamed.log")"
-	R_RSS=$(status_kb "$FLAMED_PID" VmRSS) R_HWM=$(status_kb "$FLAMED_PID" VmHWM)
-	R_CPU_RSS=$(status_kb "${cpu_pids% *}" VmRSS)
+	status_kb "$FLAMED_PID" VmRSS R_RSS
+	status_kb "$FLAMED_PID" VmHWM R_HWM
+	status_kb "${cpu_pids% *}" VmRSS R_CPU_RSS
 	touch "$d/stop"
 	wait_pid "$pid" 30 || die "bench/storm failed"
 	stop_flamed "$d"
@@ -1050,7 +1052,8 @@ serve_queries() {
 		done
 	done
 	local rss hwm
-	rss=$(status_kb "$FLAMED_PID" VmRSS) hwm=$(status_kb "$FLAMED_PID" VmHWM)
+	status_kb "$FLAMED_PID" VmRSS rss
+	status_kb "$FLAMED_PID" VmHWM hwm
 	stop_flamed "$d"
 	MEM_ROWS+=("flamed serving the 8 queries of the last $WINDOW_H h over HTTP	$rss	$hwm")
 }
